@@ -1,0 +1,80 @@
+/**
+ * What one limit said about one request. A refusal is a value, never an exception: "over the
+ * limit" is an ordinary outcome of a rate limiter, not an error.
+ *
+ * Times are relative to the moment of the decision, in milliseconds, so they mean the same on
+ * every node whatever its clock says.
+ */
+interface DecisionFields {
+  /** The name of the limit that decided (the limiter's `name`). Never holds the key. */
+  readonly name: string;
+  /** The limit per period (token bucket) or per calendar window (quota) that applied. */
+  readonly limit: number;
+  /** The most that can be taken at once: the bucket's `burst`, or the quota's limit. */
+  readonly capacity: number;
+  /**
+   * Units left after this decision. For an admitted take, what is left after it; for a refusal,
+   * what is there now (less than the cost asked for). Never negative.
+   */
+  readonly remaining: number;
+  /** The cost this decision asked for (0 for a peek). */
+  readonly cost: number;
+  /**
+   * Milliseconds until a take of the same cost can succeed: 0 when admitted. `Infinity` when the
+   * cost is larger than the capacity, so waiting can never help.
+   */
+  readonly retryAfterMs: number;
+  /**
+   * `retryAfterMs` in whole seconds for a `Retry-After` header: rounded up and at least 1 when
+   * refused (a client told "0" would retry at once); 0 when admitted; `Infinity` as above.
+   */
+  readonly retryAfterSeconds: number;
+  /** Milliseconds until the bucket is full again (token bucket) or the window resets (quota). */
+  readonly resetMs: number;
+}
+
+/** A take that was admitted (and charged, unless it was a peek). */
+export interface AllowedDecision extends DecisionFields {
+  readonly allowed: true;
+}
+
+/** A take that was refused; by default nothing was charged (no debt). */
+export interface RefusedDecision extends DecisionFields {
+  readonly allowed: false;
+}
+
+/**
+ * The outcome of one take: `allowed` discriminates.
+ *
+ * @example
+ * const d = login.takeSync(key);
+ * if (!d.allowed) return reply429(d.retryAfterSeconds);
+ */
+export type Decision = AllowedDecision | RefusedDecision;
+
+/**
+ * Builds a decision. Every decision has this one shape (same fields, same order), which keeps the
+ * hot path monomorphic.
+ */
+export function makeDecision(
+  allowed: boolean,
+  name: string,
+  limit: number,
+  capacity: number,
+  remaining: number,
+  cost: number,
+  retryAfterMs: number,
+  resetMs: number,
+): Decision {
+  return {
+    allowed,
+    name,
+    limit,
+    capacity,
+    remaining,
+    cost,
+    retryAfterMs,
+    retryAfterSeconds: allowed ? 0 : retryAfterMs <= 1000 ? 1 : Math.ceil(retryAfterMs / 1000),
+    resetMs,
+  } as Decision;
+}

@@ -1,0 +1,84 @@
+/**
+ * Every error sluice throws is a {@link SluiceError} with a stable `code` from this registry.
+ * `docs/errors.md` documents each code; `test/core/errors.test.ts` keeps the two in step.
+ *
+ * `status` is the HTTP status an adapter answers with when the error escapes a request:
+ * configuration and developer errors are 500 (never a 429, never a pass), bad client input 400,
+ * a refused credential 401, an unavailable store 503.
+ */
+export const errorCodes = {
+  /** An option is missing, of the wrong type or out of range. Thrown at construction. */
+  SLUICE_CONFIG: { status: 500, title: 'Invalid configuration' },
+  /** A duration string or number could not be read (`"10x"`, `-1`, `NaN`). */
+  SLUICE_DURATION: { status: 500, title: 'Invalid duration' },
+  /** The key step produced no key (undefined, null or empty): a developer error, never a pass. */
+  SLUICE_KEY_MISSING: { status: 500, title: 'Rate-limit key missing' },
+  /** A key built from client input is not a usable string (an object, an array, a number). */
+  SLUICE_KEY_INVALID: { status: 400, title: 'Invalid request' },
+  /** A per-call argument is out of range: a negative or fractional cost, a bad per-key limit. */
+  SLUICE_ARGUMENT: { status: 500, title: 'Invalid argument' },
+  /** The injected clock returned something that is not a finite number of milliseconds. */
+  SLUICE_CLOCK: { status: 500, title: 'Invalid clock reading' },
+  /** The store could not be reached or answered with an error. */
+  SLUICE_STORE_UNAVAILABLE: { status: 503, title: 'Rate-limit store unavailable' },
+  /** The store did not answer within the rule's timeout. */
+  SLUICE_STORE_TIMEOUT: { status: 503, title: 'Rate-limit store timed out' },
+  /** The store's schema or scripts are missing (for PostgreSQL: run `migrate()`). */
+  SLUICE_STORE_SCHEMA: { status: 503, title: 'Rate-limit store not prepared' },
+  /** An offered API key or credential was refused; there is no fallback to a weaker identity. */
+  SLUICE_UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
+} as const;
+
+/** A stable error code; see `docs/errors.md`. */
+export type SluiceErrorCode = keyof typeof errorCodes;
+
+/**
+ * The one error class sluice throws. Match on `code`, not on the message.
+ *
+ * @example
+ * try { tokenBucket({ limit: 0, period: '1m' }) }
+ * catch (e) { if (e instanceof SluiceError && e.code === 'SLUICE_CONFIG') console.error(e.message) }
+ */
+export class SluiceError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: SluiceErrorCode;
+  /** HTTP status an adapter answers with when this error escapes a request. */
+  readonly status: number;
+
+  constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SluiceError';
+    this.code = code;
+    this.status = errorCodes[code].status;
+  }
+}
+
+/** True when `error` is a {@link SluiceError}, optionally with the given code. */
+export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError {
+  return error instanceof SluiceError && (code === undefined || error.code === code);
+}
+
+/** Describes a received value for an error message without echoing user data at length. */
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'string':
+      return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return String(value);
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'a function';
+    default:
+      return 'an object';
+  }
+}
+
+/** Throws SLUICE_CONFIG naming the option and the value received. */
+export function configError(option: string, expected: string, received: unknown): SluiceError {
+  return new SluiceError('SLUICE_CONFIG', `${option} must be ${expected}; received ${describeValue(received)}`);
+}

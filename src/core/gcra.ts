@@ -1,0 +1,128 @@
+import { makeDecision, type Decision } from './decision.js';
+import { parseDuration, type Duration } from './duration.js';
+import { SluiceError, configError } from './errors.js';
+import type { RuleAlgorithm } from './rule.js';
+import type { BucketState } from './state.js';
+import { checkOptionKeys } from './options.js';
+
+/** Options of {@link tokenBucket}. */
+export interface TokenBucketOptions {
+  /** Tokens added per `period`: the sustained rate. A positive whole number. */
+  limit: number;
+  /** The period over which `limit` tokens refill, e.g. `"1h"` or `60_000`. */
+  period: Duration;
+  /**
+   * Capacity: the most that can be taken at once from a full bucket. A positive whole number.
+   * @default limit — "5 per hour" admits 5 at once, then one every 12 minutes (ADR-055).
+   */
+  burst?: number;
+  /**
+   * When true, a refused take is charged too (debt, capped at one extra full refill), so that
+   * a client that keeps hammering keeps itself waiting. Off by default: a refusal consumes
+   * nothing (A6), and a legitimate user who retried too early is not punished for it.
+   * @default false
+   */
+  penalty?: boolean;
+}
+
+const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty'] as const;
+
+/**
+ * A token bucket in GCRA form: the state of a key is one number, its theoretical arrival time.
+ *
+ * Arithmetic is exact. Time is scaled by `limit` (one millisecond = `limit` units), so that one
+ * token costs exactly `periodMs` units and every quantity is a whole number: no rounding drift,
+ * whatever `period / limit` is. Integers stay exact in a double while `|now − epoch| × limit`
+ * stays below 2^53, i.e. for about 285 years at `limit` 1,000 and 104 days at `limit` 1,000,000
+ * from the epoch the store keeps; beyond that results are off by fractions of a millisecond.
+ */
+export class TokenBucketRule implements RuleAlgorithm {
+  readonly kind = 'token-bucket' as const;
+  /** Tokens per period. */
+  readonly limit: number;
+  /** The period in milliseconds. */
+  readonly periodMs: number;
+  /** Capacity in tokens. */
+  readonly burst: number;
+  /** Whether refusals are charged. */
+  readonly penalty: boolean;
+  /** Scaled units one token costs (= periodMs). */
+  private readonly unit: number;
+  /** Scaled burst tolerance: how far ahead of `now` the arrival time may run (= burst × periodMs). */
+  private readonly tolerance: number;
+
+  constructor(options: TokenBucketOptions) {
+    checkOptionKeys('tokenBucket', options, tokenBucketKeys);
+    const { limit, burst = limit, penalty = false } = options;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw configError('tokenBucket limit', 'a positive whole number', limit);
+    const periodMs = parseDuration(options.period, 'tokenBucket period');
+    if (!Number.isSafeInteger(burst) || burst < 1) throw configError('tokenBucket burst', 'a whole number >= 1', burst);
+    if (typeof penalty !== 'boolean') throw configError('tokenBucket penalty', 'a boolean', penalty);
+    if (!Number.isSafeInteger(burst * periodMs * 2)) {
+      throw new SluiceError('SLUICE_CONFIG', 'tokenBucket burst × period is too large to count exactly');
+    }
+    this.limit = limit;
+    this.periodMs = periodMs;
+    this.burst = burst;
+    this.penalty = penalty;
+    this.unit = periodMs;
+    this.tolerance = burst * periodMs;
+  }
+
+  /** A full bucket: the arrival time is now. */
+  initialState(now: number, epoch: number): BucketState {
+    return { value: (now - epoch) * this.limit, window: 0 };
+  }
+
+  decide(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    _limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const rate = this.limit;
+    const unit = this.unit;
+    const tolerance = this.tolerance;
+    const scaledNow = (now - epoch) * rate;
+    const tat = state.value > scaledNow ? state.value : scaledNow;
+    // Scaled time already queued ahead of now: 0 for a full bucket, up to `tolerance` for an empty one.
+    const queued = tat - scaledNow;
+    const asked = cost === 0 ? 1 : cost;
+    const after = queued + asked * unit;
+
+    if (asked > this.burst) {
+      // More than the bucket can ever hold: refuse without waiting advice that would never come true.
+      const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
+      return makeDecision(false, name, rate, this.burst, remaining, cost, Infinity, Math.ceil(queued / rate));
+    }
+    if (after <= tolerance) {
+      if (cost === 0) {
+        return makeDecision(true, name, rate, this.burst, Math.floor((tolerance - queued) / unit), 0, 0, Math.ceil(queued / rate));
+      }
+      if (commit) state.value = scaledNow + after;
+      return makeDecision(true, name, rate, this.burst, Math.floor((tolerance - after) / unit), cost, 0, Math.ceil(after / rate));
+    }
+    const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
+    const retryAfterMs = Math.ceil((after - tolerance) / rate);
+    if (commit && this.penalty && cost > 0) {
+      // Debt is capped at one extra full refill, so a penalty can never lock a key out for good.
+      const charged = after < 2 * tolerance ? after : 2 * tolerance;
+      state.value = scaledNow + charged;
+    }
+    return makeDecision(false, name, rate, this.burst, remaining, cost, retryAfterMs, Math.ceil(queued / rate));
+  }
+}
+
+/**
+ * A token bucket: `limit` tokens per `period`, holding at most `burst`.
+ *
+ * @example
+ * const registration = tokenBucket({ limit: 5, period: '1h' });            // burst 5 (ADR-055)
+ * const messages = tokenBucket({ limit: 30, period: '1m', burst: 10 });
+ */
+export function tokenBucket(options: TokenBucketOptions): TokenBucketRule {
+  return new TokenBucketRule(options);
+}

@@ -1,0 +1,105 @@
+import { CalendarDays } from './calendar.js';
+import { makeDecision, type Decision } from './decision.js';
+import { configError } from './errors.js';
+import { checkOptionKeys } from './options.js';
+import type { RuleAlgorithm } from './rule.js';
+import type { BucketState } from './state.js';
+
+/** Options of {@link calendarQuota}. */
+export interface CalendarQuotaOptions {
+  /**
+   * Units per calendar day. A positive whole number. A take may pass its own limit instead
+   * (a per-key limit from data, e.g. ADR-0057's `api_keys.daily_limit`).
+   */
+  limit: number;
+  /**
+   * The IANA time zone whose calendar days count, e.g. `"Europe/Berlin"`. Days are local days:
+   * 23 hours long on the spring DST change and 25 on the autumn one.
+   * @default "UTC"
+   */
+  timeZone?: string;
+  /**
+   * When true, refused takes are counted too. Off by default: a refusal consumes nothing (A6).
+   * @default false
+   */
+  penalty?: boolean;
+}
+
+const calendarQuotaKeys = ['limit', 'timeZone', 'penalty'] as const;
+
+/**
+ * A quota of N per calendar day: the count resets at the start of each local day.
+ * State per key: the count and the start of the day it belongs to.
+ */
+export class CalendarQuotaRule implements RuleAlgorithm {
+  readonly kind = 'calendar-quota' as const;
+  /** The default units per day (a take may pass its own). */
+  readonly limit: number;
+  /** The time zone whose days count. */
+  readonly timeZone: string;
+  /** Whether refusals are counted. */
+  readonly penalty: boolean;
+  /** Day boundaries of `timeZone`. */
+  readonly days: CalendarDays;
+
+  constructor(options: CalendarQuotaOptions) {
+    checkOptionKeys('calendarQuota', options, calendarQuotaKeys);
+    const { limit, timeZone = 'UTC', penalty = false } = options;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw configError('calendarQuota limit', 'a positive whole number', limit);
+    if (typeof penalty !== 'boolean') throw configError('calendarQuota penalty', 'a boolean', penalty);
+    this.days = new CalendarDays(timeZone);
+    this.limit = limit;
+    this.timeZone = this.days.timeZone;
+    this.penalty = penalty;
+  }
+
+  /** An untouched quota. */
+  initialState(now: number): BucketState {
+    return { value: 0, window: this.days.startOf(now) };
+  }
+
+  decide(
+    state: BucketState,
+    now: number,
+    _epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const quota = limit === undefined ? this.limit : limit;
+    const start = this.days.startOf(now);
+    const resetMs = this.days.endOf(now) - now;
+    // A count from an earlier day is spent; the new day starts at zero.
+    const used = state.window === start ? state.value : 0;
+    const asked = cost === 0 ? 1 : cost;
+    const left = used >= quota ? 0 : quota - used;
+
+    if (asked > quota) return makeDecision(false, name, quota, quota, left, cost, Infinity, resetMs);
+    if (asked <= left) {
+      if (cost === 0) return makeDecision(true, name, quota, quota, left, 0, 0, resetMs);
+      if (commit) {
+        state.value = used + cost;
+        state.window = start;
+      }
+      return makeDecision(true, name, quota, quota, left - cost, cost, 0, resetMs);
+    }
+    if (commit && this.penalty && cost > 0) {
+      state.value = used + cost;
+      state.window = start;
+    }
+    return makeDecision(false, name, quota, quota, left, cost, resetMs, resetMs);
+  }
+}
+
+/**
+ * A quota of `limit` per calendar day in `timeZone` (A2).
+ *
+ * @example
+ * const reports = calendarQuota({ limit: 10 });                              // 10 a day, UTC days
+ * const local = calendarQuota({ limit: 10, timeZone: 'Europe/Berlin' });
+ * await reportsLimiter.take(key, { limit: apiKey.dailyLimit });            // per-key limit
+ */
+export function calendarQuota(options: CalendarQuotaOptions): CalendarQuotaRule {
+  return new CalendarQuotaRule(options);
+}

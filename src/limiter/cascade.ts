@@ -1,0 +1,171 @@
+import type { Decision } from '../core/decision.js';
+import { SluiceError, configError } from '../core/errors.js';
+import { checkOptionKeys } from '../core/options.js';
+import { isSyncStore, type SyncStore, type TakeEntry } from '../store.js';
+import { checkKey, costOf, readClock, type Limiter, type SyncLimiter } from './limiter.js';
+
+/**
+ * How a cascade charges its limits.
+ * - `first-refusal`: in order, wide to narrow; the first refusal stops the chain and the limits
+ *   after it are not charged (D6). Limits before it keep their charge.
+ * - `all-or-nothing`: every limit is charged only if all admit, atomically in one store call.
+ */
+export type CascadeMode = 'first-refusal' | 'all-or-nothing';
+
+/** Options of {@link createCascade}. */
+export interface CascadeOptions {
+  /** @default "first-refusal" */
+  mode?: CascadeMode;
+}
+
+/** The outcome of a cascade. */
+export interface CascadeDecision {
+  /** True when every limit admitted (and was charged). */
+  readonly allowed: boolean;
+  /**
+   * The decisions made, in cascade order. With `first-refusal`, limits after the first refusal
+   * were not asked and are missing. With `all-or-nothing`, all are present; on a refusal none
+   * was charged and the admitting ones say what they would have done.
+   */
+  readonly decisions: readonly Decision[];
+  /** Names of the limits that refused (empty when allowed). */
+  readonly refusedBy: readonly string[];
+  /**
+   * The decision that speaks for the cascade, e.g. in headers: the first refusal, or when all
+   * admitted the one with the fewest units remaining.
+   */
+  readonly decisive: Decision;
+}
+
+/** Keys for a cascade's take: one key for every limit, or one per limit in cascade order. */
+export type CascadeKeys = string | readonly string[];
+
+/** Ordered limits charged together. */
+export interface Cascade {
+  readonly mode: CascadeMode;
+  readonly limiters: readonly Limiter[];
+  /** Takes `cost` (default 1) from every limit; see {@link CascadeMode}. */
+  take(keys: CascadeKeys, options?: { cost?: number }): Promise<CascadeDecision>;
+}
+
+/** A cascade whose limits are all on synchronous stores. */
+export interface SyncCascade extends Cascade {
+  readonly limiters: readonly SyncLimiter[];
+  /** Synchronous {@link Cascade.take}. */
+  takeSync(keys: CascadeKeys, options?: { cost?: number }): CascadeDecision;
+}
+
+const cascadeKeys = ['mode'] as const;
+
+/**
+ * Ordered limits, from wide to narrow, each keeping its own counter even when keys are equal (D6).
+ *
+ * @example
+ * const loginLimits = createCascade([perIp, perIpAndNick]);
+ * const d = await loginLimits.take([ipKey, ipNickKey]);
+ * if (!d.allowed) console.log(`refused by ${d.refusedBy.join(', ')}`);
+ */
+export function createCascade(limiters: readonly SyncLimiter[], options?: CascadeOptions): SyncCascade;
+export function createCascade(limiters: readonly Limiter[], options?: CascadeOptions): Cascade;
+export function createCascade(limiters: readonly Limiter[], options: CascadeOptions = {}): Cascade {
+  checkOptionKeys('createCascade', options, cascadeKeys);
+  const { mode = 'first-refusal' } = options;
+  if (mode !== 'first-refusal' && mode !== 'all-or-nothing') {
+    throw configError('createCascade mode', '"first-refusal" or "all-or-nothing"', mode);
+  }
+  if (!Array.isArray(limiters) || limiters.length === 0) {
+    throw configError('createCascade limiters', 'a non-empty array of limiters', limiters);
+  }
+  const names = new Set<string>();
+  for (const limiter of limiters) {
+    if (typeof limiter !== 'object' || limiter === null || typeof limiter.take !== 'function') {
+      throw configError('createCascade limiters', 'limiters made by createLimiter()', limiter);
+    }
+    if (names.has(limiter.name)) {
+      throw new SluiceError('SLUICE_CONFIG', `createCascade: limit ${JSON.stringify(limiter.name)} appears twice`);
+    }
+    names.add(limiter.name);
+  }
+  const store = limiters[0]!.store;
+  if (mode === 'all-or-nothing' && limiters.some((l) => l.store !== store)) {
+    throw new SluiceError('SLUICE_CONFIG', 'an all-or-nothing cascade needs all its limits on one store, so one atomic call can charge them');
+  }
+  const sync = limiters.every((l) => isSyncStore(l.store));
+  return sync ? new SyncCascadeImpl(mode, limiters as readonly SyncLimiter[]) : new CascadeImpl(mode, limiters);
+}
+
+class CascadeImpl implements Cascade {
+  constructor(
+    readonly mode: CascadeMode,
+    readonly limiters: readonly Limiter[],
+  ) {}
+
+  async take(keys: CascadeKeys, options?: { cost?: number }): Promise<CascadeDecision> {
+    const cost = costOf(options?.cost);
+    const list = this.keyList(keys);
+    if (this.mode === 'all-or-nothing') {
+      const store = this.limiters[0]!.store;
+      return summarize(await store.takeAll(this.entries(list, cost), readClock(this.limiters[0]!.clock)));
+    }
+    const decisions: Decision[] = [];
+    for (let i = 0; i < this.limiters.length; i++) {
+      const decision = await this.limiters[i]!.take(list[i]!, { cost });
+      decisions.push(decision);
+      if (!decision.allowed) break;
+    }
+    return summarize(decisions);
+  }
+
+  protected keyList(keys: CascadeKeys): readonly string[] {
+    if (typeof keys === 'string' || !Array.isArray(keys)) {
+      checkKey(keys);
+      return this.limiters.map(() => keys as string);
+    }
+    if (keys.length !== this.limiters.length) {
+      throw new SluiceError('SLUICE_ARGUMENT', `cascade of ${this.limiters.length} limits got ${keys.length} keys; pass one key or one per limit`);
+    }
+    for (const key of keys) checkKey(key);
+    return keys;
+  }
+
+  protected entries(keys: readonly string[], cost: number): TakeEntry[] {
+    return this.limiters.map((limiter, i) => ({ buckets: limiter.buckets, key: keys[i]!, cost, limit: undefined }));
+  }
+}
+
+class SyncCascadeImpl extends CascadeImpl implements SyncCascade {
+  declare readonly limiters: readonly SyncLimiter[];
+
+  takeSync(keys: CascadeKeys, options?: { cost?: number }): CascadeDecision {
+    const cost = costOf(options?.cost);
+    const list = this.keyList(keys);
+    if (this.mode === 'all-or-nothing') {
+      const store = this.limiters[0]!.store as SyncStore;
+      return summarize(store.takeAllSync(this.entries(list, cost), readClock(this.limiters[0]!.clock)));
+    }
+    const decisions: Decision[] = [];
+    for (let i = 0; i < this.limiters.length; i++) {
+      const decision = this.limiters[i]!.takeSync(list[i]!, { cost });
+      decisions.push(decision);
+      if (!decision.allowed) break;
+    }
+    return summarize(decisions);
+  }
+}
+
+function summarize(decisions: readonly Decision[]): CascadeDecision {
+  const refusedBy: string[] = [];
+  let decisive: Decision | undefined;
+  for (const decision of decisions) {
+    if (!decision.allowed) {
+      refusedBy.push(decision.name);
+      decisive ??= decision;
+    }
+  }
+  if (decisive === undefined) {
+    for (const decision of decisions) {
+      if (decisive === undefined || decision.remaining < decisive.remaining) decisive = decision;
+    }
+  }
+  return { allowed: refusedBy.length === 0, decisions, refusedBy, decisive: decisive as Decision };
+}

@@ -1,0 +1,219 @@
+import { systemClock, type Clock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import { SluiceError, configError, describeValue } from '../core/errors.js';
+import { checkOptionKeys } from '../core/options.js';
+import type { Rule } from '../core/rule.js';
+import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
+
+/** Options of {@link createLimiter}. */
+export interface LimiterOptions<S extends Store = Store> {
+  /**
+   * The limit's name: unique per store, shown in headers and problem bodies, and the prefix of
+   * its buckets. Letters, digits, `.`, `_`, `-` and `:` only, so it can never carry a key.
+   */
+  name: string;
+  /** What to enforce: `tokenBucket({...})` or `calendarQuota({...})`. Required (A8). */
+  rule: Rule;
+  /** Where buckets live: `new MemoryStore()`, a Redis or PostgreSQL store. Required (A8). */
+  store: S;
+  /**
+   * The clock in ms since the Unix epoch; inject a {@link manualClock} in tests (H1).
+   * Stores shared between nodes use their own clock instead (A5).
+   * @default Date.now
+   */
+  clock?: Clock;
+}
+
+/** Per-call options of a take. */
+export interface TakeOptions {
+  /** Units to take: a whole number >= 0; 0 peeks. @default 1 */
+  cost?: number;
+  /**
+   * This call's limit instead of the rule's: a per-key limit from data (ADR-0057's
+   * `api_keys.daily_limit`). Calendar quotas only.
+   */
+  limit?: number;
+}
+
+/** A rule enforced on a store: take, peek and reset by key. */
+export interface Limiter {
+  /** The limit's name. */
+  readonly name: string;
+  /** The rule it enforces. */
+  readonly rule: Rule;
+  /** The store its buckets live in. */
+  readonly store: Store;
+  /** The clock it reads. */
+  readonly clock: Clock;
+  /** The store's buckets of this rule. */
+  readonly buckets: RuleBuckets;
+  /**
+   * Takes `cost` (default 1) from `key`'s bucket. Over the limit is a refused decision, never an
+   * exception; a missing key throws `SLUICE_KEY_MISSING`, a non-string key `SLUICE_KEY_INVALID`.
+   */
+  take(key: string, options?: TakeOptions): Promise<Decision>;
+  /** What a take of 1 would get now, charging nothing. */
+  peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision>;
+  /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket (A7). */
+  reset(key: string): Promise<void>;
+}
+
+/** A limiter on a synchronous store (the memory store): every method also has a sync form. */
+export interface SyncLimiter extends Limiter {
+  readonly store: SyncStore;
+  readonly buckets: SyncRuleBuckets;
+  /** Synchronous {@link Limiter.take}. */
+  takeSync(key: string, options?: TakeOptions): Decision;
+  /** Synchronous {@link Limiter.peek}. */
+  peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision;
+  /** Synchronous {@link Limiter.reset}. */
+  resetSync(key: string): void;
+}
+
+const limiterKeys = ['name', 'rule', 'store', 'clock'] as const;
+const namePattern = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * Creates a limiter: a rule enforced on a store under a name.
+ *
+ * @example
+ * const store = new MemoryStore();
+ * const login = createLimiter({ name: 'login', rule: tokenBucket({ limit: 10, period: '10m' }), store });
+ * const decision = login.takeSync(loginKey);
+ * if (!decision.allowed) console.log(`retry in ${decision.retryAfterSeconds} s`);
+ */
+export function createLimiter(options: LimiterOptions<SyncStore>): SyncLimiter;
+export function createLimiter(options: LimiterOptions): Limiter;
+export function createLimiter(options: LimiterOptions): Limiter {
+  checkOptionKeys('createLimiter', options, limiterKeys);
+  const { name, rule, store, clock = systemClock } = options;
+  if (typeof name !== 'string' || !namePattern.test(name)) {
+    throw configError('createLimiter name', '1-64 characters of letters, digits, ".", "_", "-" or ":"', name);
+  }
+  if (rule === undefined || rule === null) {
+    throw new SluiceError('SLUICE_CONFIG', `limiter ${JSON.stringify(name)} has no rule: pass tokenBucket({...}) or calendarQuota({...}); there is no disabled mode`);
+  }
+  if (typeof rule !== 'object' || typeof rule.decide !== 'function') {
+    throw configError(`limiter ${JSON.stringify(name)} rule`, 'the result of tokenBucket() or calendarQuota()', rule);
+  }
+  if (store === undefined || store === null) {
+    throw new SluiceError('SLUICE_CONFIG', `limiter ${JSON.stringify(name)} has no store: pass new MemoryStore() or a shared store; there is no disabled mode`);
+  }
+  if (typeof store !== 'object' || typeof store.bind !== 'function') {
+    throw configError(`limiter ${JSON.stringify(name)} store`, 'a Store (MemoryStore, RedisStore, PostgresStore)', store);
+  }
+  if (typeof clock !== 'function') throw configError(`limiter ${JSON.stringify(name)} clock`, 'a function returning ms', clock);
+  return isSyncStore(store) ? new SyncRuleLimiter(name, rule, store, clock) : new RuleLimiter(name, rule, store, clock);
+}
+
+class RuleLimiter implements Limiter {
+  readonly buckets: RuleBuckets;
+
+  constructor(
+    readonly name: string,
+    readonly rule: Rule,
+    readonly store: Store,
+    readonly clock: Clock,
+  ) {
+    this.buckets = store.bind(name, rule);
+  }
+
+  take(key: string, options?: TakeOptions): Promise<Decision> {
+    try {
+      checkKey(key);
+      const cost = options === undefined ? 1 : costOf(options.cost);
+      const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+      return this.buckets.take(key, cost, readClock(this.clock), limit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision> {
+    try {
+      checkKey(key);
+      const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+      return this.buckets.take(key, 0, readClock(this.clock), limit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  reset(key: string): Promise<void> {
+    try {
+      checkKey(key);
+      return this.buckets.reset(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}
+
+class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
+  declare readonly store: SyncStore;
+  declare readonly buckets: SyncRuleBuckets;
+
+  takeSync(key: string, options?: TakeOptions): Decision {
+    checkKey(key);
+    const cost = options === undefined ? 1 : costOf(options.cost);
+    const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+    return this.buckets.takeSync(key, cost, readClock(this.clock), limit);
+  }
+
+  peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision {
+    checkKey(key);
+    const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+    return this.buckets.takeSync(key, 0, readClock(this.clock), limit);
+  }
+
+  resetSync(key: string): void {
+    checkKey(key);
+    this.buckets.resetSync(key);
+  }
+}
+
+/**
+ * A key must be a non-empty string. A missing key is the developer's bug (500: never a 429,
+ * never a pass); a non-string is bad client input that slipped through (400). The message never
+ * repeats the key: keys may carry personal data (F1).
+ */
+export function checkKey(key: unknown): asserts key is string {
+  if (typeof key === 'string') {
+    if (key.length > 0) return;
+    throw new SluiceError('SLUICE_KEY_MISSING', 'rate-limit key is an empty string: the key step produced no key');
+  }
+  if (key === undefined || key === null) {
+    throw new SluiceError('SLUICE_KEY_MISSING', `rate-limit key is ${String(key)}: the key step produced no key`);
+  }
+  throw new SluiceError('SLUICE_KEY_INVALID', `rate-limit key must be a string; received ${describeType(key)}`);
+}
+
+function describeType(value: unknown): string {
+  return Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/** Reads and checks the clock: a NaN or infinite reading would silently admit or deny. */
+export function readClock(clock: Clock): number {
+  const now = clock();
+  if (typeof now !== 'number' || !Number.isFinite(now)) {
+    throw new SluiceError('SLUICE_CLOCK', `the clock returned ${describeValue(now)}; a clock returns finite ms since the Unix epoch`);
+  }
+  return Math.floor(now);
+}
+
+/** Checks a per-call cost: a whole number >= 0. */
+export function costOf(cost: unknown): number {
+  if (cost === undefined) return 1;
+  if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0) return cost;
+  throw new SluiceError('SLUICE_ARGUMENT', `cost must be a whole number >= 0; received ${describeValue(cost)}`);
+}
+
+/** Checks a per-call limit: calendar quotas only, a positive whole number. */
+export function limitOf(limit: unknown, rule: Rule): number | undefined {
+  if (limit === undefined) return undefined;
+  if (rule.kind !== 'calendar-quota') {
+    throw new SluiceError('SLUICE_ARGUMENT', 'a per-call limit applies to calendar quotas only');
+  }
+  if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1) return limit;
+  throw new SluiceError('SLUICE_ARGUMENT', `limit must be a positive whole number; received ${describeValue(limit)}`);
+}

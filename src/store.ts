@@ -1,0 +1,77 @@
+/**
+ * The Store contract: where buckets live. Every store (memory, Redis, PostgreSQL) implements it
+ * and passes one conformance suite (`test/conformance/store-conformance.ts`).
+ *
+ * A store keeps buckets per bound rule: `bind(name, rule)` returns that rule's buckets, and two
+ * rules never share a counter even when their keys are equal (D6). Decisions are computed by the
+ * store, atomically (A4): a shared store computes them on its own side (a Lua script, one SQL
+ * statement) from its own clock (A5), so nodes with skewed clocks still enforce one limit.
+ *
+ * The caller (a limiter) has already validated the key and the cost: keys are non-empty
+ * strings, costs whole numbers >= 0, `limit` (quota only) a positive whole number or undefined.
+ */
+import type { Decision } from './core/decision.js';
+import type { Rule } from './core/rule.js';
+
+/** One rule's buckets in one store. */
+export interface RuleBuckets {
+  /** The rule's name, unique within its store. */
+  readonly name: string;
+  /** The rule these buckets follow. */
+  readonly rule: Rule;
+  /**
+   * Takes `cost` units from `key`'s bucket (cost 0: peek) and returns the decision.
+   * `now` is the caller's clock in ms; a shared store may ignore it in favour of its own.
+   * `limit` replaces the rule's limit for this call (calendar quota only).
+   */
+  take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision>;
+  /** Forgets `key`: its next take finds a full bucket. */
+  reset(key: string): Promise<void>;
+}
+
+/** Buckets that can also answer synchronously (the memory store). */
+export interface SyncRuleBuckets extends RuleBuckets {
+  /** Synchronous {@link RuleBuckets.take}. */
+  takeSync(key: string, cost: number, now: number, limit: number | undefined): Decision;
+  /** Synchronous {@link RuleBuckets.reset}. */
+  resetSync(key: string): void;
+}
+
+/** One entry of an all-or-nothing take: a key of one bound rule and its cost. */
+export interface TakeEntry {
+  readonly buckets: RuleBuckets;
+  readonly key: string;
+  readonly cost: number;
+  readonly limit: number | undefined;
+}
+
+/** A store of buckets. */
+export interface Store {
+  /** A short name for logs and errors: `"memory"`, `"redis"`, `"postgres"`. */
+  readonly kind: string;
+  /**
+   * Binds a rule under a name that is unique in this store, and returns its buckets.
+   * @throws SluiceError `SLUICE_CONFIG` when the name is already bound.
+   */
+  bind(name: string, rule: Rule): RuleBuckets;
+  /**
+   * All or nothing, atomically: every entry is charged if every entry admits, otherwise none is.
+   * Returns one decision per entry, in order. When some entry refuses, the decisions of the
+   * others say what they would have done; nothing was charged.
+   */
+  takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]>;
+  /** Releases connections or other resources the store owns (never the client you passed in). */
+  close?(): Promise<void>;
+}
+
+/** A store that can also decide synchronously (the memory store). */
+export interface SyncStore extends Store {
+  bind(name: string, rule: Rule): SyncRuleBuckets;
+  /** Synchronous {@link Store.takeAll}. */
+  takeAllSync(entries: readonly TakeEntry[], now: number): Decision[];
+}
+
+/** True when `store` can decide synchronously. */
+export function isSyncStore(store: Store): store is SyncStore {
+  return typeof (store as Partial<SyncStore>).takeAllSync === 'function';
+}

@@ -1,0 +1,44 @@
+/**
+ * Reachability of the real services the store tests talk to. On a developer's machine without
+ * Redis or PostgreSQL those suites are skipped with the reason; under CI=true an unreachable
+ * service is a failure, never a skip.
+ */
+import { connect } from 'node:net';
+
+export const redisUrl = process.env.SLUICE_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const postgresUrl = process.env.SLUICE_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A unique suffix for key prefixes and schema names, so concurrent runs never collide. */
+export const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
+function reachable(host: string, port: number, timeoutMs = 1500): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(`no answer within ${timeoutMs} ms`);
+    }, timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.end();
+      resolve(undefined);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      resolve(error.code ?? error.message);
+    });
+  });
+}
+
+/**
+ * `false` when the service answers; otherwise the skip reason. Under CI=true it throws instead,
+ * so that a missing service fails the run.
+ */
+export async function skipUnlessReachable(name: string, url: string): Promise<string | false> {
+  const { hostname, port } = new URL(url);
+  const problem = await reachable(hostname.replace(/^\[|\]$/g, ''), Number(port));
+  if (problem === undefined) return false;
+  const reason = `${name} at ${hostname}:${port} is unreachable (${problem})`;
+  if (process.env.CI === 'true') throw new Error(`${reason}; under CI=true this is a failure, not a skip`);
+  return reason;
+}
