@@ -50,7 +50,10 @@ export default tseslint.config(
         'error',
         {
           patterns: above.flatMap((layer) => [
-            { group: [`**/${layer}`, `**/${layer}.js`, `**/${layer}/**`], message: `imports point down: '${layer}' is a layer above` },
+            {
+              group: [`**/${layer}`, `**/${layer}.js`, `**/${layer}/**`],
+              message: `imports point down: '${layer}' is a layer above`,
+            },
           ]),
         },
       ],
@@ -63,8 +66,23 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['**/store', '**/store.js', '**/stores/**', '**/keys/**', '**/http/**', '**/adapters/**', '**/client/**', '**/server/**'], message: 'core/ imports nothing from the layers above' },
-            { group: ['node:*', 'fs', 'net', 'http', 'crypto'], message: 'core/ is pure: no I/O, no node: modules' },
+            {
+              group: [
+                '**/store',
+                '**/store.js',
+                '**/stores/**',
+                '**/keys/**',
+                '**/http/**',
+                '**/adapters/**',
+                '**/client/**',
+                '**/server/**',
+              ],
+              message: 'core/ imports nothing from the layers above',
+            },
+            {
+              group: ['node:*', 'fs', 'net', 'http', 'crypto'],
+              message: 'core/ is pure: no I/O, no node: modules',
+            },
           ],
         },
       ],

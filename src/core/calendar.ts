@@ -19,7 +19,11 @@ export class CalendarDays {
 
   constructor(timeZone: string) {
     if (typeof timeZone !== 'string' || timeZone.length === 0) {
-      throw configError('calendarQuota timeZone', 'an IANA time zone name such as "UTC" or "Europe/Berlin"', timeZone);
+      throw configError(
+        'calendarQuota timeZone',
+        'an IANA time zone name such as "UTC" or "Europe/Berlin"',
+        timeZone,
+      );
     }
     let format: Intl.DateTimeFormat;
     try {
@@ -34,7 +38,11 @@ export class CalendarDays {
         second: 'numeric',
       });
     } catch {
-      throw configError('calendarQuota timeZone', 'an IANA time zone name such as "UTC" or "Europe/Berlin"', timeZone);
+      throw configError(
+        'calendarQuota timeZone',
+        'an IANA time zone name such as "UTC" or "Europe/Berlin"',
+        timeZone,
+      );
     }
     this.timeZone = format.resolvedOptions().timeZone;
     this.utc = this.timeZone === 'UTC' || this.timeZone === 'Etc/UTC';

@@ -44,6 +44,7 @@ export function manualClock(start: number | Date = 0): ManualClock {
 
 function toMs(value: number | Date): number {
   const ms = value instanceof Date ? value.getTime() : value;
-  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw configError('manualClock time', 'a finite number of ms or a valid Date', value);
+  if (typeof ms !== 'number' || !Number.isFinite(ms))
+    throw configError('manualClock time', 'a finite number of ms or a valid Date', value);
   return ms;
 }

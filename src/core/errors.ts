@@ -80,5 +80,8 @@ export function describeValue(value: unknown): string {
 
 /** Throws SLUICE_CONFIG naming the option and the value received. */
 export function configError(option: string, expected: string, received: unknown): SluiceError {
-  return new SluiceError('SLUICE_CONFIG', `${option} must be ${expected}; received ${describeValue(received)}`);
+  return new SluiceError(
+    'SLUICE_CONFIG',
+    `${option} must be ${expected}; received ${describeValue(received)}`,
+  );
 }

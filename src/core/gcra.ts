@@ -54,9 +54,11 @@ export class TokenBucketRule implements RuleAlgorithm {
   constructor(options: TokenBucketOptions) {
     checkOptionKeys('tokenBucket', options, tokenBucketKeys);
     const { limit, burst = limit, penalty = false } = options;
-    if (!Number.isSafeInteger(limit) || limit < 1) throw configError('tokenBucket limit', 'a positive whole number', limit);
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw configError('tokenBucket limit', 'a positive whole number', limit);
     const periodMs = parseDuration(options.period, 'tokenBucket period');
-    if (!Number.isSafeInteger(burst) || burst < 1) throw configError('tokenBucket burst', 'a whole number >= 1', burst);
+    if (!Number.isSafeInteger(burst) || burst < 1)
+      throw configError('tokenBucket burst', 'a whole number >= 1', burst);
     if (typeof penalty !== 'boolean') throw configError('tokenBucket penalty', 'a boolean', penalty);
     if (!Number.isSafeInteger(burst * periodMs * 2)) {
       throw new SluiceError('SLUICE_CONFIG', 'tokenBucket burst × period is too large to count exactly');
@@ -100,10 +102,28 @@ export class TokenBucketRule implements RuleAlgorithm {
     }
     if (after <= tolerance) {
       if (cost === 0) {
-        return makeDecision(true, name, rate, this.burst, Math.floor((tolerance - queued) / unit), 0, 0, Math.ceil(queued / rate));
+        return makeDecision(
+          true,
+          name,
+          rate,
+          this.burst,
+          Math.floor((tolerance - queued) / unit),
+          0,
+          0,
+          Math.ceil(queued / rate),
+        );
       }
       if (commit) state.value = scaledNow + after;
-      return makeDecision(true, name, rate, this.burst, Math.floor((tolerance - after) / unit), cost, 0, Math.ceil(after / rate));
+      return makeDecision(
+        true,
+        name,
+        rate,
+        this.burst,
+        Math.floor((tolerance - after) / unit),
+        cost,
+        0,
+        Math.ceil(after / rate),
+      );
     }
     const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
     const retryAfterMs = Math.ceil((after - tolerance) / rate);
@@ -112,7 +132,16 @@ export class TokenBucketRule implements RuleAlgorithm {
       const charged = after < 2 * tolerance ? after : 2 * tolerance;
       state.value = scaledNow + charged;
     }
-    return makeDecision(false, name, rate, this.burst, remaining, cost, retryAfterMs, Math.ceil(queued / rate));
+    return makeDecision(
+      false,
+      name,
+      rate,
+      this.burst,
+      remaining,
+      cost,
+      retryAfterMs,
+      Math.ceil(queued / rate),
+    );
   }
 }
 

@@ -6,7 +6,10 @@ import { SluiceError, describeValue } from './errors.js';
  */
 export function checkOptionKeys(owner: string, options: unknown, known: readonly string[]): void {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new SluiceError('SLUICE_CONFIG', `${owner} options must be an object; received ${describeValue(options)}`);
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `${owner} options must be an object; received ${describeValue(options)}`,
+    );
   }
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) {

@@ -45,7 +45,8 @@ export class CalendarQuotaRule implements RuleAlgorithm {
   constructor(options: CalendarQuotaOptions) {
     checkOptionKeys('calendarQuota', options, calendarQuotaKeys);
     const { limit, timeZone = 'UTC', penalty = false } = options;
-    if (!Number.isSafeInteger(limit) || limit < 1) throw configError('calendarQuota limit', 'a positive whole number', limit);
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw configError('calendarQuota limit', 'a positive whole number', limit);
     if (typeof penalty !== 'boolean') throw configError('calendarQuota penalty', 'a boolean', penalty);
     this.days = new CalendarDays(timeZone);
     this.limit = limit;

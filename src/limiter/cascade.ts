@@ -82,16 +82,24 @@ export function createCascade(limiters: readonly Limiter[], options: CascadeOpti
       throw configError('createCascade limiters', 'limiters made by createLimiter()', limiter);
     }
     if (names.has(limiter.name)) {
-      throw new SluiceError('SLUICE_CONFIG', `createCascade: limit ${JSON.stringify(limiter.name)} appears twice`);
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `createCascade: limit ${JSON.stringify(limiter.name)} appears twice`,
+      );
     }
     names.add(limiter.name);
   }
   const store = limiters[0]!.store;
   if (mode === 'all-or-nothing' && limiters.some((l) => l.store !== store)) {
-    throw new SluiceError('SLUICE_CONFIG', 'an all-or-nothing cascade needs all its limits on one store, so one atomic call can charge them');
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      'an all-or-nothing cascade needs all its limits on one store, so one atomic call can charge them',
+    );
   }
   const sync = limiters.every((l) => isSyncStore(l.store));
-  return sync ? new SyncCascadeImpl(mode, limiters as readonly SyncLimiter[]) : new CascadeImpl(mode, limiters);
+  return sync
+    ? new SyncCascadeImpl(mode, limiters as readonly SyncLimiter[])
+    : new CascadeImpl(mode, limiters);
 }
 
 class CascadeImpl implements Cascade {
@@ -122,14 +130,22 @@ class CascadeImpl implements Cascade {
       return this.limiters.map(() => keys as string);
     }
     if (keys.length !== this.limiters.length) {
-      throw new SluiceError('SLUICE_ARGUMENT', `cascade of ${this.limiters.length} limits got ${keys.length} keys; pass one key or one per limit`);
+      throw new SluiceError(
+        'SLUICE_ARGUMENT',
+        `cascade of ${this.limiters.length} limits got ${keys.length} keys; pass one key or one per limit`,
+      );
     }
     for (const key of keys) checkKey(key);
     return keys;
   }
 
   protected entries(keys: readonly string[], cost: number): TakeEntry[] {
-    return this.limiters.map((limiter, i) => ({ buckets: limiter.buckets, key: keys[i]!, cost, limit: undefined }));
+    return this.limiters.map((limiter, i) => ({
+      buckets: limiter.buckets,
+      key: keys[i]!,
+      cost,
+      limit: undefined,
+    }));
   }
 }
 

@@ -91,19 +91,36 @@ export function createLimiter(options: LimiterOptions): Limiter {
     throw configError('createLimiter name', '1-64 characters of letters, digits, ".", "_", "-" or ":"', name);
   }
   if (rule === undefined || rule === null) {
-    throw new SluiceError('SLUICE_CONFIG', `limiter ${JSON.stringify(name)} has no rule: pass tokenBucket({...}) or calendarQuota({...}); there is no disabled mode`);
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `limiter ${JSON.stringify(name)} has no rule: pass tokenBucket({...}) or calendarQuota({...}); there is no disabled mode`,
+    );
   }
   if (typeof rule !== 'object' || typeof rule.decide !== 'function') {
-    throw configError(`limiter ${JSON.stringify(name)} rule`, 'the result of tokenBucket() or calendarQuota()', rule);
+    throw configError(
+      `limiter ${JSON.stringify(name)} rule`,
+      'the result of tokenBucket() or calendarQuota()',
+      rule,
+    );
   }
   if (store === undefined || store === null) {
-    throw new SluiceError('SLUICE_CONFIG', `limiter ${JSON.stringify(name)} has no store: pass new MemoryStore() or a shared store; there is no disabled mode`);
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `limiter ${JSON.stringify(name)} has no store: pass new MemoryStore() or a shared store; there is no disabled mode`,
+    );
   }
   if (typeof store !== 'object' || typeof store.bind !== 'function') {
-    throw configError(`limiter ${JSON.stringify(name)} store`, 'a Store (MemoryStore, RedisStore, PostgresStore)', store);
+    throw configError(
+      `limiter ${JSON.stringify(name)} store`,
+      'a Store (MemoryStore, RedisStore, PostgresStore)',
+      store,
+    );
   }
-  if (typeof clock !== 'function') throw configError(`limiter ${JSON.stringify(name)} clock`, 'a function returning ms', clock);
-  return isSyncStore(store) ? new SyncRuleLimiter(name, rule, store, clock) : new RuleLimiter(name, rule, store, clock);
+  if (typeof clock !== 'function')
+    throw configError(`limiter ${JSON.stringify(name)} clock`, 'a function returning ms', clock);
+  return isSyncStore(store)
+    ? new SyncRuleLimiter(name, rule, store, clock)
+    : new RuleLimiter(name, rule, store, clock);
 }
 
 class RuleLimiter implements Limiter {
@@ -180,12 +197,21 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
 export function checkKey(key: unknown): asserts key is string {
   if (typeof key === 'string') {
     if (key.length > 0) return;
-    throw new SluiceError('SLUICE_KEY_MISSING', 'rate-limit key is an empty string: the key step produced no key');
+    throw new SluiceError(
+      'SLUICE_KEY_MISSING',
+      'rate-limit key is an empty string: the key step produced no key',
+    );
   }
   if (key === undefined || key === null) {
-    throw new SluiceError('SLUICE_KEY_MISSING', `rate-limit key is ${String(key)}: the key step produced no key`);
+    throw new SluiceError(
+      'SLUICE_KEY_MISSING',
+      `rate-limit key is ${String(key)}: the key step produced no key`,
+    );
   }
-  throw new SluiceError('SLUICE_KEY_INVALID', `rate-limit key must be a string; received ${describeType(key)}`);
+  throw new SluiceError(
+    'SLUICE_KEY_INVALID',
+    `rate-limit key must be a string; received ${describeType(key)}`,
+  );
 }
 
 function describeType(value: unknown): string {
@@ -196,7 +222,10 @@ function describeType(value: unknown): string {
 export function readClock(clock: Clock): number {
   const now = clock();
   if (typeof now !== 'number' || !Number.isFinite(now)) {
-    throw new SluiceError('SLUICE_CLOCK', `the clock returned ${describeValue(now)}; a clock returns finite ms since the Unix epoch`);
+    throw new SluiceError(
+      'SLUICE_CLOCK',
+      `the clock returned ${describeValue(now)}; a clock returns finite ms since the Unix epoch`,
+    );
   }
   return Math.floor(now);
 }
@@ -205,7 +234,10 @@ export function readClock(clock: Clock): number {
 export function costOf(cost: unknown): number {
   if (cost === undefined) return 1;
   if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0) return cost;
-  throw new SluiceError('SLUICE_ARGUMENT', `cost must be a whole number >= 0; received ${describeValue(cost)}`);
+  throw new SluiceError(
+    'SLUICE_ARGUMENT',
+    `cost must be a whole number >= 0; received ${describeValue(cost)}`,
+  );
 }
 
 /** Checks a per-call limit: calendar quotas only, a positive whole number. */
@@ -215,5 +247,8 @@ export function limitOf(limit: unknown, rule: Rule): number | undefined {
     throw new SluiceError('SLUICE_ARGUMENT', 'a per-call limit applies to calendar quotas only');
   }
   if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1) return limit;
-  throw new SluiceError('SLUICE_ARGUMENT', `limit must be a positive whole number; received ${describeValue(limit)}`);
+  throw new SluiceError(
+    'SLUICE_ARGUMENT',
+    `limit must be a positive whole number; received ${describeValue(limit)}`,
+  );
 }

@@ -104,7 +104,10 @@ export class MemoryStore implements SyncStore {
   private bucketsOf(entry: TakeEntry): MemoryRuleBuckets {
     const buckets = entry.buckets;
     if (!(buckets instanceof MemoryRuleBuckets) || this.rules.get(buckets.name) !== buckets) {
-      throw new SluiceError('SLUICE_CONFIG', `rule ${JSON.stringify(buckets.name)} is not bound to this MemoryStore`);
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `rule ${JSON.stringify(buckets.name)} is not bound to this MemoryStore`,
+      );
     }
     return buckets;
   }
@@ -136,7 +139,16 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     if (this.epoch !== this.epoch) this.epoch = now;
     let state = this.find(id);
     if (state === undefined) {
-      if (cost === 0) return this.rule.decide(this.rule.initialState(now, this.epoch), now, this.epoch, this.name, 0, limit, false);
+      if (cost === 0)
+        return this.rule.decide(
+          this.rule.initialState(now, this.epoch),
+          now,
+          this.epoch,
+          this.name,
+          0,
+          limit,
+          false,
+        );
       state = this.rule.initialState(now, this.epoch);
       const decision = this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
       // A key that changed nothing (a refused take without penalty) needs no bucket.
