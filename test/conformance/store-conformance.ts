@@ -1,0 +1,420 @@
+/**
+ * The store conformance suite: every Store passes it with exact numbers (ARCHITECTURE: one
+ * conformance suite that every store passes). Each test names the requirement line it proves.
+ *
+ * A target supplies fresh stores that decide at the `now` they are given (the caller's clock),
+ * so that the suite can move time with a manual clock instead of sleeping (H1). A store that
+ * normally uses its own clock (A5) offers a caller-clock mode for this; its own test proves the
+ * store-clock mode separately.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  calendarQuota,
+  createCascade,
+  createLimiter,
+  manualClock,
+  tokenBucket,
+  type Decision,
+  type Limiter,
+  type ManualClock,
+  type Rule,
+  type Store,
+} from '../../src/index.js';
+
+/** What the suite needs from a store under test. */
+export interface ConformanceTarget {
+  /** Shown in test titles, e.g. "memory", "redis (ioredis)". */
+  readonly name: string;
+  /** `false` to run; otherwise the reason the whole suite is skipped (written, never silent). */
+  readonly skip?: string | false;
+  /** Runs once before the suite (connect, create a schema). */
+  setup?(): Promise<void>;
+  /** A store whose buckets are all empty, deciding at the caller's `now`. */
+  create(): Promise<Store>;
+  /** Runs once after the suite (drop keys, close connections). */
+  teardown?(): Promise<void>;
+  /** Per-test cleanup of a store made by `create`. */
+  release?(store: Store): Promise<void>;
+}
+
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+
+/** Registers the conformance suite for one store. */
+export function storeConformance(target: ConformanceTarget): void {
+  describe(`store conformance: ${target.name}`, { skip: target.skip ?? false }, () => {
+    let store: Store;
+    let clock: ManualClock;
+    let counter = 0;
+
+    before(async () => {
+      await target.setup?.();
+    });
+    after(async () => {
+      await target.teardown?.();
+    });
+
+    // Each test gets a fresh store and fresh limit names, so no state leaks between tests.
+    async function fresh(start = Date.UTC(2026, 0, 15, 12)): Promise<void> {
+      if (store !== undefined) await target.release?.(store);
+      store = await target.create();
+      clock = manualClock(start);
+    }
+    function limiter(rule: Rule, name = `r${++counter}`): Limiter {
+      return createLimiter({ name, rule, store, clock });
+    }
+    async function takeMany(l: Limiter, key: string, n: number, cost = 1): Promise<Decision[]> {
+      const out: Decision[] = [];
+      for (let i = 0; i < n; i++) out.push(await l.take(key, { cost }));
+      return out;
+    }
+    const allowedCount = (ds: readonly Decision[]) => ds.filter((d) => d.allowed).length;
+
+    after(async () => {
+      if (store !== undefined) await target.release?.(store);
+    });
+
+    describe('token bucket', () => {
+      it('A1: a full bucket admits exactly `burst` at once, burst defaults to the limit (5 per hour -> 5)', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 5, period: '1h' }));
+        const ds = await takeMany(l, 'ip-1', 6);
+        assert.deepEqual(
+          ds.map((d) => d.allowed),
+          [true, true, true, true, true, false],
+        );
+        assert.deepEqual(
+          ds.map((d) => d.remaining),
+          [4, 3, 2, 1, 0, 0],
+        );
+        // Each admitted take pushes "full again" out by one interval (12 minutes).
+        assert.deepEqual(
+          ds.slice(0, 5).map((d) => d.resetMs),
+          [12, 24, 36, 48, 60].map((m) => m * MINUTE),
+        );
+        const refused = ds[5]!;
+        assert.equal(refused.retryAfterMs, 12 * MINUTE);
+        assert.equal(refused.retryAfterSeconds, 720);
+        assert.equal(refused.limit, 5);
+        assert.equal(refused.capacity, 5);
+        assert.equal(refused.name, l.name);
+      });
+
+      it('A1: an explicit burst caps what is taken at once; then the refill rate governs (30/min, burst 10)', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 30, period: '1m', burst: 10 }));
+        assert.equal(allowedCount(await takeMany(l, 'u', 15)), 10);
+        const refused = await l.take('u');
+        assert.equal(refused.allowed, false);
+        assert.equal(refused.retryAfterMs, 2000);
+        clock.advance(1999);
+        assert.equal((await l.take('u')).allowed, false);
+        clock.advance(1);
+        assert.equal((await l.take('u')).allowed, true);
+        assert.equal((await l.take('u')).allowed, false);
+        // One minute refills 30 tokens, but the bucket holds at most 10.
+        clock.advance('1m');
+        assert.equal(allowedCount(await takeMany(l, 'u', 12)), 10);
+      });
+
+      it('A1: an idle bucket fills up to burst, never more', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 10, period: '10m' }));
+        clock.advance('1d');
+        const ds = await takeMany(l, 'k', 12);
+        assert.equal(allowedCount(ds), 10);
+        assert.equal(ds[0]!.remaining, 9);
+        clock.advance('100d');
+        assert.equal((await l.peek('k')).remaining, 10);
+        assert.equal((await l.peek('k')).resetMs, 0);
+      });
+
+      it('A1: refill is exact for periods that do not divide by the limit (7 per hour)', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 7, period: '1h' }));
+        assert.equal(allowedCount(await takeMany(l, 'k', 8)), 7);
+        // One token every 3,600,000 / 7 = 514,285.714… ms: not yet at 514,285, admitted at 514,286.
+        const refused = await l.take('k');
+        assert.equal(refused.retryAfterMs, 514_286);
+        clock.advance(514_285);
+        assert.equal((await l.take('k')).allowed, false);
+        clock.advance(1);
+        assert.equal((await l.take('k')).allowed, true);
+        // Seven intervals make exactly one hour: after it the bucket is full again.
+        clock.set(Date.UTC(2026, 0, 15, 12) + HOUR + 514_286);
+        const peek = await l.peek('k');
+        assert.equal(peek.remaining, 7);
+      });
+
+      it('A1: weighted costs take several tokens at once', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 10, period: '10s' }));
+        const first = await l.take('k', { cost: 3 });
+        assert.equal(first.allowed, true);
+        assert.equal(first.remaining, 7);
+        assert.equal(first.cost, 3);
+        assert.equal((await l.take('k', { cost: 7 })).remaining, 0);
+        const refused = await l.take('k', { cost: 4 });
+        assert.equal(refused.allowed, false);
+        assert.equal(refused.retryAfterMs, 4000);
+        clock.advance(4000);
+        assert.equal((await l.take('k', { cost: 4 })).allowed, true);
+      });
+
+      it('A1: a cost larger than burst is refused for good, and charges nothing', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 10, period: '10s', burst: 5 }));
+        const d = await l.take('k', { cost: 6 });
+        assert.equal(d.allowed, false);
+        assert.equal(d.retryAfterMs, Infinity);
+        assert.equal(d.remaining, 5);
+        assert.equal((await l.peek('k')).remaining, 5);
+      });
+
+      it('A6: refusals consume nothing: hammering an empty bucket does not delay the next token', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 10, period: '10m' }));
+        await takeMany(l, 'k', 10);
+        const refusals = await takeMany(l, 'k', 100);
+        assert.equal(allowedCount(refusals), 0);
+        assert.ok(refusals.every((d) => d.retryAfterMs === MINUTE));
+        clock.advance('1m');
+        assert.equal((await l.take('k')).allowed, true);
+      });
+
+      it('A6: a rule with penalty charges refusals, capped at one extra refill', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 10, period: '10m', penalty: true }));
+        await takeMany(l, 'k', 10);
+        const refused = await l.take('k');
+        assert.equal(refused.allowed, false);
+        assert.equal(refused.retryAfterMs, MINUTE);
+        // The refused take was charged: the next one waits two intervals.
+        assert.equal((await l.take('k')).retryAfterMs, 2 * MINUTE);
+        await takeMany(l, 'k', 50);
+        // Debt never exceeds one extra full refill: at most 10 minutes beyond empty.
+        const capped = await l.take('k');
+        assert.equal(capped.retryAfterMs, 10 * MINUTE + MINUTE);
+        clock.advance('11m');
+        assert.equal((await l.take('k')).allowed, true);
+      });
+
+      it('A3: a peek (cost 0) reports what a take of 1 would get and charges nothing', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 2, period: '1m' }));
+        const p0 = await l.peek('k');
+        assert.equal(p0.allowed, true);
+        assert.equal(p0.remaining, 2);
+        assert.equal(p0.cost, 0);
+        assert.equal((await l.take('k', { cost: 0 })).remaining, 2);
+        await takeMany(l, 'k', 2);
+        const p1 = await l.peek('k');
+        assert.equal(p1.allowed, false);
+        assert.equal(p1.remaining, 0);
+        assert.equal(p1.retryAfterMs, 30_000);
+        assert.equal(p1.resetMs, MINUTE);
+        clock.advance('30s');
+        assert.equal((await l.take('k')).allowed, true);
+      });
+
+      it('A3: retryAfterSeconds rounds up and is at least 1', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 1, period: 1500 }));
+        await l.take('k');
+        const d = await l.take('k');
+        assert.equal(d.retryAfterMs, 1500);
+        assert.equal(d.retryAfterSeconds, 2);
+        clock.advance(1499);
+        const soon = await l.take('k');
+        assert.equal(soon.retryAfterMs, 1);
+        assert.equal(soon.retryAfterSeconds, 1);
+      });
+    });
+
+    describe('calendar quota', () => {
+      it('A2: N per UTC day; the count resets exactly at midnight', async () => {
+        await fresh(Date.UTC(2026, 4, 1, 23, 59, 59, 0));
+        const l = limiter(calendarQuota({ limit: 10 }));
+        const ds = await takeMany(l, 'acct', 11);
+        assert.equal(allowedCount(ds), 10);
+        assert.equal(ds[9]!.remaining, 0);
+        assert.equal(ds[10]!.retryAfterMs, 1000);
+        assert.equal(ds[10]!.resetMs, 1000);
+        clock.advance(999);
+        assert.equal((await l.take('acct')).allowed, false);
+        clock.advance(1);
+        const next = await l.take('acct');
+        assert.equal(next.allowed, true);
+        assert.equal(next.remaining, 9);
+        assert.equal(next.resetMs, 24 * HOUR);
+      });
+
+      it('A2: a per-call limit from data (api_keys.daily_limit) applies to that call', async () => {
+        await fresh();
+        const l = limiter(calendarQuota({ limit: 10 }));
+        const ds: Decision[] = [];
+        for (let i = 0; i < 4; i++) ds.push(await l.take('key-a', { limit: 3 }));
+        assert.deepEqual(
+          ds.map((d) => [d.allowed, d.limit, d.remaining]),
+          [
+            [true, 3, 2],
+            [true, 3, 1],
+            [true, 3, 0],
+            [false, 3, 0],
+          ],
+        );
+        // A raised limit (the key was upgraded) counts what was used today.
+        assert.equal((await l.take('key-a', { limit: 5 })).remaining, 1);
+        assert.equal((await l.take('key-b')).remaining, 9);
+      });
+
+      it('A2: weighted costs and refusals without debt', async () => {
+        await fresh();
+        const l = limiter(calendarQuota({ limit: 10 }));
+        assert.equal((await l.take('k', { cost: 8 })).remaining, 2);
+        const refused = await l.take('k', { cost: 3 });
+        assert.equal(refused.allowed, false);
+        assert.equal(refused.remaining, 2);
+        assert.equal((await l.take('k', { cost: 2 })).allowed, true);
+        const never = await l.take('k', { cost: 11 });
+        assert.equal(never.retryAfterMs, Infinity);
+      });
+
+      it('A2: local days in Europe/Berlin: the count spans UTC midnight and resets at local midnight', async () => {
+        // 21:30 UTC on 10 June is 23:30 in Berlin (UTC+2): half an hour to local midnight.
+        await fresh(Date.UTC(2026, 5, 10, 21, 30));
+        const l = limiter(calendarQuota({ limit: 2, timeZone: 'Europe/Berlin' }));
+        assert.equal((await l.take('k')).resetMs, 30 * MINUTE);
+        clock.set(Date.UTC(2026, 5, 10, 22, 0)); // local midnight
+        assert.equal((await l.take('k')).remaining, 1);
+        clock.set(Date.UTC(2026, 5, 11, 0, 30)); // UTC day changed, local day did not
+        assert.equal((await l.take('k')).remaining, 0);
+        assert.equal((await l.take('k')).allowed, false);
+      });
+
+      for (const [zone, date, hours] of [
+        ['Europe/Berlin', [2026, 2, 29], 23],
+        ['Europe/Berlin', [2026, 9, 25], 25],
+        ['America/New_York', [2026, 2, 8], 23],
+        ['America/New_York', [2026, 10, 1], 25],
+      ] as const) {
+        it(`A2: ${zone} ${date[0]}-${date[1] + 1}-${date[2]} lasts ${hours} hours (DST)`, async () => {
+          const offset = zone === 'Europe/Berlin' ? (date[1] === 2 ? 1 : 2) : date[1] === 2 ? -5 : -4;
+          const localMidnight = Date.UTC(date[0], date[1], date[2]) - offset * HOUR;
+          await fresh(localMidnight);
+          const l = limiter(calendarQuota({ limit: 1, timeZone: zone }));
+          const first = await l.take('k');
+          assert.equal(first.resetMs, hours * HOUR);
+          clock.advance(hours * HOUR - 1);
+          const last = await l.take('k');
+          assert.equal(last.allowed, false);
+          assert.equal(last.retryAfterMs, 1);
+          clock.advance(1);
+          assert.equal((await l.take('k')).allowed, true);
+        });
+      }
+    });
+
+    describe('keys, resets and independence', () => {
+      it('A7: reset(key) gives a full bucket to that key only', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 3, period: '1h' }));
+        await takeMany(l, 'a', 3);
+        await takeMany(l, 'b', 3);
+        await l.reset('a');
+        assert.equal((await l.peek('a')).remaining, 3);
+        assert.equal((await l.peek('b')).remaining, 0);
+        const q = limiter(calendarQuota({ limit: 2 }));
+        await takeMany(q, 'a', 2);
+        await q.reset('a');
+        assert.equal((await q.take('a')).remaining, 1);
+        await l.reset('never-seen');
+      });
+
+      it('D6: two limits keep their own counters even when keys are equal', async () => {
+        await fresh();
+        const wide = limiter(tokenBucket({ limit: 3, period: '1h' }));
+        const narrow = limiter(tokenBucket({ limit: 3, period: '1h' }));
+        await takeMany(wide, 'same', 3);
+        assert.equal((await narrow.take('same')).remaining, 2);
+        assert.equal((await wide.take('same')).allowed, false);
+      });
+
+      it('any string is a safe key: prototype names, unicode, separators, 1 MB', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 1, period: '1h' }));
+        const big = 'x'.repeat(1 << 20);
+        const keys = [
+          '__proto__',
+          'constructor',
+          'hasOwnProperty',
+          '🦀 ümlaut',
+          'a:b',
+          'a',
+          'a:',
+          ':a',
+          big,
+          `${big}y`,
+          ' ',
+        ];
+        for (const key of keys)
+          assert.equal((await l.take(key)).allowed, true, `first take of ${key.slice(0, 20)}`);
+        for (const key of keys)
+          assert.equal((await l.take(key)).allowed, false, `second take of ${key.slice(0, 20)}`);
+      });
+    });
+
+    describe('atomicity', () => {
+      it('A4: 1,000 simultaneous takes on one key with burst 100 admit exactly 100', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: 100, period: '1h' }));
+        const ds = await Promise.all(Array.from({ length: 1000 }, () => l.take('hot')));
+        assert.equal(allowedCount(ds), 100);
+        const q = limiter(calendarQuota({ limit: 100 }));
+        const qs = await Promise.all(Array.from({ length: 1000 }, () => q.take('hot')));
+        assert.equal(allowedCount(qs), 100);
+      });
+
+      it('D6: an all-or-nothing cascade charges every limit or none', async () => {
+        await fresh();
+        const a = limiter(tokenBucket({ limit: 5, period: '1h' }));
+        const b = limiter(tokenBucket({ limit: 2, period: '1h' }));
+        const q = limiter(calendarQuota({ limit: 10 }));
+        const cascade = createCascade([a, b, q], { mode: 'all-or-nothing' });
+        assert.equal((await cascade.take(['ip', 'ip+nick', 'acct'])).allowed, true);
+        assert.equal((await cascade.take(['ip', 'ip+nick', 'acct'])).allowed, true);
+        const refused = await cascade.take(['ip', 'ip+nick', 'acct']);
+        assert.equal(refused.allowed, false);
+        assert.deepEqual(refused.refusedBy, [b.name]);
+        assert.equal(refused.decisive.name, b.name);
+        assert.equal(refused.decisions.length, 3);
+        // Nothing was charged by the refused cascade.
+        assert.equal((await a.peek('ip')).remaining, 3);
+        assert.equal((await q.peek('acct')).remaining, 8);
+        // Concurrent cascades on a shared narrow limit: exactly its capacity gets through, and
+        // the wide limit is charged exactly that often.
+        const c = limiter(tokenBucket({ limit: 50, period: '1h' }));
+        const d = limiter(tokenBucket({ limit: 20, period: '1h' }));
+        const both = createCascade([c, d], { mode: 'all-or-nothing' });
+        const results = await Promise.all(Array.from({ length: 200 }, () => both.take('k')));
+        assert.equal(results.filter((r) => r.allowed).length, 20);
+        assert.equal((await c.peek('k')).remaining, 30);
+      });
+
+      it('D6: first-refusal cascade: the first refusal stops the chain, later limits are not charged', async () => {
+        await fresh();
+        const wide = limiter(tokenBucket({ limit: 2, period: '1h' }));
+        const narrow = limiter(tokenBucket({ limit: 5, period: '1h' }));
+        const cascade = createCascade([wide, narrow]);
+        await cascade.take('k');
+        await cascade.take('k');
+        const refused = await cascade.take('k');
+        assert.equal(refused.allowed, false);
+        assert.equal(refused.decisions.length, 1);
+        assert.deepEqual(refused.refusedBy, [wide.name]);
+        assert.equal((await narrow.peek('k')).remaining, 3);
+      });
+    });
+  });
+}

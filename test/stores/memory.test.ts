@@ -1,0 +1,126 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import {
+  MemoryStore,
+  MAX_RAW_KEY_LENGTH,
+  createLimiter,
+  manualClock,
+  tokenBucket,
+  calendarQuota,
+  isSluiceError,
+} from '../../src/index.js';
+import { storeConformance } from '../conformance/store-conformance.js';
+
+storeConformance({ name: 'memory', create: async () => new MemoryStore() });
+
+describe('MemoryStore generations (ADR-055)', () => {
+  function setup(maxKeysPerGeneration: number) {
+    const store = new MemoryStore({ maxKeysPerGeneration });
+    const clock = manualClock(0);
+    const limiter = createLimiter({ name: 'g', rule: tokenBucket({ limit: 2, period: '1h' }), store, clock });
+    return { store, limiter };
+  }
+
+  it('B1: when current reaches N keys it becomes previous, and the old previous is dropped whole', () => {
+    const { store, limiter } = setup(3);
+    for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
+    assert.equal(store.bucketCount('g'), 3);
+    for (const key of ['d', 'e', 'f']) limiter.takeSync(key);
+    assert.equal(store.bucketCount('g'), 6);
+    // 'g' rotates again: a, b, c are dropped together and their buckets are forgotten.
+    limiter.takeSync('g');
+    assert.equal(store.bucketCount('g'), 4);
+    assert.equal(limiter.peekSync('a').remaining, 2);
+    assert.equal(limiter.peekSync('d').remaining, 1);
+  });
+
+  it('B1: a key used while in previous moves to current and survives the next rotation', () => {
+    const { store, limiter } = setup(3);
+    for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
+    limiter.takeSync('d'); // rotation: a, b, c are previous
+    limiter.takeSync('a'); // a moves to current
+    limiter.takeSync('e'); // current is d, a, e (full)
+    limiter.takeSync('f'); // rotation: b, c dropped; d, a, e previous
+    assert.equal(limiter.peekSync('a').remaining, 0, 'a kept both of its takes');
+    assert.equal(limiter.peekSync('b').remaining, 2, 'b was forgotten: a forgotten bucket equals a new one');
+    assert.ok(store.bucketCount('g') <= 6);
+  });
+
+  it('B1: never more than 2N buckets per rule, whatever the sequence of keys', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 300 }),
+        (n, keys) => {
+          const { store, limiter } = setup(n);
+          for (const key of keys) {
+            limiter.takeSync(`k${key}`);
+            if (store.bucketCount('g') > 2 * n) return false;
+          }
+          return true;
+        },
+      ),
+    );
+  });
+
+  it('B2: a flood of 1,000,000 distinct keys keeps at most 2 x 4096 buckets per rule', () => {
+    const store = new MemoryStore();
+    const limiter = createLimiter({ name: 'flood', rule: tokenBucket({ limit: 5, period: '1h' }), store });
+    let admitted = 0;
+    for (let i = 0; i < 1_000_000; i++)
+      if (limiter.takeSync(`10.${i >>> 16}.${(i >>> 8) & 255}.${i & 255}`).allowed) admitted++;
+    assert.equal(admitted, 1_000_000);
+    assert.ok(store.bucketCount('flood') <= 8192, `holds ${store.bucketCount('flood')}`);
+    assert.ok(store.bucketCount('flood') > 4096);
+  });
+
+  it('a refused take on a key never seen stores nothing; a peek stores nothing', () => {
+    const store = new MemoryStore();
+    const limiter = createLimiter({
+      name: 'q',
+      rule: calendarQuota({ limit: 1 }),
+      store,
+      clock: manualClock(0),
+    });
+    limiter.takeSync('x', { cost: 5 });
+    limiter.peekSync('y');
+    assert.equal(store.bucketCount('q'), 0);
+  });
+
+  it('keys longer than the bound are hashed, and never collide with a raw key', () => {
+    const store = new MemoryStore();
+    const limiter = createLimiter({ name: 'long', rule: tokenBucket({ limit: 1, period: '1h' }), store });
+    const long = 'k'.repeat(MAX_RAW_KEY_LENGTH + 1);
+    const longer = `${long}!`;
+    assert.equal(limiter.takeSync(long).allowed, true);
+    assert.equal(limiter.takeSync(longer).allowed, true);
+    assert.equal(limiter.takeSync(long).allowed, false);
+    const exact = 'k'.repeat(MAX_RAW_KEY_LENGTH);
+    assert.equal(limiter.takeSync(exact).allowed, true);
+    assert.equal(store.bucketCount('long'), 3);
+  });
+
+  it('D6: one name per rule and store: a second limit under the same name is a configuration error', () => {
+    const store = new MemoryStore();
+    createLimiter({ name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store });
+    assert.throws(
+      () => createLimiter({ name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store }),
+      (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG') && /already bound/.test((e as Error).message),
+    );
+  });
+
+  it('rejects bad options with SLUICE_CONFIG naming the option', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, '10'] as unknown[]) {
+      assert.throws(
+        () => new MemoryStore({ maxKeysPerGeneration: bad as number }),
+        (e: unknown) =>
+          isSluiceError(e, 'SLUICE_CONFIG') && /maxKeysPerGeneration/.test((e as Error).message),
+      );
+    }
+    assert.throws(
+      () => new MemoryStore({ maxKeys: 5 } as never),
+      (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG'),
+    );
+  });
+});
