@@ -31,7 +31,15 @@ interface DecisionFields {
   readonly retryAfterSeconds: number;
   /** Milliseconds until the bucket is full again (token bucket) or the window resets (quota). */
   readonly resetMs: number;
+  /**
+   * Who decided: `store` normally; `insurance` when the store failed and the rule's in-memory
+   * insurance limiter decided; `fail-open` when the store failed and the rule admits on failure.
+   */
+  readonly source: DecisionSource;
 }
+
+/** Who made a decision; see {@link Decision}. */
+export type DecisionSource = 'store' | 'insurance' | 'fail-open';
 
 /** A take that was admitted (and charged, unless it was a peek). */
 export interface AllowedDecision extends DecisionFields {
@@ -76,5 +84,6 @@ export function makeDecision(
     retryAfterMs,
     retryAfterSeconds: allowed ? 0 : retryAfterMs <= 1000 ? 1 : Math.ceil(retryAfterMs / 1000),
     resetMs,
+    source: 'store',
   } as Decision;
 }

@@ -45,11 +45,15 @@ export class SluiceError extends Error {
   /** HTTP status an adapter answers with when this error escapes a request. */
   readonly status: number;
 
-  constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /**
+   * @param options.status overrides the registry's status (a rule may fail closed with 500
+   * instead of 503).
+   */
+  constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown; status?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SluiceError';
     this.code = code;
-    this.status = errorCodes[code].status;
+    this.status = options?.status ?? errorCodes[code].status;
   }
 }
 

@@ -2,7 +2,16 @@ import type { Decision } from '../core/decision.js';
 import { SluiceError, configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { isSyncStore, type SyncStore, type TakeEntry } from '../store.js';
-import { checkKey, costOf, readClock, type Limiter, type SyncLimiter } from './limiter.js';
+import { withTimeout } from './failure.js';
+import {
+  checkKey,
+  costOf,
+  decideOnFailure,
+  readClock,
+  type Limiter,
+  type LimiterInternals,
+  type SyncLimiter,
+} from './limiter.js';
 
 /**
  * How a cascade charges its limits.
@@ -111,10 +120,7 @@ class CascadeImpl implements Cascade {
   async take(keys: CascadeKeys, options?: { cost?: number }): Promise<CascadeDecision> {
     const cost = costOf(options?.cost);
     const list = this.keyList(keys);
-    if (this.mode === 'all-or-nothing') {
-      const store = this.limiters[0]!.store;
-      return summarize(await store.takeAll(this.entries(list, cost), readClock(this.limiters[0]!.clock)));
-    }
+    if (this.mode === 'all-or-nothing') return this.takeAllOrNothing(list, cost);
     const decisions: Decision[] = [];
     for (let i = 0; i < this.limiters.length; i++) {
       const decision = await this.limiters[i]!.take(list[i]!, { cost });
@@ -122,6 +128,30 @@ class CascadeImpl implements Cascade {
       if (!decision.allowed) break;
     }
     return summarize(decisions);
+  }
+
+  /**
+   * One atomic store call for all limits. When the store fails, each limit's own failure policy
+   * decides in cascade order (first refusal stops); a `closed` limit makes the whole take throw.
+   */
+  private async takeAllOrNothing(keys: readonly string[], cost: number): Promise<CascadeDecision> {
+    const first = this.limiters[0]!;
+    const now = readClock(first.clock);
+    try {
+      const pending = first.store.takeAll(this.entries(keys, cost), now);
+      return summarize(
+        await withTimeout(pending, first.timeoutMs, `the ${first.store.kind} store (cascade)`),
+      );
+    } catch (error) {
+      const decisions: Decision[] = [];
+      for (let i = 0; i < this.limiters.length; i++) {
+        const limiter = this.limiters[i] as LimiterInternals;
+        const decision = limiter[decideOnFailure](error, keys[i]!, cost, now, undefined);
+        decisions.push(decision);
+        if (!decision.allowed) break;
+      }
+      return summarize(decisions);
+    }
   }
 
   protected keyList(keys: CascadeKeys): readonly string[] {

@@ -4,6 +4,16 @@ import { SluiceError, configError, describeValue } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Rule } from '../core/rule.js';
 import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
+import { MemoryStore } from '../stores/memory.js';
+import { parseDuration, type Duration } from '../core/duration.js';
+import {
+  FailureHandler,
+  consoleLogger,
+  withTimeout,
+  type FailurePolicy,
+  type LimiterStats,
+  type Logger,
+} from './failure.js';
 
 /** Options of {@link createLimiter}. */
 export interface LimiterOptions<S extends Store = Store> {
@@ -22,6 +32,24 @@ export interface LimiterOptions<S extends Store = Store> {
    * @default Date.now
    */
   clock?: Clock;
+  /**
+   * What happens when the store fails or times out (D2); see {@link FailurePolicy}.
+   * @default "closed"
+   */
+  failure?: FailurePolicy;
+  /**
+   * The status a `closed` failure carries: 503 (the store is unavailable) or 500.
+   * @default 503
+   */
+  closedStatus?: 503 | 500;
+  /**
+   * The longest a store call may take before the failure policy applies, so a hung store cannot
+   * hang requests. Applies to asynchronous stores; the memory store decides synchronously.
+   * @default "100ms"
+   */
+  timeout?: Duration;
+  /** Where store failures are logged (at most once a minute per limit, never a key). @default console */
+  logger?: Logger;
 }
 
 /** Per-call options of a take. */
@@ -56,6 +84,12 @@ export interface Limiter {
   peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision>;
   /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket (A7). */
   reset(key: string): Promise<void>;
+  /** The failure policy. */
+  readonly failure: FailurePolicy;
+  /** The store timeout in ms. */
+  readonly timeoutMs: number;
+  /** Store failure counters since the limiter was created. */
+  stats(): Readonly<LimiterStats>;
 }
 
 /** A limiter on a synchronous store (the memory store): every method also has a sync form. */
@@ -70,7 +104,17 @@ export interface SyncLimiter extends Limiter {
   resetSync(key: string): void;
 }
 
-const limiterKeys = ['name', 'rule', 'store', 'clock'] as const;
+const limiterKeys = [
+  'name',
+  'rule',
+  'store',
+  'clock',
+  'failure',
+  'closedStatus',
+  'timeout',
+  'logger',
+] as const;
+const failurePolicies: readonly FailurePolicy[] = ['closed', 'open', 'insurance'];
 const namePattern = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
@@ -118,21 +162,58 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   if (typeof clock !== 'function')
     throw configError(`limiter ${JSON.stringify(name)} clock`, 'a function returning ms', clock);
+  const { failure = 'closed', closedStatus = 503, timeout = 100, logger = consoleLogger } = options;
+  if (!failurePolicies.includes(failure)) {
+    throw configError(`limiter ${JSON.stringify(name)} failure`, '"closed", "open" or "insurance"', failure);
+  }
+  if (closedStatus !== 503 && closedStatus !== 500) {
+    throw configError(`limiter ${JSON.stringify(name)} closedStatus`, '503 or 500', closedStatus);
+  }
+  const timeoutMs = parseDuration(timeout, `limiter ${JSON.stringify(name)} timeout`);
+  if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
+    throw configError(
+      `limiter ${JSON.stringify(name)} logger`,
+      'an object with a warn(details, message) method',
+      logger,
+    );
+  }
+  const insurance = failure === 'insurance' ? new MemoryStore().bind(name, rule) : undefined;
+  const handler = new FailureHandler(name, store.kind, failure, closedStatus, insurance, logger, clock);
   return isSyncStore(store)
-    ? new SyncRuleLimiter(name, rule, store, clock)
-    : new RuleLimiter(name, rule, store, clock);
+    ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler)
+    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler);
 }
 
-class RuleLimiter implements Limiter {
+/** Applies a limiter's failure policy to a failed store call (used by cascades). */
+export const decideOnFailure = Symbol('sluice.decideOnFailure');
+
+/** A limiter as cascades see it: with access to its failure policy. */
+export interface LimiterInternals extends Limiter {
+  [decideOnFailure](
+    error: unknown,
+    key: string,
+    cost: number,
+    now: number,
+    limit: number | undefined,
+  ): Decision;
+}
+
+class RuleLimiter implements LimiterInternals {
   readonly buckets: RuleBuckets;
+  readonly failure: FailurePolicy;
+  private readonly what: string;
 
   constructor(
     readonly name: string,
     readonly rule: Rule,
     readonly store: Store,
     readonly clock: Clock,
+    readonly timeoutMs: number,
+    private readonly handler: FailureHandler,
   ) {
     this.buckets = store.bind(name, rule);
+    this.failure = handler.policy;
+    this.what = `the ${store.kind} store (limit ${JSON.stringify(name)})`;
   }
 
   take(key: string, options?: TakeOptions): Promise<Decision> {
@@ -140,7 +221,7 @@ class RuleLimiter implements Limiter {
       checkKey(key);
       const cost = options === undefined ? 1 : costOf(options.cost);
       const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-      return this.buckets.take(key, cost, readClock(this.clock), limit);
+      return this.decide(key, cost, readClock(this.clock), limit);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -150,7 +231,7 @@ class RuleLimiter implements Limiter {
     try {
       checkKey(key);
       const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-      return this.buckets.take(key, 0, readClock(this.clock), limit);
+      return this.decide(key, 0, readClock(this.clock), limit);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -159,10 +240,45 @@ class RuleLimiter implements Limiter {
   reset(key: string): Promise<void> {
     try {
       checkKey(key);
-      return this.buckets.reset(key);
+      return withTimeout(this.buckets.reset(key), this.timeoutMs, this.what);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  stats(): Readonly<LimiterStats> {
+    return { ...this.handler.stats };
+  }
+
+  [decideOnFailure](
+    error: unknown,
+    key: string,
+    cost: number,
+    now: number,
+    limit: number | undefined,
+  ): Decision {
+    return this.handler.decide(error, key, cost, now, limit);
+  }
+
+  private decide(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+    let pending: Promise<Decision>;
+    try {
+      pending = this.buckets.take(key, cost, now, limit);
+    } catch (error) {
+      // A store that throws synchronously is failing like one that rejects.
+      return settle(() => this.handler.decide(error, key, cost, now, limit));
+    }
+    return withTimeout(pending, this.timeoutMs, this.what).catch((error: unknown) =>
+      this.handler.decide(error, key, cost, now, limit),
+    );
+  }
+}
+
+function settle<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

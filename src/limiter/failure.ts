@@ -1,0 +1,162 @@
+import type { Clock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import { SluiceError } from '../core/errors.js';
+import type { SyncRuleBuckets } from '../store.js';
+
+/**
+ * What a rule does when its store fails or does not answer in time (D2). A store failure is
+ * never a 429: the client did nothing wrong.
+ * - `closed` (default): the call throws `SLUICE_STORE_UNAVAILABLE` / `SLUICE_STORE_TIMEOUT`
+ *   (status 503, or 500 with `closedStatus`): nothing is admitted without a decision.
+ * - `open`: the request is admitted (explicit opt-in), counted in `stats()` and logged at most
+ *   once a minute. For limits whose only job is comfort, never for brute-force protection.
+ * - `insurance`: a limiter in this process's memory, with the same rule, decides while the store
+ *   fails; the store decides again as soon as it answers. Each process then enforces the limit
+ *   on its own (E4: N processes admit up to N times the limit during the outage).
+ */
+export type FailurePolicy = 'closed' | 'open' | 'insurance';
+
+/** The one method sluice logs through; pino, console and most loggers fit. */
+export interface Logger {
+  warn(details: Record<string, unknown>, message: string): void;
+}
+
+/** Counters of a limiter's store failures, for metrics. */
+export interface LimiterStats {
+  /** Store calls that failed or timed out. */
+  storeFailures: number;
+  /** Of those, how many timed out. */
+  timeouts: number;
+  /** Requests admitted without a decision under `open`. */
+  failOpenAdmits: number;
+  /** Decisions made by the insurance limiter. */
+  insuranceDecisions: number;
+}
+
+/** Logs through `console.warn` with a `[sluice]` prefix. */
+export const consoleLogger: Logger = {
+  warn(details, message) {
+    console.warn(`[sluice] ${message}`, details);
+  },
+};
+
+const LOG_INTERVAL_MS = 60_000;
+
+/** True for errors that mean "the store could not decide" rather than "the caller erred". */
+export function isStoreFailure(error: unknown): boolean {
+  if (error instanceof SluiceError) return error.code.startsWith('SLUICE_STORE_');
+  // Anything else escaping a store (a driver error it did not wrap) is the store failing too.
+  return true;
+}
+
+/** Applies a rule's {@link FailurePolicy} to one failed store call. */
+export class FailureHandler {
+  readonly stats: LimiterStats = { storeFailures: 0, timeouts: 0, failOpenAdmits: 0, insuranceDecisions: 0 };
+  private lastLogAt = -Infinity;
+  private failuresSinceLog = 0;
+
+  constructor(
+    private readonly name: string,
+    private readonly storeKind: string,
+    readonly policy: FailurePolicy,
+    private readonly closedStatus: number,
+    private readonly insurance: SyncRuleBuckets | undefined,
+    private readonly logger: Logger,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * The decision for a take whose store call failed with `error`, or a throw under `closed`.
+   * Errors that are the caller's (bad key, bad cost) are rethrown as they are.
+   */
+  decide(error: unknown, key: string, cost: number, now: number, limit: number | undefined): Decision {
+    if (!isStoreFailure(error)) throw error;
+    const stats = this.stats;
+    stats.storeFailures++;
+    const timedOut = error instanceof SluiceError && error.code === 'SLUICE_STORE_TIMEOUT';
+    if (timedOut) stats.timeouts++;
+    this.log(error);
+    if (this.policy === 'open') {
+      stats.failOpenAdmits++;
+      const capacity = this.insuranceCapacity(limit);
+      return {
+        allowed: true,
+        name: this.name,
+        limit: capacity.limit,
+        capacity: capacity.capacity,
+        remaining: 0,
+        cost,
+        retryAfterMs: 0,
+        retryAfterSeconds: 0,
+        resetMs: 0,
+        source: 'fail-open',
+      };
+    }
+    if (this.policy === 'insurance' && this.insurance !== undefined) {
+      stats.insuranceDecisions++;
+      return { ...this.insurance.takeSync(key, cost, now, limit), source: 'insurance' };
+    }
+    throw new SluiceError(
+      timedOut ? 'SLUICE_STORE_TIMEOUT' : 'SLUICE_STORE_UNAVAILABLE',
+      `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store could not decide (${describeFailure(error)}); failing closed`,
+      { cause: error, status: this.closedStatus },
+    );
+  }
+
+  private insuranceCapacity(limit: number | undefined): { limit: number; capacity: number } {
+    const rule = this.insurance?.rule;
+    if (rule === undefined) return { limit: limit ?? 0, capacity: limit ?? 0 };
+    if (rule.kind === 'token-bucket') return { limit: rule.limit, capacity: rule.burst };
+    const quota = limit ?? rule.limit;
+    return { limit: quota, capacity: quota };
+  }
+
+  /** At most one line a minute per limit, and never the key (F1). */
+  private log(error: unknown): void {
+    this.failuresSinceLog++;
+    const now = this.clock();
+    if (now - this.lastLogAt < LOG_INTERVAL_MS) return;
+    this.lastLogAt = now;
+    const failures = this.failuresSinceLog;
+    this.failuresSinceLog = 0;
+    this.logger.warn(
+      {
+        limit: this.name,
+        store: this.storeKind,
+        policy: this.policy,
+        failures,
+        error: describeFailure(error),
+      },
+      `rate-limit store failing; policy "${this.policy}" applies`,
+    );
+  }
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof SluiceError) return error.code;
+  if (error instanceof Error) return error.name;
+  return typeof error;
+}
+
+/**
+ * Rejects with `SLUICE_STORE_TIMEOUT` when `pending` has not settled after `ms`, so a hung store
+ * cannot hang requests. Node groups timers of equal duration into one list, so this costs a list
+ * insert per call, not a kernel timer.
+ */
+export function withTimeout<T>(pending: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new SluiceError('SLUICE_STORE_TIMEOUT', `${what} did not answer within ${ms} ms`));
+    }, ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,235 @@
+/**
+ * D2: failure policies. The store here is a deliberate test double that fails on command: the
+ * subject under test is the limiter's policy, not a store (stores are tested against real servers).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  MemoryStore,
+  createCascade,
+  createLimiter,
+  isSluiceError,
+  manualClock,
+  tokenBucket,
+  type Decision,
+  type Rule,
+  type RuleBuckets,
+  type Store,
+  type TakeEntry,
+} from '../../src/index.js';
+
+type Mode = 'ok' | 'reject' | 'hang' | 'throw' | 'driver-error';
+
+/** An asynchronous store over a MemoryStore that fails as told. */
+class FailingStore implements Store {
+  readonly kind = 'flaky';
+  mode: Mode = 'ok';
+  calls = 0;
+  private readonly inner = new MemoryStore();
+
+  bind(name: string, rule: Rule): RuleBuckets {
+    const buckets = this.inner.bind(name, rule);
+    return {
+      name,
+      rule,
+      take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
+      reset: (key) => this.run(() => buckets.resetSync(key)),
+    };
+  }
+
+  takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+    return this.run(() =>
+      this.inner.takeAllSync(
+        entries.map((e) => ({ ...e, buckets: this.innerBuckets(e) })),
+        now,
+      ),
+    );
+  }
+
+  private innerBuckets(entry: TakeEntry): RuleBuckets {
+    // The inner store knows its own bucket objects by name.
+    return (this.inner as unknown as { rules: Map<string, RuleBuckets> }).rules.get(entry.buckets.name)!;
+  }
+
+  private run<T>(fn: () => T): Promise<T> {
+    this.calls++;
+    switch (this.mode) {
+      case 'ok':
+        return Promise.resolve(fn());
+      case 'reject':
+        return Promise.reject(new Error('ECONNREFUSED'));
+      case 'hang':
+        return new Promise<T>(() => {});
+      case 'throw':
+        throw new Error('synchronous driver bug');
+      case 'driver-error':
+        return Promise.reject(
+          Object.assign(new Error("READONLY You can't write against a read only replica."), {
+            name: 'ReplyError',
+          }),
+        );
+    }
+  }
+}
+
+function recordingLogger() {
+  const lines: { details: Record<string, unknown>; message: string }[] = [];
+  return {
+    lines,
+    warn: (details: Record<string, unknown>, message: string) => lines.push({ details, message }),
+  };
+}
+
+const rule = () => tokenBucket({ limit: 2, period: '1m' });
+
+describe('D2: failure policies', () => {
+  it('closed (default): a failing store is a 503 error, never a 429 and never an admission', async () => {
+    const store = new FailingStore();
+    const logger = recordingLogger();
+    const limiter = createLimiter({ name: 'closed', rule: rule(), store, logger });
+    store.mode = 'reject';
+    await assert.rejects(
+      limiter.take('k'),
+      (e: unknown) => isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE') && e.status === 503,
+    );
+    store.mode = 'throw';
+    await assert.rejects(limiter.take('k'), (e: unknown) => isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'));
+    assert.equal(limiter.stats().storeFailures, 2);
+    const five = createLimiter({ name: 'closed500', rule: rule(), store, closedStatus: 500, logger });
+    await assert.rejects(
+      five.take('k'),
+      (e: unknown) => isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE') && e.status === 500,
+    );
+  });
+
+  it('a hung store times out after the rule timeout with SLUICE_STORE_TIMEOUT', async () => {
+    const store = new FailingStore();
+    const limiter = createLimiter({
+      name: 'hung',
+      rule: rule(),
+      store,
+      timeout: '20ms',
+      logger: recordingLogger(),
+    });
+    store.mode = 'hang';
+    await assert.rejects(
+      limiter.take('k'),
+      (e: unknown) => isSluiceError(e, 'SLUICE_STORE_TIMEOUT') && e.status === 503,
+    );
+    await assert.rejects(limiter.reset('k'), (e: unknown) => isSluiceError(e, 'SLUICE_STORE_TIMEOUT'));
+    assert.equal(limiter.stats().timeouts, 1);
+  });
+
+  it('open: admits on failure, counts it, and logs at most once a minute without the key', async () => {
+    const store = new FailingStore();
+    const clock = manualClock(0);
+    const logger = recordingLogger();
+    const limiter = createLimiter({ name: 'comfort', rule: rule(), store, clock, failure: 'open', logger });
+    store.mode = 'reject';
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.take('203.0.113.9|alice')));
+    assert.ok(decisions.every((d) => d.allowed && d.source === 'fail-open'));
+    assert.equal(limiter.stats().failOpenAdmits, 10);
+    assert.equal(logger.lines.length, 1);
+    clock.advance('59s');
+    await limiter.take('203.0.113.9|alice');
+    assert.equal(logger.lines.length, 1);
+    clock.advance('1s');
+    await limiter.take('203.0.113.9|alice');
+    assert.equal(logger.lines.length, 2);
+    assert.equal(logger.lines[1]!.details.failures, 11, 'every failure since the last line is counted');
+    for (const line of logger.lines) assert.doesNotMatch(JSON.stringify(line), /alice|203\.0\.113/);
+    store.mode = 'ok';
+    assert.equal((await limiter.take('k')).source, 'store');
+  });
+
+  it('insurance: a memory limiter with the same rule decides while the store fails; the store takes over again', async () => {
+    const store = new FailingStore();
+    const clock = manualClock(0);
+    const limiter = createLimiter({
+      name: 'ins',
+      rule: rule(),
+      store,
+      clock,
+      failure: 'insurance',
+      logger: recordingLogger(),
+    });
+    store.mode = 'driver-error';
+    const during = [await limiter.take('k'), await limiter.take('k'), await limiter.take('k')];
+    assert.deepEqual(
+      during.map((d) => [d.allowed, d.source]),
+      [
+        [true, 'insurance'],
+        [true, 'insurance'],
+        [false, 'insurance'],
+      ],
+    );
+    assert.equal(during[2]!.retryAfterMs, 30_000);
+    assert.equal(limiter.stats().insuranceDecisions, 3);
+    store.mode = 'ok';
+    const after = await limiter.take('k');
+    assert.equal(after.source, 'store');
+    assert.equal(after.remaining, 1);
+  });
+
+  it("the caller's own errors are never masked by a failure policy", async () => {
+    const store = new FailingStore();
+    const limiter = createLimiter({
+      name: 'own',
+      rule: rule(),
+      store,
+      failure: 'open',
+      logger: recordingLogger(),
+    });
+    store.mode = 'reject';
+    await assert.rejects(limiter.take(''), (e: unknown) => isSluiceError(e, 'SLUICE_KEY_MISSING'));
+    await assert.rejects(limiter.take('k', { cost: -1 }), (e: unknown) =>
+      isSluiceError(e, 'SLUICE_ARGUMENT'),
+    );
+    assert.equal(store.calls, 0);
+  });
+
+  it("all-or-nothing cascades apply each limit's policy when the store fails", async () => {
+    const store = new FailingStore();
+    const logger = recordingLogger();
+    const open = createLimiter({ name: 'a', rule: rule(), store, failure: 'open', logger });
+    const insured = createLimiter({
+      name: 'b',
+      rule: tokenBucket({ limit: 1, period: '1m' }),
+      store,
+      failure: 'insurance',
+      logger,
+    });
+    const closed = createLimiter({ name: 'c', rule: rule(), store, logger });
+    const lenient = createCascade([open, insured], { mode: 'all-or-nothing' });
+    const strict = createCascade([open, closed], { mode: 'all-or-nothing' });
+    assert.equal((await lenient.take('k')).allowed, true);
+    store.mode = 'reject';
+    const first = await lenient.take('k');
+    assert.equal(first.allowed, true);
+    assert.deepEqual(
+      first.decisions.map((d) => d.source),
+      ['fail-open', 'insurance'],
+    );
+    const second = await lenient.take('k');
+    assert.equal(second.allowed, false);
+    assert.deepEqual(second.refusedBy, ['b']);
+    await assert.rejects(strict.take('k'), (e: unknown) => isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'));
+  });
+
+  it('rejects unknown policies, statuses, timeouts and loggers', () => {
+    const store = new FailingStore();
+    const bad: Record<string, unknown>[] = [
+      { failure: 'pass' },
+      { closedStatus: 429 },
+      { timeout: '0ms' },
+      { timeout: 'soon' },
+      { logger: {} },
+    ];
+    bad.forEach((extra, i) => {
+      assert.throws(
+        () => createLimiter({ name: `bad${i}`, rule: rule(), store, ...extra }),
+        (e: unknown) => isSluiceError(e) && (e.code === 'SLUICE_CONFIG' || e.code === 'SLUICE_DURATION'),
+      );
+    });
+  });
+});
