@@ -286,6 +286,32 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
   declare readonly store: SyncStore;
   declare readonly buckets: SyncRuleBuckets;
 
+  // The memory store decides synchronously and cannot hang: no timeout timer, no failure policy.
+  override take(key: string, options?: TakeOptions): Promise<Decision> {
+    try {
+      return Promise.resolve(this.takeSync(key, options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  override peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision> {
+    try {
+      return Promise.resolve(this.peekSync(key, options));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  override reset(key: string): Promise<void> {
+    try {
+      this.resetSync(key);
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   takeSync(key: string, options?: TakeOptions): Decision {
     checkKey(key);
     const cost = options === undefined ? 1 : costOf(options.cost);

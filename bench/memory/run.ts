@@ -1,0 +1,195 @@
+/**
+ * Memory-store decisions per second and heap growth, sluice against its peers in the same run.
+ *
+ *   npm run bench:memory
+ *
+ * Contenders (each behind `Contender`, one decision per call, the real clock):
+ * - sluice_sync:  createLimiter(...).takeSync(key)              (MemoryStore)
+ * - sluice_async: await createLimiter(...).take(key)
+ * - gcra:         a hand-written GCRA in a Map reading Date.now() per decision (the practical floor)
+ * - map:          a bare Map counter increment (the physical limit)
+ * - rlf:          rate-limiter-flexible RateLimiterMemory, await consume(key)
+ * Each for 1 hot key and for 1,000,000 uniformly random keys (generated before timing). Limits are
+ * set so that no decision refuses: the admitted path is what every request pays.
+ * Then heap growth (after gc) once 1,000,000 distinct keys went through one rule.
+ * Last line: one JSON object (ops/s and bytes).
+ */
+import { Bench } from 'tinybench';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { MemoryStore, createLimiter, tokenBucket } from '../../src/index.js';
+
+const BATCH = 10_000;
+const KEYS = 1_000_000;
+const LIMIT = 1_000_000_000;
+
+interface Contender {
+  name: string;
+  /** Makes a fresh decision function. */
+  make(): ((key: string) => unknown) | ((key: string) => Promise<unknown>);
+  async: boolean;
+}
+
+function sluiceRule() {
+  return tokenBucket({ limit: LIMIT, period: '1s' });
+}
+
+const contenders: Contender[] = [
+  {
+    name: 'sluice_sync',
+    async: false,
+    make() {
+      const limiter = createLimiter({ name: 'bench', rule: sluiceRule(), store: new MemoryStore() });
+      return (key) => limiter.takeSync(key);
+    },
+  },
+  {
+    name: 'sluice_async',
+    async: true,
+    make() {
+      const limiter = createLimiter({ name: 'bench', rule: sluiceRule(), store: new MemoryStore() });
+      return (key) => limiter.take(key);
+    },
+  },
+  {
+    name: 'gcra',
+    async: false,
+    make() {
+      const interval = 1000 / LIMIT;
+      const tolerance = interval * LIMIT;
+      const tats = new Map<string, number>();
+      return (key) => {
+        const now = Date.now();
+        const tat = tats.get(key);
+        const next = (tat === undefined || tat < now ? now : tat) + interval;
+        if (next - now > tolerance) return false;
+        tats.set(key, next);
+        return true;
+      };
+    },
+  },
+  {
+    name: 'map',
+    async: false,
+    make() {
+      const counts = new Map<string, number>();
+      return (key) => {
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        return true;
+      };
+    },
+  },
+  {
+    name: 'rlf',
+    async: true,
+    make() {
+      const limiter = new RateLimiterMemory({ points: LIMIT, duration: 1 });
+      return (key) => limiter.consume(key);
+    },
+  },
+];
+
+function randomKeys(n: number): string[] {
+  const keys: string[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    keys[i] =
+      `${(Math.random() * 256) | 0}.${(Math.random() * 256) | 0}.${(Math.random() * 256) | 0}.${(Math.random() * 256) | 0}:${i}`;
+  }
+  return keys;
+}
+
+async function throughput(): Promise<Record<string, number>> {
+  const keys = randomKeys(KEYS);
+  const picks = new Uint32Array(1 << 20);
+  for (let i = 0; i < picks.length; i++) picks[i] = (Math.random() * KEYS) | 0;
+  const bench = new Bench({ time: 1500, warmupTime: 300 });
+  for (const contender of contenders) {
+    for (const pattern of ['hot', 'random'] as const) {
+      const decide = contender.make();
+      let cursor = 0;
+      const nextKey =
+        pattern === 'hot'
+          ? () => 'hot-key'
+          : () => {
+              cursor = (cursor + 1) & (picks.length - 1);
+              return keys[picks[cursor]!]!;
+            };
+      const fn = contender.async
+        ? async () => {
+            for (let i = 0; i < BATCH; i++) await decide(nextKey());
+          }
+        : () => {
+            for (let i = 0; i < BATCH; i++) decide(nextKey());
+          };
+      bench.add(`${contender.name}_${pattern}`, fn);
+    }
+  }
+  await bench.run();
+  const out: Record<string, number> = {};
+  for (const task of bench.tasks) {
+    const result = task.result as { latency?: { p50: number } } | undefined;
+    const p50 = result?.latency?.p50;
+    out[task.name] = p50 === undefined ? 0 : Math.round((BATCH / p50) * 1000);
+  }
+  return out;
+}
+
+function gc(): void {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (collect === undefined) throw new Error('run with --expose-gc');
+  collect();
+  collect();
+}
+
+async function heapGrowth(make: () => (key: string) => unknown): Promise<number> {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const decide = make();
+  for (let i = 0; i < KEYS; i++) {
+    const result = decide(`k${i}`);
+    if (result instanceof Promise) await result;
+  }
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  // Keep the limiter (and its buckets) alive until after the measurement.
+  decide('keepalive');
+  return Math.max(0, after - before);
+}
+
+const results = await throughput();
+const sluiceHeap = await heapGrowth(contenders[0]!.make);
+const rlfHeap = await heapGrowth(contenders[4]!.make);
+
+const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 100) / 100);
+console.log('decisions per second (median of batches of 10,000; real clock; no refusals)');
+console.table(
+  contenders.map((c) => ({
+    contender: c.name,
+    hot: results[`${c.name}_hot`],
+    random_1M: results[`${c.name}_random`],
+  })),
+);
+console.log(
+  `heap growth after ${KEYS.toLocaleString()} distinct keys: sluice ${sluiceHeap} B, rate-limiter-flexible ${rlfHeap} B`,
+);
+console.log(
+  `ratios: sluice_sync/rlf hot ${ratio(results.sluice_sync_hot!, results.rlf_hot!)}x, random ${ratio(results.sluice_sync_random!, results.rlf_random!)}x; ` +
+    `sluice_sync/gcra hot ${ratio(results.sluice_sync_hot!, results.gcra_hot!)}x, random ${ratio(results.sluice_sync_random!, results.gcra_random!)}x`,
+);
+console.log(
+  JSON.stringify({
+    suite: 'memory',
+    sluice_sync_hot: results.sluice_sync_hot,
+    sluice_sync_random: results.sluice_sync_random,
+    sluice_async_hot: results.sluice_async_hot,
+    sluice_async_random: results.sluice_async_random,
+    gcra_hot: results.gcra_hot,
+    gcra_random: results.gcra_random,
+    rlf_hot: results.rlf_hot,
+    rlf_random: results.rlf_random,
+    map_hot: results.map_hot,
+    map_random: results.map_random,
+    sluice_heap_1m_bytes: sluiceHeap,
+    rlf_heap_1m_bytes: rlfHeap,
+  }),
+);
+process.exit(0);

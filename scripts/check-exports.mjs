@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// After `npm run build`: every subpath in package.json "exports" resolves, for import and for
+// require, to built files with types, and both forms export the same names; then publint.
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { publint } from 'publint';
+import { formatMessage } from 'publint/utils';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const require = createRequire(join(root, 'package.json'));
+let failures = 0;
+const fail = (message) => {
+  failures++;
+  console.error(`x ${message}`);
+};
+
+for (const [subpath, target] of Object.entries(pkg.exports)) {
+  if (subpath === './package.json') continue;
+  const specifier = subpath === '.' ? pkg.name : `${pkg.name}${subpath.slice(1)}`;
+  for (const condition of ['import', 'require']) {
+    for (const field of ['types', 'default']) {
+      const file = target[condition]?.[field];
+      if (file === undefined) fail(`${specifier}: no ${condition}.${field}`);
+      else if (!existsSync(join(root, file)))
+        fail(`${specifier}: ${condition}.${field} ${file} is not built`);
+    }
+  }
+  try {
+    const esm = Object.keys(await import(specifier))
+      .filter((k) => k !== 'default')
+      .sort();
+    const cjs = Object.keys(require(specifier))
+      .filter((k) => k !== 'default' && k !== '__esModule')
+      .sort();
+    if (esm.length === 0) fail(`${specifier}: exports nothing`);
+    if (esm.join() !== cjs.join()) fail(`${specifier}: ESM exports [${esm}] differ from CommonJS [${cjs}]`);
+    else console.log(`ok ${specifier}: ${esm.length} exports (ESM and CommonJS)`);
+  } catch (error) {
+    fail(`${specifier}: ${error.message}`);
+  }
+}
+
+const { messages } = await publint({ pkgDir: root, strict: true });
+for (const message of messages) {
+  const text = formatMessage(message, pkg);
+  if (message.type === 'error' || message.type === 'warning') fail(`publint: ${text}`);
+  else console.log(`publint note: ${text}`);
+}
+if (failures > 0) {
+  console.error(`${failures} export problem(s)`);
+  process.exit(1);
+}
+console.log('exports check passed');
