@@ -1,0 +1,23 @@
+/**
+ * `sluice/client`: a fetch that waits as the server says (G1). Browser-safe: it uses only fetch,
+ * Headers, AbortSignal, ReadableStream, TextEncoder and setTimeout, no Node module.
+ * The contract is in docs/client.md.
+ */
+export { withRetries, retryingFetch, idempotentMethods, type FetchFunction } from './retry.js';
+export {
+  retryDefaults,
+  maxTimerDelayMs,
+  resolveRetryOptions,
+  type RetryOptions,
+  type ResolvedRetryOptions,
+  type WaitEvent,
+  type WaitReason,
+  type GiveUpEvent,
+  type GiveUpReason,
+  type NetworkOutcome,
+} from './options.js';
+export { RetryNetworkError, classifyFetchError } from './network-error.js';
+export { parseRetryAfter, parseHttpDate } from './retry-after.js';
+export { retryDelay, type DelayPolicy } from './backoff.js';
+export { abortableSleep, type Sleep } from './sleep.js';
+export { replayableBody, type BodyPlan } from './body.js';

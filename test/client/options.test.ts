@@ -1,0 +1,89 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { SluiceError } from '../../src/core/errors.js';
+import {
+  resolveRetryOptions,
+  retryingFetch,
+  withRetries,
+  type RetryOptions,
+} from '../../src/client/index.js';
+
+function assertConfigError(fn: () => unknown, ...mentions: string[]): void {
+  assert.throws(fn, (error: unknown) => {
+    assert.ok(error instanceof SluiceError);
+    assert.equal(error.code, 'SLUICE_CONFIG');
+    for (const text of mentions) assert.ok(error.message.includes(text), `"${error.message}" names ${text}`);
+    return true;
+  });
+}
+
+describe('retry options', () => {
+  it('G1: fills in bounded defaults', () => {
+    const o = resolveRetryOptions();
+    assert.equal(o.maxAttempts, 4);
+    assert.equal(o.deadlineMs, 60_000);
+    assert.equal(o.maxDelayMs, 30_000);
+    assert.equal(o.baseDelayMs, 500);
+    assert.equal(o.jitterMs, 1000);
+    assert.equal(o.retryUnavailable, true);
+    assert.equal(o.maxBodyBytes, 1_048_576);
+    assert.equal(o.idempotencyKeyHeader, 'Idempotency-Key');
+  });
+
+  it('G1: reads durations as numbers or strings, and undefined as the default', () => {
+    const o = resolveRetryOptions({ deadline: '2m', maxDelay: 1500, maxAttempts: undefined });
+    assert.equal(o.deadlineMs, 120_000);
+    assert.equal(o.maxDelayMs, 1500);
+    assert.equal(o.maxAttempts, 4);
+  });
+
+  it('G1: a bad option is SLUICE_CONFIG naming the option and the value', () => {
+    const cases: [RetryOptions, ...string[]][] = [
+      [{ maxAttempts: 0 }, 'maxAttempts', '0'],
+      [{ maxAttempts: 2.5 }, 'maxAttempts', '2.5'],
+      [{ maxAttempts: Number.POSITIVE_INFINITY }, 'maxAttempts', 'Infinity'],
+      [{ maxAttempts: '3' as unknown as number }, 'maxAttempts', '"3"'],
+      [{ deadline: -1 }, 'deadline', '-1'],
+      [{ deadline: '10x' as unknown as number }, 'deadline', '"10x"'],
+      [{ maxDelay: 0 }, 'maxDelay', '0'],
+      [{ maxDelay: 2 ** 31 }, 'maxDelay', String(2 ** 31)],
+      [{ baseDelay: Number.NaN }, 'baseDelay', 'NaN'],
+      [{ jitter: '1.5s' as unknown as number }, 'jitter', '"1.5s"'],
+      [{ retryUnavailable: 'yes' as unknown as boolean }, 'retryUnavailable', '"yes"'],
+      [{ maxBodyBytes: -1 }, 'maxBodyBytes', '-1'],
+      [{ idempotencyKeyHeader: 'Idempotency Key' }, 'idempotencyKeyHeader', '"Idempotency Key"'],
+      [{ onWait: 'log' as unknown as () => void }, 'onWait', '"log"'],
+      [{ sleep: 5 as unknown as () => Promise<void> }, 'sleep', '5'],
+      [{ now: {} as unknown as () => number }, 'now', 'an object'],
+    ];
+    for (const [options, ...mentions] of cases)
+      assertConfigError(() => resolveRetryOptions(options), ...mentions);
+  });
+
+  it('G1: rejects an unknown option key and a non-object', () => {
+    assertConfigError(() => resolveRetryOptions({ maxAttempt: 3 } as RetryOptions), '"maxAttempt"');
+    assertConfigError(() => resolveRetryOptions(3 as unknown as RetryOptions), '3');
+  });
+
+  it('G1: withRetries validates once, at construction, and needs a fetch', () => {
+    assertConfigError(() => withRetries(fetch, { maxAttempts: -1 }), 'maxAttempts');
+    assertConfigError(() => withRetries(undefined as unknown as typeof fetch), 'fetchImpl');
+  });
+
+  it('G1: retryingFetch rejects bad options before any request', async () => {
+    let called = false;
+    const original = globalThis.fetch;
+    globalThis.fetch = async () => {
+      called = true;
+      return new Response('');
+    };
+    try {
+      await assert.rejects(retryingFetch('http://127.0.0.1:9/', undefined, { jitter: 0 }), {
+        code: 'SLUICE_CONFIG',
+      });
+    } finally {
+      globalThis.fetch = original;
+    }
+    assert.equal(called, false);
+  });
+});
