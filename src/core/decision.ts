@@ -36,6 +36,12 @@ interface DecisionFields {
    * insurance limiter decided; `fail-open` when the store failed and the rule admits on failure.
    */
   readonly source: DecisionSource;
+  /**
+   * The window the limit describes, in ms: the period of a token bucket, the length of the
+   * current calendar day of a quota (23, 24 or 25 hours). 0 when unknown. Used for the
+   * `w` parameter of the IETF RateLimit-Policy field.
+   */
+  readonly windowMs: number;
 }
 
 /** Who made a decision; see {@link Decision}. */
@@ -73,6 +79,7 @@ export function makeDecision(
   cost: number,
   retryAfterMs: number,
   resetMs: number,
+  windowMs = 0,
 ): Decision {
   return {
     allowed,
@@ -85,5 +92,6 @@ export function makeDecision(
     retryAfterSeconds: allowed ? 0 : retryAfterMs <= 1000 ? 1 : Math.ceil(retryAfterMs / 1000),
     resetMs,
     source: 'store',
+    windowMs,
   } as Decision;
 }

@@ -98,7 +98,17 @@ export class TokenBucketRule implements RuleAlgorithm {
     if (asked > this.burst) {
       // More than the bucket can ever hold: refuse without waiting advice that would never come true.
       const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
-      return makeDecision(false, name, rate, this.burst, remaining, cost, Infinity, Math.ceil(queued / rate));
+      return makeDecision(
+        false,
+        name,
+        rate,
+        this.burst,
+        remaining,
+        cost,
+        Infinity,
+        Math.ceil(queued / rate),
+        this.periodMs,
+      );
     }
     if (after <= tolerance) {
       if (cost === 0) {
@@ -111,6 +121,7 @@ export class TokenBucketRule implements RuleAlgorithm {
           0,
           0,
           Math.ceil(queued / rate),
+          this.periodMs,
         );
       }
       if (commit) state.value = scaledNow + after;
@@ -123,6 +134,7 @@ export class TokenBucketRule implements RuleAlgorithm {
         cost,
         0,
         Math.ceil(after / rate),
+        this.periodMs,
       );
     }
     const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
@@ -141,6 +153,7 @@ export class TokenBucketRule implements RuleAlgorithm {
       cost,
       retryAfterMs,
       Math.ceil(queued / rate),
+      this.periodMs,
     );
   }
 }

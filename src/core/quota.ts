@@ -70,26 +70,29 @@ export class CalendarQuotaRule implements RuleAlgorithm {
   ): Decision {
     const quota = limit === undefined ? this.limit : limit;
     const start = this.days.startOf(now);
-    const resetMs = this.days.endOf(now) - now;
+    const end = this.days.endOf(now);
+    const resetMs = end - now;
+    const windowMs = end - start;
     // A count from an earlier day is spent; the new day starts at zero.
     const used = state.window === start ? state.value : 0;
     const asked = cost === 0 ? 1 : cost;
     const left = used >= quota ? 0 : quota - used;
 
-    if (asked > quota) return makeDecision(false, name, quota, quota, left, cost, Infinity, resetMs);
+    if (asked > quota)
+      return makeDecision(false, name, quota, quota, left, cost, Infinity, resetMs, windowMs);
     if (asked <= left) {
-      if (cost === 0) return makeDecision(true, name, quota, quota, left, 0, 0, resetMs);
+      if (cost === 0) return makeDecision(true, name, quota, quota, left, 0, 0, resetMs, windowMs);
       if (commit) {
         state.value = used + cost;
         state.window = start;
       }
-      return makeDecision(true, name, quota, quota, left - cost, cost, 0, resetMs);
+      return makeDecision(true, name, quota, quota, left - cost, cost, 0, resetMs, windowMs);
     }
     if (commit && this.penalty && cost > 0) {
       state.value = used + cost;
       state.window = start;
     }
-    return makeDecision(false, name, quota, quota, left, cost, resetMs, resetMs);
+    return makeDecision(false, name, quota, quota, left, cost, resetMs, resetMs, windowMs);
   }
 }
 

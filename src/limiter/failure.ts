@@ -90,6 +90,7 @@ export class FailureHandler {
         retryAfterSeconds: 0,
         resetMs: 0,
         source: 'fail-open',
+        windowMs: 0,
       };
     }
     if (this.policy === 'insurance' && this.insurance !== undefined) {

@@ -99,6 +99,8 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(refused.limit, 5);
         assert.equal(refused.capacity, 5);
         assert.equal(refused.name, l.name);
+        assert.equal(refused.windowMs, HOUR, 'a decision carries its window: makeDecision\'s 9th argument');
+        assert.equal(refused.source, 'store');
       });
 
       it('A1: an explicit burst caps what is taken at once; then the refill rate governs (30/min, burst 10)', async () => {
@@ -306,6 +308,7 @@ export function storeConformance(target: ConformanceTarget): void {
           const l = limiter(calendarQuota({ limit: 1, timeZone: zone }));
           const first = await l.take('k');
           assert.equal(first.resetMs, hours * HOUR);
+          assert.equal(first.windowMs, hours * HOUR, 'a quota decision carries the length of its day');
           clock.advance(hours * HOUR - 1);
           const last = await l.take('k');
           assert.equal(last.allowed, false);
