@@ -6,18 +6,13 @@
 export { withRetries, retryingFetch, idempotentMethods, type FetchFunction } from './retry.js';
 export {
   retryDefaults,
-  maxTimerDelayMs,
-  resolveRetryOptions,
   type RetryOptions,
-  type ResolvedRetryOptions,
   type WaitEvent,
   type WaitReason,
   type GiveUpEvent,
   type GiveUpReason,
   type NetworkOutcome,
 } from './options.js';
-export { RetryNetworkError, classifyFetchError } from './network-error.js';
+export { RetryNetworkError } from './network-error.js';
 export { parseRetryAfter, parseHttpDate } from './retry-after.js';
-export { retryDelay, type DelayPolicy } from './backoff.js';
 export { abortableSleep, type Sleep } from './sleep.js';
-export { replayableBody, type BodyPlan } from './body.js';

@@ -111,10 +111,14 @@ export interface ResolvedRetryOptions {
   sleep: Sleep;
 }
 
-/** The longest delay setTimeout honours; a longer one fires at once, which would loop. */
+/** The longest delay setTimeout honours; a longer one fires at once, which would loop. @default 2147483647 */
 export const maxTimerDelayMs = 2 ** 31 - 1;
 
-/** Every default in one place (ARCHITECTURE convention 3). */
+/**
+ * Every default of {@link RetryOptions} in one place (ARCHITECTURE convention 3).
+ *
+ * @example withRetries(fetch, { ...retryDefaults, maxAttempts: 2 })
+ */
 export const retryDefaults = {
   maxAttempts: 4,
   deadline: '60s',

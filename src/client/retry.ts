@@ -20,6 +20,10 @@ export type FetchFunction = (input: RequestInfo | URL, init?: RequestInit) => Pr
 /**
  * Methods whose repetition has the same effect as one request (RFC 9110 §9.2.2): retried without
  * an Idempotency-Key. Any other method (POST, PATCH, custom ones) needs the key (G1).
+ * TRACE and CONNECT are left out: fetch refuses them.
+ *
+ * @default GET, HEAD, OPTIONS, PUT, DELETE (fixed)
+ * @example idempotentMethods.has('PUT') // true
  */
 export const idempotentMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 

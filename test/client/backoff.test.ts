@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { retryDelay } from '../../src/client/index.js';
+import { retryDelay } from '../../src/client/backoff.js';
 
 const policy = (random: number) => ({
   baseDelayMs: 1000,

@@ -1,7 +1,8 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
-import { replayableBody, withRetries } from '../../src/client/index.js';
+import { replayableBody } from '../../src/client/body.js';
+import { withRetries } from '../../src/client/index.js';
 import { closeServers, retrying, type Reply } from './support.js';
 
 after(closeServers);

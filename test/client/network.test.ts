@@ -1,6 +1,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { RetryNetworkError, classifyFetchError, withRetries } from '../../src/client/index.js';
+import { RetryNetworkError, withRetries } from '../../src/client/index.js';
+import { classifyFetchError } from '../../src/client/network-error.js';
 import { closeServers, refusingUrl, retrying } from './support.js';
 
 after(closeServers);

@@ -1,12 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SluiceError } from '../../src/core/errors.js';
-import {
-  resolveRetryOptions,
-  retryingFetch,
-  withRetries,
-  type RetryOptions,
-} from '../../src/client/index.js';
+import { retryDefaults, retryingFetch, withRetries, type RetryOptions } from '../../src/client/index.js';
+import { resolveRetryOptions } from '../../src/client/options.js';
 
 function assertConfigError(fn: () => unknown, ...mentions: string[]): void {
   assert.throws(fn, (error: unknown) => {
@@ -28,6 +24,7 @@ describe('retry options', () => {
     assert.equal(o.retryUnavailable, true);
     assert.equal(o.maxBodyBytes, 1_048_576);
     assert.equal(o.idempotencyKeyHeader, 'Idempotency-Key');
+    assert.equal(retryDefaults.deadline, '60s');
   });
 
   it('G1: reads durations as numbers or strings, and undefined as the default', () => {

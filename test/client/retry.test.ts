@@ -141,10 +141,13 @@ describe('bounds', () => {
 
   it('G1: an AbortSignal cancels a wait at once (real sleep, long Retry-After)', async () => {
     const controller = new AbortController();
-    // The default sleep: a real 25 s timer that only the abort can end before the test times out.
+    // The default sleep, a real 25 s timer, aborted once it runs: only the abort can end it in time.
     const { server, giveUps, api } = await retrying([tooMany('25'), ok], {
-      sleep: abortableSleep,
-      onWait: () => controller.abort(new Error('user left the page')),
+      sleep: (ms, signal) => {
+        const waiting = abortableSleep(ms, signal);
+        controller.abort(new Error('user left the page'));
+        return waiting;
+      },
     });
     await assert.rejects(api(server.url, { signal: controller.signal }), { message: 'user left the page' });
     assert.equal(server.received.length, 1);
