@@ -1,0 +1,85 @@
+/**
+ * `sluice/node`: rate limits for plain `node:http` servers.
+ *
+ * @example
+ * import { createServer } from 'node:http';
+ * import { rateLimit } from 'sluice/node';
+ * const limit = rateLimit({ limits: perIp, key: (req) => ipKey(clientAddress(req).address) });
+ * createServer(async (req, res) => {
+ *   if (!(await limit(req, res))) return; // a 429, 400, 401, 500 or 503 was sent
+ *   res.end('hello');
+ * });
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Decision } from '../core/decision.js';
+import { createGuard, type RateLimitOptions } from '../http/guard.js';
+import type { HeaderValues } from '../http/headers.js';
+import {
+  errorResponse,
+  limitedResponse,
+  type HttpResponse,
+  type LimitedResponseOptions,
+} from '../http/problem.js';
+
+export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+
+/**
+ * A route limit for `node:http`: resolves `true` when the request may go on (its rate-limit
+ * headers are set), `false` when a response was sent. It never reads the body (D5).
+ */
+export function rateLimit(
+  options: RateLimitOptions<IncomingMessage>,
+): (request: IncomingMessage, response: ServerResponse) => Promise<boolean> {
+  const guard = createGuard(options);
+  return async (request, response) => {
+    const outcome = await guard.check(request, {
+      method: request.method ?? 'GET',
+      path: pathOf(request.url),
+    });
+    if (outcome.action === 'continue') {
+      setHeaders(response, outcome.headers);
+      return true;
+    }
+    send(response, outcome.response);
+    return false;
+  };
+}
+
+/** Sends the 429 for refused decision(s), e.g. after `await limits.login.take(key)` in a handler. */
+export function sendRateLimited(
+  response: ServerResponse,
+  decisions: Decision | readonly Decision[],
+  options?: LimitedResponseOptions,
+): void {
+  send(response, limitedResponse(decisions, options));
+}
+
+/** Sends the problem response for an error a limit threw (400, 401, 500, 503). */
+export function sendError(response: ServerResponse, error: unknown): void {
+  send(response, errorResponse(error));
+}
+
+function send(response: ServerResponse, http: HttpResponse): void {
+  setHeaders(response, http.headers);
+  response.statusCode = http.status;
+  response.end(http.body);
+}
+
+function setHeaders(response: ServerResponse, headers: HeaderValues): void {
+  for (const name in headers) {
+    const value = headers[name] as string;
+    if (name === 'Access-Control-Expose-Headers') {
+      // Keep what CORS middleware already exposed.
+      const existing = response.getHeader(name);
+      response.setHeader(name, existing === undefined ? value : `${String(existing)}, ${value}`);
+    } else {
+      response.setHeader(name, value);
+    }
+  }
+}
+
+function pathOf(url: string | undefined): string {
+  if (url === undefined) return '/';
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}

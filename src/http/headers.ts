@@ -1,0 +1,94 @@
+import type { Decision } from '../core/decision.js';
+import { serializeList, type ListMember } from './structured-fields.js';
+
+/**
+ * Which rate-limit headers a response carries (D4):
+ * - `none`: only `Retry-After` on refusals.
+ * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` describing the
+ *   decisive limit. Reset is the number of seconds until the bucket is full (or the quota
+ *   resets), not a Unix time: a relative number means the same whatever the client's clock says.
+ * - `draft`: the IETF fields `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-10),
+ *   one list member per limit that decided.
+ */
+export type HeaderStyle = 'none' | 'legacy' | 'draft';
+
+/** Plain header values: name to value. Adapters copy them onto their framework's response. */
+export type HeaderValues = Record<string, string>;
+
+const exposedByStyle: Record<HeaderStyle, string> = {
+  none: 'Retry-After',
+  legacy: 'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+  draft: 'Retry-After, RateLimit, RateLimit-Policy',
+};
+
+/**
+ * The `Access-Control-Expose-Headers` value for a style, so that cross-origin pages can read
+ * Retry-After and the rate-limit headers (D3); add `X-Auth-Mode` where identity modes are used.
+ */
+export function exposedHeaders(style: HeaderStyle, extra?: readonly string[]): string {
+  return extra === undefined || extra.length === 0
+    ? exposedByStyle[style]
+    : `${exposedByStyle[style]}, ${extra.join(', ')}`;
+}
+
+/**
+ * The decision that speaks for several: the first refusal, otherwise the one with the fewest
+ * units left. Decisions that no bucket made (`fail-open`) never speak.
+ */
+export function decisiveOf(decisions: readonly Decision[]): Decision | undefined {
+  let decisive: Decision | undefined;
+  for (const decision of decisions) {
+    if (decision.source === 'fail-open') continue;
+    if (!decision.allowed) return decision;
+    if (decisive === undefined || decision.remaining < decisive.remaining) decisive = decision;
+  }
+  return decisive;
+}
+
+/**
+ * Rate-limit headers describing exactly the bucket(s) that decided (D4). Nothing for `none`, and
+ * nothing for decisions no bucket made (a store failure under the `open` policy).
+ *
+ * @example
+ * rateLimitHeaders([decision], 'draft')
+ * // { 'RateLimit-Policy': '"login";q=10;w=600', RateLimit: '"login";r=9;t=60' }
+ */
+export function rateLimitHeaders(
+  decisions: Decision | readonly Decision[],
+  style: HeaderStyle,
+): HeaderValues {
+  const list: readonly Decision[] = Array.isArray(decisions) ? decisions : [decisions as Decision];
+  const headers: HeaderValues = {};
+  if (style === 'legacy') {
+    const decisive = decisiveOf(list);
+    if (decisive === undefined) return headers;
+    headers['X-RateLimit-Limit'] = String(decisive.limit);
+    headers['X-RateLimit-Remaining'] = String(decisive.remaining);
+    headers['X-RateLimit-Reset'] = String(secondsUp(decisive.resetMs));
+  } else if (style === 'draft') {
+    const policies: ListMember[] = [];
+    const states: ListMember[] = [];
+    for (const decision of list) {
+      if (decision.source === 'fail-open') continue;
+      const policy: [string, number][] = [['q', decision.limit]];
+      if (decision.windowMs > 0) policy.push(['w', secondsUp(decision.windowMs)]);
+      policies.push({ value: decision.name, params: policy });
+      states.push({
+        value: decision.name,
+        params: [
+          ['r', decision.remaining],
+          ['t', secondsUp(decision.resetMs)],
+        ],
+      });
+    }
+    if (policies.length === 0) return headers;
+    headers['RateLimit-Policy'] = serializeList(policies);
+    headers['RateLimit'] = serializeList(states);
+  }
+  return headers;
+}
+
+/** Whole seconds, rounded up: a client told "0" would come back too early. */
+export function secondsUp(ms: number): number {
+  return ms <= 0 ? 0 : Math.ceil(ms / 1000);
+}

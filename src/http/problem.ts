@@ -1,0 +1,148 @@
+import type { Decision } from '../core/decision.js';
+import { SluiceError } from '../core/errors.js';
+import { exposedHeaders, rateLimitHeaders, type HeaderStyle, type HeaderValues } from './headers.js';
+
+/** A response as plain values; each adapter copies it onto its framework's response. */
+export interface HttpResponse {
+  status: number;
+  headers: HeaderValues;
+  body: string;
+}
+
+/** How problem bodies (RFC 9457) read. */
+export interface ProblemOptions {
+  /**
+   * The problem type URI of a 429. With `about:blank` the title is the status phrase.
+   * @default "about:blank"
+   */
+  type?: string;
+  /** @default "Too Many Requests" */
+  title?: string;
+  /** A sentence for people; it must not name the user or the key. @default "Too many requests. Retry after N seconds." */
+  detail?: string;
+}
+
+/** What shapes a 429. */
+export interface LimitedResponseOptions {
+  /** Rate-limit header style (D4). @default "draft" */
+  headers?: HeaderStyle;
+  /** Problem body wording. */
+  problem?: ProblemOptions;
+  /** Extra headers every rate-limit response carries (e.g. `X-Auth-Mode`). */
+  extraHeaders?: HeaderValues;
+}
+
+const PROBLEM_TYPE = 'application/problem+json';
+
+/** Machine codes of the problem bodies sluice writes; clients switch on `code` (ADR-055: `rate_limited`). */
+export const problemCodes = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  429: 'rate_limited',
+  500: 'internal_error',
+  503: 'rate_limit_unavailable',
+} as const;
+
+const titles: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/**
+ * The 429 for refused decision(s) (D1): `Retry-After` in whole seconds (rounded up, at least 1),
+ * `Cache-Control: no-store`, an `application/problem+json` body with `code: "rate_limited"` and
+ * the names of the limits that refused, the rate-limit headers of the bucket(s) that decided, and
+ * `Access-Control-Expose-Headers` so cross-origin pages can read them (D3). A cost that can never
+ * be admitted (larger than the capacity) gets no Retry-After: waiting would not help.
+ *
+ * @example
+ * const d = await login.take(key);
+ * if (!d.allowed) { const r = limitedResponse(d); res.writeHead(r.status, r.headers).end(r.body); }
+ */
+export function limitedResponse(
+  decisions: Decision | readonly Decision[],
+  options: LimitedResponseOptions = {},
+): HttpResponse {
+  const list: readonly Decision[] = Array.isArray(decisions) ? decisions : [decisions as Decision];
+  const style = options.headers ?? 'draft';
+  const refusedBy: string[] = [];
+  let retryAfterSeconds = 0;
+  for (const decision of list) {
+    if (decision.allowed) continue;
+    refusedBy.push(decision.name);
+    if (decision.retryAfterSeconds > retryAfterSeconds) retryAfterSeconds = decision.retryAfterSeconds;
+  }
+  if (refusedBy.length === 0)
+    throw new SluiceError('SLUICE_ARGUMENT', 'limitedResponse needs at least one refused decision');
+  const headers: HeaderValues = {
+    'Content-Type': PROBLEM_TYPE,
+    'Cache-Control': 'no-store',
+    ...rateLimitHeaders(list, style),
+    ...options.extraHeaders,
+  };
+  const finite = Number.isFinite(retryAfterSeconds);
+  if (finite) headers['Retry-After'] = String(retryAfterSeconds);
+  headers['Access-Control-Expose-Headers'] = exposedHeaders(style, extraNames(options.extraHeaders));
+  const problem = options.problem ?? {};
+  const body = {
+    type: problem.type ?? 'about:blank',
+    title: problem.title ?? titles[429],
+    status: 429,
+    detail:
+      problem.detail ??
+      (finite
+        ? `Too many requests. Retry after ${retryAfterSeconds} seconds.`
+        : 'This request costs more than the limit allows at once.'),
+    code: problemCodes[429],
+    limits: refusedBy,
+  };
+  return { status: 429, headers, body: JSON.stringify(body) };
+}
+
+/**
+ * The headers an admitted response carries: the rate-limit headers of the bucket(s) that
+ * decided, and `Access-Control-Expose-Headers` for them.
+ */
+export function admittedHeaders(
+  decisions: Decision | readonly Decision[],
+  style: HeaderStyle = 'draft',
+  extraHeaders?: HeaderValues,
+): HeaderValues {
+  const headers = { ...rateLimitHeaders(decisions, style), ...extraHeaders };
+  if (style !== 'none' || extraHeaders !== undefined) {
+    headers['Access-Control-Expose-Headers'] = exposedHeaders(style, extraNames(extraHeaders));
+  }
+  return headers;
+}
+
+/**
+ * The response for an error that escaped a limit: 400 for a bad key from client input, 401 for
+ * a refused credential, 503 for a failing store (500 if the rule asks), 500 for a developer error
+ * such as a missing key — never a 429 and never a pass. The body never carries the error message
+ * of a 500 (it may describe internals); log the error itself.
+ */
+export function errorResponse(error: unknown, extraHeaders?: HeaderValues): HttpResponse {
+  const status = error instanceof SluiceError ? error.status : 500;
+  const code = problemCodes[status as keyof typeof problemCodes] ?? problemCodes[500];
+  const detail =
+    status === 400
+      ? 'The request carries a value that cannot identify a client.'
+      : status === 401
+        ? 'The offered credential was refused.'
+        : status === 503
+          ? 'Rate limiting is unavailable; try again later.'
+          : 'An internal error occurred.';
+  const body = { type: 'about:blank', title: titles[status] ?? titles[500], status, detail, code };
+  return {
+    status,
+    headers: { 'Content-Type': PROBLEM_TYPE, 'Cache-Control': 'no-store', ...extraHeaders },
+    body: JSON.stringify(body),
+  };
+}
+
+function extraNames(extra: HeaderValues | undefined): string[] | undefined {
+  return extra === undefined ? undefined : Object.keys(extra);
+}
