@@ -60,6 +60,20 @@ export default tseslint.config(
     },
   })),
   {
+    files: ['src/client/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/store', '**/store.js', '**/stores/**', '**/keys/**', '**/http/**', '**/adapters/**', '**/server/**'], message: 'client/ imports only from core/' },
+            { group: ['node:*'], message: 'client/ runs in browsers too: no node: modules' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['src/core/**'],
     rules: {
       'no-restricted-imports': [
