@@ -66,7 +66,18 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['**/store', '**/store.js', '**/stores/**', '**/keys/**', '**/http/**', '**/adapters/**', '**/server/**'], message: 'client/ imports only from core/' },
+            {
+              group: [
+                '**/store',
+                '**/store.js',
+                '**/stores/**',
+                '**/keys/**',
+                '**/http/**',
+                '**/adapters/**',
+                '**/server/**',
+              ],
+              message: 'client/ imports only from core/',
+            },
             { group: ['node:*'], message: 'client/ runs in browsers too: no node: modules' },
           ],
         },

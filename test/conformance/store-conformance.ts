@@ -99,7 +99,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(refused.limit, 5);
         assert.equal(refused.capacity, 5);
         assert.equal(refused.name, l.name);
-        assert.equal(refused.windowMs, HOUR, 'a decision carries its window: makeDecision\'s 9th argument');
+        assert.equal(refused.windowMs, HOUR, "a decision carries its window: makeDecision's 9th argument");
         assert.equal(refused.source, 'store');
       });
 
