@@ -1,0 +1,388 @@
+import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
+import type { RedisClient } from './redis-client.js';
+import { decisionScript, decisionScriptSha } from './scripts.js';
+
+/** What the batcher needs from one rule's buckets. */
+export interface BatchRule {
+  /** The rule's parameters for the script, for a decision at about `now` (see scripts.ts). */
+  spec(now: number): string;
+  /** Builds the decision from the script's numbers (`retryAfterMs` -1 = Infinity). */
+  decision(
+    allowed: boolean,
+    remaining: number,
+    retryAfterMs: number,
+    resetMs: number,
+    windowMs: number,
+    cost: number,
+    limit: number | undefined,
+  ): Decision;
+}
+
+/** One entry of an all-or-nothing take, its Redis key already built. */
+export interface BatchEntry {
+  readonly rule: BatchRule;
+  readonly key: string;
+  readonly cost: number;
+  readonly limit: number | undefined;
+}
+
+/** Settings of a {@link Batcher}, validated by `RedisStore`. */
+export interface BatcherSettings {
+  readonly client: RedisClient;
+  readonly timeoutMs: number;
+  readonly maxPending: number;
+  readonly maxBatch: number;
+  /** True: the script reads the server's TIME; false: it decides at the caller's `now`. */
+  readonly serverClock: boolean;
+  /** Extra TTL for every write (caller-clock mode), in ms. */
+  readonly slackMs: number;
+}
+
+/**
+ * A decision waiting for Redis: a single take (`group` null) or an all-or-nothing take. One
+ * class for both keeps the hot path monomorphic.
+ */
+class Pending {
+  resolve!: (value: never) => void;
+  reject!: (error: unknown) => void;
+  retried = false;
+  constructor(
+    readonly rule: BatchRule | null,
+    readonly key: string,
+    readonly cost: number,
+    readonly limit: number | undefined,
+    readonly group: readonly BatchEntry[] | null,
+    readonly now: number,
+    readonly slot: number,
+    readonly deadline: number,
+  ) {}
+
+  get size(): number {
+    return this.group === null ? 1 : this.group.length;
+  }
+}
+
+/** One script call in flight. */
+class Batch {
+  done = false;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  constructor(
+    readonly requests: Pending[],
+    readonly keys: string[],
+    readonly args: string[],
+  ) {}
+}
+
+/**
+ * While this many script calls are in flight, new decisions wait and go together in the next
+ * call: under load each call carries many decisions (one Redis round trip and one Lua entry for
+ * all of them), while a lone decision is sent at once. Two keeps Redis busy while Node turns the
+ * previous reply into decisions.
+ */
+const MAX_IN_FLIGHT = 2;
+/** Integers per entry in the script's reply. */
+const ENTRY = 5;
+
+/**
+ * Groups the decisions that arrive together into one script call per tick (per hash slot on a
+ * Cluster), bounded: beyond `maxPending` decisions waiting or in flight, a take fails at once
+ * with SLUICE_STORE_UNAVAILABLE; every decision settles within `timeoutMs` (SLUICE_STORE_TIMEOUT)
+ * whatever the client does; while the connection is down nothing is queued at all.
+ */
+export class Batcher {
+  private readonly settings: BatcherSettings;
+  private queue: Pending[] = [];
+  /** Decisions (entries) queued or in flight, against `maxPending`. */
+  private pending = 0;
+  private inFlight = 0;
+  private scheduled = false;
+  private closed = false;
+  /** The server's clock minus ours, learnt from every reply: picks the quota days to send. */
+  private skew = 0;
+  private readonly run = (): void => this.flush();
+
+  constructor(settings: BatcherSettings) {
+    this.settings = settings;
+  }
+
+  /** A single take (cost 0: peek). `now` is ignored on the server's clock. */
+  take(
+    rule: BatchRule,
+    key: string,
+    cost: number,
+    now: number,
+    limit: number | undefined,
+    slot: number,
+  ): Promise<Decision> {
+    return this.enqueue(rule, key, cost, limit, null, now, slot, 1) as Promise<Decision>;
+  }
+
+  /** An all-or-nothing take; every key must lie in `slot` on a Cluster. */
+  takeAll(entries: readonly BatchEntry[], now: number, slot: number): Promise<Decision[]> {
+    return this.enqueue(null, '', 0, undefined, entries, now, slot, entries.length) as Promise<Decision[]>;
+  }
+
+  /** Refuses new decisions; those already queued or in flight still settle. */
+  close(): void {
+    this.closed = true;
+  }
+
+  private enqueue(
+    rule: BatchRule | null,
+    key: string,
+    cost: number,
+    limit: number | undefined,
+    group: readonly BatchEntry[] | null,
+    now: number,
+    slot: number,
+    size: number,
+  ): Promise<Decision | Decision[]> {
+    const { client, maxPending, timeoutMs } = this.settings;
+    if (this.closed) return Promise.reject(unavailable('store is closed'));
+    // Fail fast while the connection is down: a client's offline queue would otherwise hold
+    // every call until it reconnects, and memory would grow for as long as Redis is gone.
+    if (!client.ready()) return Promise.reject(unavailable('connection is not ready'));
+    if (this.pending + size > maxPending) {
+      return Promise.reject(unavailable(`has ${this.pending} decisions waiting (maxPending ${maxPending})`));
+    }
+    const request = new Pending(rule, key, cost, limit, group, now, slot, Date.now() + timeoutMs);
+    const promise = new Promise<Decision | Decision[]>((resolve, reject) => {
+      request.resolve = resolve as (value: never) => void;
+      request.reject = reject;
+    });
+    this.pending += size;
+    this.queue.push(request);
+    this.schedule();
+    return promise;
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // Idle: send after the current synchronous burst (a microtask adds no latency). Busy: wait
+    // for the end of this event-loop turn, so that everything the last reply set off goes
+    // together.
+    if (this.inFlight === 0) queueMicrotask(this.run);
+    else setImmediate(this.run);
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const { maxBatch } = this.settings;
+    const cluster = this.settings.client.cluster;
+    while (this.queue.length > 0 && (cluster || this.inFlight < MAX_IN_FLIGHT)) {
+      const queue = this.queue;
+      const now = Date.now();
+      let taken = 0;
+      let size = 0;
+      while (taken < queue.length && (size === 0 || size + queue[taken]!.size <= maxBatch)) {
+        size += queue[taken]!.size;
+        taken++;
+      }
+      let batch: Pending[];
+      if (taken === queue.length) {
+        batch = queue;
+        this.queue = [];
+      } else {
+        batch = queue.splice(0, taken);
+      }
+      // A decision that waited out its whole timeout behind slow calls is not sent at all.
+      let live = 0;
+      for (let i = 0; i < batch.length; i++) {
+        const request = batch[i]!;
+        if (request.deadline <= now) this.settle(request, timedOut(this.settings.timeoutMs));
+        else batch[live++] = request;
+      }
+      batch.length = live;
+      if (live === 0) continue;
+      if (cluster) this.sendBySlot(batch);
+      else this.send(batch);
+    }
+  }
+
+  private sendBySlot(batch: Pending[]): void {
+    // One script call can only touch keys of one hash slot.
+    const bySlot = new Map<number, Pending[]>();
+    for (const request of batch) {
+      const list = bySlot.get(request.slot);
+      if (list === undefined) bySlot.set(request.slot, [request]);
+      else list.push(request);
+    }
+    for (const list of bySlot.values()) this.send(list);
+  }
+
+  private send(requests: Pending[]): void {
+    const { serverClock, slackMs } = this.settings;
+    const keys: string[] = [];
+    const args: string[] = [String(slackMs)];
+    const estimate = Date.now() + this.skew;
+    let deadline = Infinity;
+    for (const request of requests) {
+      const now = serverClock ? estimate : request.now;
+      const nowArg = serverClock ? '' : String(request.now);
+      if (request.deadline < deadline) deadline = request.deadline;
+      const group = request.group;
+      if (group === null) {
+        const rule = request.rule as BatchRule;
+        keys.push(request.key);
+        args.push('0', nowArg, rule.spec(now), String(request.cost), limitArg(request.limit));
+      } else {
+        args.push(String(group.length), nowArg);
+        for (const entry of group) {
+          keys.push(entry.key);
+          args.push(entry.rule.spec(now), String(entry.cost), limitArg(entry.limit));
+        }
+      }
+    }
+    const batch = new Batch(requests, keys, args);
+    this.inFlight++;
+    batch.timer = setTimeout(() => this.expire(batch), Math.max(0, deadline - Date.now()));
+    batch.timer.unref?.();
+    this.call(batch, false);
+  }
+
+  private call(batch: Batch, fallback: boolean): void {
+    const { client } = this.settings;
+    let reply: Promise<unknown>;
+    try {
+      reply = fallback
+        ? client.eval(decisionScript, batch.keys, batch.args)
+        : client.evalsha(decisionScriptSha, batch.keys, batch.args);
+    } catch (error) {
+      this.fail(batch, error);
+      return;
+    }
+    reply.then(
+      (value) => this.receive(batch, value),
+      (error: unknown) => {
+        // The server lost its scripts (restart, failover, SCRIPT FLUSH): send the source, which
+        // also loads it again for the next EVALSHA.
+        if (!fallback && !batch.done && /^NOSCRIPT/.test(errorMessage(error))) this.call(batch, true);
+        else this.fail(batch, error);
+      },
+    );
+  }
+
+  private finish(batch: Batch): boolean {
+    if (batch.done) return false;
+    batch.done = true;
+    clearTimeout(batch.timer);
+    this.inFlight--;
+    if (this.queue.length > 0) this.schedule();
+    return true;
+  }
+
+  private expire(batch: Batch): void {
+    if (!this.finish(batch)) return;
+    const error = timedOut(this.settings.timeoutMs);
+    for (const request of batch.requests) this.settle(request, error);
+  }
+
+  private fail(batch: Batch, cause: unknown): void {
+    if (!this.finish(batch)) return;
+    const error = unavailable(`failed: ${errorMessage(cause)}`);
+    for (const request of batch.requests) this.settle(request, error);
+  }
+
+  private receive(batch: Batch, reply: unknown): void {
+    if (!this.finish(batch)) return;
+    const requests = batch.requests;
+    if (!Array.isArray(reply) || reply.length !== 1 + ENTRY * batch.keys.length) {
+      const error = unavailable('answered the decision script with an unexpected reply');
+      for (const request of requests) this.settle(request, error);
+      return;
+    }
+    const serverNow = Number(reply[0]);
+    if (this.settings.serverClock) this.skew = serverNow - Date.now();
+    let o = 1;
+    for (const request of requests) {
+      const status = Number(reply[o]);
+      if (status < 0) {
+        o += ENTRY * request.size;
+        this.refuse(request, status);
+        continue;
+      }
+      const group = request.group;
+      if (group === null) {
+        this.settle(
+          request,
+          undefined,
+          decisionAt(reply, o, request.rule as BatchRule, request.cost, request.limit),
+        );
+        o += ENTRY;
+      } else {
+        const decisions: Decision[] = [];
+        for (const entry of group) {
+          decisions.push(decisionAt(reply, o, entry.rule, entry.cost, entry.limit));
+          o += ENTRY;
+        }
+        this.settle(request, undefined, decisions);
+      }
+    }
+  }
+
+  /** A group the script did not evaluate (it changed nothing). */
+  private refuse(request: Pending, status: number): void {
+    if (status === -3 && !request.retried) {
+      // Server and Node disagree on the day by more than a day: the skew has just been learnt
+      // from this reply, so one retry sends the right days.
+      request.retried = true;
+      this.queue.push(request);
+      this.schedule();
+      return;
+    }
+    const reason =
+      status === -1
+        ? 'holds a value of another type under a bucket key; reset(key) repairs it'
+        : status === -2
+          ? 'holds an unreadable value under a bucket key; reset(key) repairs it'
+          : 'clock disagrees with the calendar days sent to it';
+    this.settle(request, unavailable(reason));
+  }
+
+  private settle(request: Pending, error: unknown, value?: Decision | Decision[]): void {
+    this.pending -= request.size;
+    if (error === undefined) request.resolve(value as never);
+    else request.reject(error);
+  }
+}
+
+function decisionAt(
+  reply: unknown[],
+  o: number,
+  rule: BatchRule,
+  cost: number,
+  limit: number | undefined,
+): Decision {
+  const retry = Number(reply[o + 2]);
+  return rule.decision(
+    Number(reply[o]) === 1,
+    Number(reply[o + 1]),
+    retry < 0 ? Infinity : retry,
+    Number(reply[o + 3]),
+    Number(reply[o + 4]),
+    cost,
+    limit,
+  );
+}
+
+function limitArg(limit: number | undefined): string {
+  return limit === undefined ? '' : String(limit);
+}
+
+/** The message of a client error, without the command's arguments (they hold keys; F1). */
+export function errorMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.length > 200 ? `${message.slice(0, 200)}…` : message;
+}
+
+/** SLUICE_STORE_UNAVAILABLE with a message that names Redis and never a key. */
+export function unavailable(what: string): SluiceError {
+  return new SluiceError('SLUICE_STORE_UNAVAILABLE', `Redis ${what}`);
+}
+
+/** SLUICE_STORE_TIMEOUT. */
+export function timedOut(timeoutMs: number): SluiceError {
+  return new SluiceError('SLUICE_STORE_TIMEOUT', `Redis did not answer within ${timeoutMs} ms`);
+}

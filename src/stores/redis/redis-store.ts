@@ -1,0 +1,394 @@
+import { createHash } from 'node:crypto';
+import { CalendarDays } from '../../core/calendar.js';
+import { makeDecision, type Decision } from '../../core/decision.js';
+import { parseDuration, type Duration } from '../../core/duration.js';
+import { SluiceError, configError } from '../../core/errors.js';
+import { checkOptionKeys } from '../../core/options.js';
+import type { Rule } from '../../core/rule.js';
+import type { RuleBuckets, Store, TakeEntry } from '../../store.js';
+import { Batcher, errorMessage, timedOut, unavailable, type BatchEntry, type BatchRule } from './batcher.js';
+import { redisClient, type RedisClient, type RedisClientInput } from './redis-client.js';
+import { keySlot } from './key-slot.js';
+
+/**
+ * Which part of a bucket's Redis key is its Cluster hash tag (the part the slot is computed from):
+ * - `"key"`: the bucket key. Buckets spread over the whole Cluster; an all-or-nothing cascade
+ *   runs in one script when its limits share one key (`cascade.take(ip)`).
+ * - `"store"`: the store's prefix. Every bucket of the store lies in one slot (one master), so any
+ *   all-or-nothing cascade works, at the cost of spreading nothing.
+ * - a function of the rule name and the key returning the tag (non-empty, no `}`): keys that must
+ *   be charged together return the same tag, e.g. `(name, key) => key.split('|')[0]` for
+ *   `ip` and `ip|nick`.
+ */
+export type RedisHashTag = 'key' | 'store' | ((name: string, key: string) => string);
+
+/** Options of {@link RedisStore}. */
+export interface RedisStoreOptions {
+  /**
+   * An ioredis `Redis` or `Cluster`, a node-redis v5 client or cluster, or a {@link RedisClient}.
+   * Yours: the store never connects or quits it. Required.
+   */
+  client: RedisClientInput;
+  /**
+   * Prefix of every key; each rule adds its name (`sluice:login:{10.0.0.1}`). No `{` or `}`.
+   * @default "sluice:"
+   */
+  prefix?: string;
+  /**
+   * Whose clock decides. `"server"`: the script reads Redis `TIME`, so nodes with skewed clocks
+   * enforce one limit (A5) and the `now` a limiter passes is ignored. `"caller"`: the limiter's
+   * clock decides — for managed Redis services that forbid `TIME` in scripts, and for tests with a
+   * manual clock; all nodes must then keep good time.
+   * @default "server"
+   */
+  clock?: 'server' | 'caller';
+  /**
+   * The longest a decision (or reset, erase) may take, queueing included; after it the call
+   * fails with SLUICE_STORE_TIMEOUT, and the limiter applies the rule's failure policy (D2).
+   * @default 100
+   */
+  timeout?: Duration;
+  /**
+   * Decisions that may wait or be in flight at once; beyond it a take fails at once with
+   * SLUICE_STORE_UNAVAILABLE, so a slow Redis can never grow an unbounded queue.
+   * @default 10000
+   */
+  maxPending?: number;
+  /**
+   * The most decisions (keys) one script call carries.
+   * @default 256
+   */
+  maxBatch?: number;
+  /** See {@link RedisHashTag}. @default "key" */
+  hashTag?: RedisHashTag;
+}
+
+const redisStoreKeys = ['client', 'prefix', 'clock', 'timeout', 'maxPending', 'maxBatch', 'hashTag'] as const;
+const namePattern = /^[A-Za-z0-9._:-]{1,64}$/;
+/** Keys longer than this are stored as their SHA-256, so that memory per key stays bounded. */
+const MAX_RAW_KEY_LENGTH = 128;
+/** Caller-clock mode keeps keys this much longer than their time to full; see docs/redis.md. */
+const CALLER_CLOCK_SLACK_MS = 60_000;
+
+/**
+ * Buckets in Redis (E2): one atomic script call per decision — several decisions per call under
+ * load — on the server's clock, a TTL on every key equal to its time to full or reset, a key
+ * prefix per rule, Redis Cluster hash tags, and every failure reported as a coded error within
+ * `timeout` (SLUICE_STORE_UNAVAILABLE, SLUICE_STORE_TIMEOUT), never a hang.
+ *
+ * Processes and nodes sharing one Redis enforce one global limit (E4).
+ *
+ * @example
+ * const redis = new Redis({ enableOfflineQueue: false });             // ioredis
+ * const store = new RedisStore({ client: redis });
+ * const login = createLimiter({ name: 'login', rule: tokenBucket({ limit: 10, period: '10m' }), store });
+ * const decision = await login.take(ipKey);
+ */
+export class RedisStore implements Store {
+  readonly kind = 'redis';
+  /** The key prefix. */
+  readonly prefix: string;
+  /** Whose clock decides. */
+  readonly clock: 'server' | 'caller';
+  /** The timeout of every call, in ms. */
+  readonly timeoutMs: number;
+  /** @internal */
+  readonly client: RedisClient;
+  /** @internal */
+  readonly hashTag: RedisHashTag;
+  /** @internal */
+  readonly batcher: Batcher;
+  private readonly rules = new Map<string, RedisRuleBuckets>();
+
+  constructor(options: RedisStoreOptions) {
+    checkOptionKeys('RedisStore', options, redisStoreKeys);
+    const {
+      prefix = 'sluice:',
+      clock = 'server',
+      timeout = 100,
+      maxPending = 10_000,
+      maxBatch = 256,
+      hashTag = 'key',
+    } = options;
+    if (options.client === undefined || options.client === null) {
+      throw configError('RedisStore client', 'an ioredis or node-redis client', options.client);
+    }
+    if (typeof prefix !== 'string' || prefix.length > 100 || /[{}#]/.test(prefix)) {
+      throw configError(
+        'RedisStore prefix',
+        'a string of at most 100 characters without "{", "}" or "#"',
+        prefix,
+      );
+    }
+    if (clock !== 'server' && clock !== 'caller')
+      throw configError('RedisStore clock', '"server" or "caller"', clock);
+    if (!Number.isSafeInteger(maxPending) || maxPending < 1) {
+      throw configError('RedisStore maxPending', 'a positive whole number', maxPending);
+    }
+    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) {
+      throw configError('RedisStore maxBatch', 'a positive whole number', maxBatch);
+    }
+    if (hashTag !== 'key' && hashTag !== 'store' && typeof hashTag !== 'function') {
+      throw configError('RedisStore hashTag', '"key", "store" or a function (name, key) => tag', hashTag);
+    }
+    this.timeoutMs = parseDuration(timeout, 'RedisStore timeout');
+    this.client = redisClient(options.client);
+    this.prefix = prefix;
+    this.clock = clock;
+    this.hashTag = hashTag;
+    this.batcher = new Batcher({
+      client: this.client,
+      timeoutMs: this.timeoutMs,
+      maxPending,
+      maxBatch,
+      serverClock: clock === 'server',
+      slackMs: clock === 'server' ? 0 : CALLER_CLOCK_SLACK_MS,
+    });
+  }
+
+  bind(name: string, rule: Rule): RedisRuleBuckets {
+    if (typeof name !== 'string' || !namePattern.test(name)) {
+      throw configError(
+        'RedisStore rule name',
+        '1-64 characters of letters, digits, ".", "_", "-" or ":"',
+        name,
+      );
+    }
+    if (this.rules.has(name)) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `a rule named ${JSON.stringify(name)} is already bound to this RedisStore; every limit needs its own name`,
+      );
+    }
+    if (
+      rule === null ||
+      typeof rule !== 'object' ||
+      (rule.kind !== 'token-bucket' && rule.kind !== 'calendar-quota')
+    ) {
+      throw configError('RedisStore rule', 'the result of tokenBucket() or calendarQuota()', rule);
+    }
+    const buckets = new RedisRuleBuckets(this, name, rule);
+    this.rules.set(name, buckets);
+    return buckets;
+  }
+
+  takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+    try {
+      return this.takeAllUnchecked(entries, now);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private takeAllUnchecked(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+    if (entries.length === 0) return Promise.resolve([]);
+    const list: BatchEntry[] = [];
+    let slot = -1;
+    for (const entry of entries) {
+      const buckets = entry.buckets;
+      if (!(buckets instanceof RedisRuleBuckets) || this.rules.get(buckets.name) !== buckets) {
+        return Promise.reject(
+          new SluiceError(
+            'SLUICE_CONFIG',
+            `rule ${JSON.stringify(buckets.name)} is not bound to this RedisStore`,
+          ),
+        );
+      }
+      const key = buckets.redisKey(entry.key);
+      if (this.client.cluster) {
+        const entrySlot = keySlot(key);
+        if (slot !== -1 && entrySlot !== slot) {
+          return Promise.reject(
+            new SluiceError(
+              'SLUICE_CONFIG',
+              'an all-or-nothing take on a Redis Cluster needs keys of one hash slot: take one key for every limit, or set the RedisStore option hashTag so that these keys share a tag',
+            ),
+          );
+        }
+        slot = entrySlot;
+      }
+      list.push({ rule: buckets, key, cost: entry.cost, limit: entry.limit });
+    }
+    return this.batcher.takeAll(list, now, slot);
+  }
+
+  /**
+   * Erases a subject (F2): deletes the buckets of every key in `keys` under every rule in
+   * `names` (default: every rule bound to this store). No SCAN: the caller names the keys, e.g.
+   * the subject's pseudonymous keys of every secret generation. Resolves to the number of Redis
+   * keys deleted.
+   *
+   * @example
+   * await store.erase(pseudonymsOf(userId), ['reports', 'reports-burst']);
+   */
+  async erase(keys: readonly string[], names: readonly string[] = [...this.rules.keys()]): Promise<number> {
+    for (const name of names) {
+      if (typeof name !== 'string' || !namePattern.test(name)) {
+        throw configError('RedisStore.erase names', 'rule names', name);
+      }
+    }
+    const redisKeys: string[] = [];
+    for (const name of names) {
+      const buckets = this.rules.get(name) ?? new RedisRuleBuckets(this, name, undefined);
+      for (const key of keys) {
+        if (typeof key !== 'string' || key.length === 0) {
+          throw new SluiceError('SLUICE_ARGUMENT', 'RedisStore.erase keys must be non-empty strings');
+        }
+        redisKeys.push(buckets.redisKey(key));
+      }
+    }
+    // DEL may name several keys only within one slot on a Cluster.
+    const groups = new Map<number, string[]>();
+    for (const key of redisKeys) {
+      const slot = this.client.cluster ? keySlot(key) : 0;
+      const group = groups.get(slot);
+      if (group === undefined) groups.set(slot, [key]);
+      else group.push(key);
+    }
+    const counts = await Promise.all(
+      [...groups.values()].map((group) => this.command(() => this.client.del(group))),
+    );
+    return counts.reduce((sum, n) => sum + Number(n), 0);
+  }
+
+  /** Refuses new decisions; the client stays open (it is yours). */
+  async close(): Promise<void> {
+    this.batcher.close();
+  }
+
+  /** @internal Runs one command within the timeout, mapping every failure to a coded error. */
+  command<T>(run: () => Promise<T>): Promise<T> {
+    if (!this.client.ready()) return Promise.reject(unavailable('connection is not ready'));
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(timedOut(this.timeoutMs)), this.timeoutMs);
+      let call: Promise<T>;
+      try {
+        call = run();
+      } catch (error) {
+        clearTimeout(timer);
+        reject(unavailable(`failed: ${errorMessage(error)}`));
+        return;
+      }
+      call.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(unavailable(`failed: ${errorMessage(error)}`));
+        },
+      );
+    });
+  }
+}
+
+/** One rule's buckets in a {@link RedisStore}. */
+export class RedisRuleBuckets implements RuleBuckets, BatchRule {
+  readonly name: string;
+  readonly rule: Rule;
+  private readonly store: RedisStore;
+  /** `<prefix><name>:`, the start of every key of this rule. */
+  private readonly keyPrefix: string;
+  private readonly bucketSpec: string;
+  private readonly days: CalendarDays | undefined;
+  private daySpec = '';
+  private dayStart = 0;
+  private dayEnd = -1;
+
+  /** `rule` undefined: a rule not bound here, only to build its keys (erase). */
+  constructor(store: RedisStore, name: string, rule: Rule | undefined) {
+    this.store = store;
+    this.name = name;
+    this.rule = rule as Rule;
+    this.keyPrefix = `${store.prefix}${name}:`;
+    this.bucketSpec =
+      rule?.kind === 'token-bucket'
+        ? `1 ${rule.limit} ${rule.periodMs} ${rule.burst} ${rule.penalty ? 1 : 0}`
+        : '';
+    // Our own calendar, so that looking at yesterday and tomorrow never evicts the window the
+    // rule's calendar (shared with a memory store) has cached.
+    this.days = rule?.kind === 'calendar-quota' ? new CalendarDays(rule.timeZone) : undefined;
+  }
+
+  take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+    const redisKey = this.redisKey(key);
+    const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
+    return this.store.batcher.take(this, redisKey, cost, now, limit, slot);
+  }
+
+  reset(key: string): Promise<void> {
+    const redisKey = this.redisKey(key);
+    return this.store.command(() => this.store.client.del([redisKey])).then(() => undefined);
+  }
+
+  /** @internal */
+  spec(now: number): string {
+    if (this.days === undefined) return this.bucketSpec;
+    if (now >= this.dayStart && now < this.dayEnd) return this.daySpec;
+    // The script picks the day holding the server's time among yesterday, today and tomorrow
+    // as this node sees them, so a skew of up to a day needs no second round trip.
+    const days = this.days;
+    const start = days.startOf(now);
+    const end = days.endOf(now);
+    const before = days.startOf(start - 1);
+    const after = days.endOf(end);
+    const rule = this.rule;
+    this.daySpec = `2 ${rule.penalty ? 1 : 0} ${rule.limit} ${before} ${start} ${end} ${after}`;
+    this.dayStart = start;
+    this.dayEnd = end;
+    return this.daySpec;
+  }
+
+  /** @internal */
+  decision(
+    allowed: boolean,
+    remaining: number,
+    retryAfterMs: number,
+    resetMs: number,
+    windowMs: number,
+    cost: number,
+    limit: number | undefined,
+  ): Decision {
+    const rule = this.rule;
+    if (rule.kind === 'token-bucket') {
+      return makeDecision(
+        allowed,
+        this.name,
+        rule.limit,
+        rule.burst,
+        remaining,
+        cost,
+        retryAfterMs,
+        resetMs,
+        windowMs,
+      );
+    }
+    const quota = limit === undefined ? rule.limit : limit;
+    return makeDecision(allowed, this.name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
+  }
+
+  /**
+   * The Redis key of `key`'s bucket: `<prefix><name>:{<key>}`, or with a store or custom hash tag
+   * `<prefix><name>:{<tag>}<key>`. Keys over 128 characters are replaced by their SHA-256 after a
+   * `#` (`<prefix><name>:#{<hash>}`), which no raw key can produce: the character after
+   * `<name>:` is always `{` for a raw key.
+   * @internal
+   */
+  redisKey(key: string): string {
+    const hashed = key.length > MAX_RAW_KEY_LENGTH;
+    const id = hashed ? createHash('sha256').update(key).digest('base64url') : key;
+    const start = hashed ? `${this.keyPrefix}#{` : `${this.keyPrefix}{`;
+    const hashTag = this.store.hashTag;
+    if (hashTag === 'key') return `${start}${id}}`;
+    if (hashTag === 'store') return `${start}${this.store.prefix || 'sluice'}}${id}`;
+    const tag = hashTag(this.name, key);
+    if (typeof tag !== 'string' || tag.length === 0 || tag.includes('}')) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        'the RedisStore hashTag function must return a non-empty string without "}"',
+      );
+    }
+    return `${start}${tag}}${id}`;
+  }
+}

@@ -1,0 +1,321 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Redis } from 'ioredis';
+import { storeConformance } from '../conformance/store-conformance.js';
+import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
+import { deleteKeys, ioredisClient, nodeRedisClient } from '../support/redis-clients.js';
+import {
+  RedisStore,
+  decisionScript,
+  decisionScriptSha,
+  redisClient,
+  type RedisClient,
+  type RedisStoreOptions,
+} from '../../src/stores/redis/index.js';
+import {
+  calendarQuota,
+  createCascade,
+  createLimiter,
+  isSluiceError,
+  manualClock,
+  tokenBucket,
+  type SluiceError,
+} from '../../src/index.js';
+import { takeFromProcesses } from '../support/redis-processes.js';
+
+const skip = await skipUnlessReachable('redis', redisUrl);
+const prefixRoot = `sluice-test:${runId}:`;
+const silent = { warn() {} };
+
+let stores = 0;
+function conformanceOn(name: string, connect: () => Promise<{ client: unknown; quit(): Promise<unknown> }>) {
+  let connection: { client: unknown; quit(): Promise<unknown> } | undefined;
+  let cleaner: Redis | undefined;
+  storeConformance({
+    name,
+    skip,
+    async setup() {
+      connection = await connect();
+      cleaner = await ioredisClient(redisUrl);
+    },
+    async create() {
+      return new RedisStore({
+        client: connection!.client as never,
+        clock: 'caller',
+        prefix: `${prefixRoot}c${++stores}:`,
+      });
+    },
+    async teardown() {
+      await deleteKeys(cleaner!, `${prefixRoot}*`);
+      await connection?.quit();
+      await cleaner?.quit();
+    },
+  });
+}
+
+conformanceOn('redis (ioredis, caller clock)', async () => {
+  const client = await ioredisClient(redisUrl);
+  return { client, quit: () => client.quit() };
+});
+conformanceOn('redis (node-redis, caller clock)', async () => {
+  const client = await nodeRedisClient(redisUrl);
+  return { client, quit: () => client.quit() };
+});
+
+describe('RedisStore on one Redis', { skip }, () => {
+  let redis: Redis;
+  const prefix = `${prefixRoot}s:`;
+  before(async () => {
+    redis = await ioredisClient(redisUrl);
+  });
+  after(async () => {
+    await deleteKeys(redis, `${prefix}*`);
+    await redis.quit();
+  });
+  let n = 0;
+  const store = (options: Partial<RedisStoreOptions> = {}) =>
+    new RedisStore({ client: redis, prefix: `${prefix}${++n}:`, ...options });
+
+  it('E2: the SHA computed locally is the one SCRIPT LOAD returns', async () => {
+    assert.equal(await redis.script('LOAD', decisionScript), decisionScriptSha);
+  });
+
+  it('A5: on the server clock the caller`s now is ignored', async () => {
+    const s = store();
+    const limiter = createLimiter({
+      name: 'srv',
+      rule: tokenBucket({ limit: 3, period: '1h' }),
+      store: s,
+      clock: manualClock(Date.UTC(2000, 0, 1)),
+    });
+    const first = await limiter.take('k');
+    assert.equal(first.remaining, 2);
+    // A caller clock a century away changes nothing: the script reads Redis TIME.
+    const far = createLimiter({
+      name: 'srv2',
+      rule: tokenBucket({ limit: 3, period: '1h' }),
+      store: s,
+      clock: manualClock(Date.UTC(2100, 0, 1)),
+    });
+    await far.take('k');
+    assert.equal((await far.take('k')).remaining, 1);
+    // The bucket state holds the server's time, not 2000 or 2100.
+    const [serverSeconds] = await redis.time();
+    const state = await redis.get(`${s.prefix}srv:{k}`);
+    const tatMs = Number(state!.split(':')[0]);
+    assert.ok(Math.abs(tatMs - (Number(serverSeconds) * 1000 + 20 * 60_000)) < 60_000, `tat ${tatMs}`);
+    // Quotas count the server's day: its reset lies within the next 24 hours of server time.
+    const quota = createLimiter({
+      name: 'srvq',
+      rule: calendarQuota({ limit: 5 }),
+      store: s,
+      clock: manualClock(Date.UTC(2000, 0, 1)),
+    });
+    const q = await quota.take('k');
+    assert.equal(q.remaining, 4);
+    assert.ok(q.resetMs > 0 && q.resetMs <= 86_400_000);
+    assert.equal(q.windowMs, 86_400_000);
+    const [seconds] = await redis.time();
+    const serverNow = Number(seconds) * 1000;
+    const dayEnd = serverNow - (serverNow % 86_400_000) + 86_400_000;
+    assert.ok(Math.abs(serverNow + q.resetMs - dayEnd) < 5_000);
+  });
+
+  it('E2: every key has a TTL equal to its time to full or reset, under a prefix per rule', async () => {
+    const s = store();
+    const clock = manualClock(Date.UTC(2026, 0, 15, 12));
+    const bucket = createLimiter({
+      name: 'ttl-bucket',
+      rule: tokenBucket({ limit: 10, period: '10m' }),
+      store: s,
+    });
+    const quota = createLimiter({ name: 'ttl-quota', rule: calendarQuota({ limit: 10 }), store: s, clock });
+    const ds = [];
+    for (let i = 0; i < 3; i++) ds.push(await bucket.take('a'));
+    await bucket.take('b', { cost: 0 }); // a peek writes nothing
+    await bucket.take('c', { cost: 11 }); // a refusal without penalty writes nothing
+    await quota.take('a');
+    const keys = (await redis.keys(`${s.prefix}*`)).sort();
+    assert.deepEqual(keys, [`${s.prefix}ttl-bucket:{a}`, `${s.prefix}ttl-quota:{a}`]);
+    const bucketTtl = await redis.pttl(`${s.prefix}ttl-bucket:{a}`);
+    // Three tokens of one minute each: full again in 3 minutes (less the ms that passed on the
+    // server's clock between the takes).
+    const reset = ds[2]!.resetMs;
+    assert.ok(reset > 2 * 60_000 && reset <= 3 * 60_000, `resetMs ${reset}`);
+    assert.ok(bucketTtl > 0 && bucketTtl <= reset, `bucket ttl ${bucketTtl}`);
+    // Caller clock here (the store default is server; this limiter's store decides on TIME,
+    // so its quota day is the server's): the TTL is the time to the end of that day.
+    const quotaTtl = await redis.pttl(`${s.prefix}ttl-quota:{a}`);
+    assert.ok(quotaTtl > 0 && quotaTtl <= 86_400_000, `quota ttl ${quotaTtl}`);
+  });
+
+  it('A7 + F2: reset(key) deletes one bucket; erase(keys, names) deletes a subject across rules and generations, without SCAN', async () => {
+    const s = store();
+    const a = createLimiter({ name: 'era', rule: tokenBucket({ limit: 2, period: '1h' }), store: s });
+    const b = createLimiter({ name: 'erb', rule: calendarQuota({ limit: 2 }), store: s });
+    const subject = ['account:v1:gen1hash', 'account:v2:gen2hash'];
+    for (const key of [...subject, 'account:v2:other']) {
+      await a.take(key);
+      await b.take(key);
+    }
+    await a.reset('account:v2:other');
+    assert.equal((await a.peek('account:v2:other')).remaining, 2);
+    assert.equal(await s.erase(subject), 4);
+    for (const key of subject) {
+      assert.equal((await a.peek(key)).remaining, 2);
+      assert.equal((await b.peek(key)).remaining, 2);
+    }
+    assert.equal((await b.peek('account:v2:other')).remaining, 1, 'other subjects keep their buckets');
+    // A rule no longer bound (renamed, retired) can be named explicitly.
+    await redis.set(`${s.prefix}retired:{account:v1:gen1hash}`, '1:0', 'PX', 60_000);
+    assert.equal(await s.erase(subject, ['retired', 'era']), 1);
+  });
+
+  it('A4: batching: concurrent decisions share script calls, and each caller gets its own decision', async () => {
+    let calls = 0;
+    const client = redisClient(redis);
+    const counting: RedisClient = {
+      cluster: false,
+      ready: () => client.ready(),
+      evalsha: (sha, keys, args) => {
+        calls++;
+        return client.evalsha(sha, keys, args);
+      },
+      eval: (script, keys, args) => client.eval(script, keys, args),
+      del: (keys) => client.del(keys),
+    };
+    const s = store({ client: counting });
+    const limiter = createLimiter({ name: 'batch', rule: tokenBucket({ limit: 5, period: '1h' }), store: s });
+    // 1,000 takes: 200 keys × 5 costs each; every key admits exactly its burst.
+    const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
+    const ds = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => limiter.take(keys[i % 200]!, { cost: 1 + (i % 2) })),
+    );
+    assert.ok(calls < 100, `${calls} script calls for 1000 decisions`);
+    for (const [i, d] of ds.entries()) assert.equal(d.cost, 1 + (i % 2));
+    for (const key of keys) assert.equal((await limiter.peek(key)).remaining <= 1, true);
+    const totals = new Map<string, number>();
+    for (const [i, d] of ds.entries()) {
+      if (d.allowed) totals.set(keys[i % 200]!, (totals.get(keys[i % 200]!) ?? 0) + d.cost);
+    }
+    for (const key of keys) {
+      const left = (await limiter.peek(key)).remaining;
+      assert.equal(totals.get(key)! + left, 5, `${key}: taken + left = burst`);
+    }
+  });
+
+  it('bad input: a key of another type fails alone with a coded error, its batch neighbours are decided; reset repairs it', async () => {
+    const s = store();
+    const limiter = createLimiter({
+      logger: silent,
+      name: 'wt',
+      rule: tokenBucket({ limit: 5, period: '1h' }),
+      store: s,
+    });
+    await redis.hset(`${s.prefix}wt:{bad}`, 'x', '1');
+    await redis.set(`${s.prefix}wt:{garbage}`, 'not a state');
+    const results = await Promise.allSettled(
+      ['a', 'bad', 'b', 'garbage', 'c'].map((key) => limiter.take(key)),
+    );
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value.allowed : (r.reason as SluiceError).code)),
+      [true, 'SLUICE_STORE_UNAVAILABLE', true, 'SLUICE_STORE_UNAVAILABLE', true],
+    );
+    const cascade = createCascade(
+      [
+        limiter,
+        createLimiter({
+          logger: silent,
+          name: 'wt2',
+          rule: tokenBucket({ limit: 5, period: '1h' }),
+          store: s,
+        }),
+      ],
+      { mode: 'all-or-nothing' },
+    );
+    await assert.rejects(cascade.take('bad'), (e: unknown) => isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'));
+    await redis.del(`${s.prefix}wt:{bad}`);
+    assert.equal(
+      (
+        await createLimiter({ name: 'wt3', rule: tokenBucket({ limit: 5, period: '1h' }), store: s }).peek(
+          'bad',
+        )
+      ).remaining,
+      5,
+    );
+    await limiter.reset('bad');
+    await limiter.reset('garbage');
+    assert.equal((await limiter.take('bad')).remaining, 4);
+    assert.equal((await limiter.take('garbage')).remaining, 4);
+  });
+
+  it('D2: the queue is bounded: beyond maxPending a take fails at once with SLUICE_STORE_UNAVAILABLE', async () => {
+    const s = store({ maxPending: 100 });
+    const limiter = createLimiter({
+      name: 'bound',
+      rule: tokenBucket({ limit: 1000, period: '1h' }),
+      store: s,
+    });
+    const results = await Promise.allSettled(Array.from({ length: 150 }, () => limiter.take('k')));
+    const admitted = results.filter((r) => r.status === 'fulfilled' && r.value.allowed).length;
+    const refused = results.filter(
+      (r) => r.status === 'rejected' && isSluiceError(r.reason, 'SLUICE_STORE_UNAVAILABLE'),
+    ).length;
+    assert.equal(admitted, 100);
+    assert.equal(refused, 50);
+    assert.equal((await limiter.peek('k')).remaining, 900, 'a refused call charged nothing');
+  });
+
+  it('keys over 128 characters are stored as a hash and never collide with a raw key', async () => {
+    const s = store();
+    const limiter = createLimiter({ name: 'long', rule: tokenBucket({ limit: 1, period: '1h' }), store: s });
+    const long = 'k'.repeat(129);
+    assert.equal((await limiter.take(long)).allowed, true);
+    assert.equal((await limiter.take(`${long}!`)).allowed, true);
+    assert.equal((await limiter.take(long)).allowed, false);
+    const keys = await redis.keys(`${s.prefix}long:*`);
+    assert.equal(keys.length, 2);
+    assert.ok(keys.every((k) => k.length < 100 && k.startsWith(`${s.prefix}long:#{`)));
+  });
+
+  it('E4 + A4: 4 processes x 500 concurrent takes on one key with burst 100 admit exactly 100', async () => {
+    const totals = await takeFromProcesses(4, {
+      mode: 'single',
+      target: redisUrl,
+      prefix: `${prefix}proc:`,
+      name: 'hot',
+      count: 500,
+      burst: 100,
+    });
+    assert.deepEqual(totals, { admitted: 100, errors: 0 });
+  });
+
+  it('SLUICE_CONFIG: options are checked once, naming the option and the value', () => {
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{}, /client/],
+      [{ client: redis, prefix: 'a{b' }, /prefix/],
+      [{ client: redis, clock: 'node' }, /clock/],
+      [{ client: redis, timeout: -1 }, /timeout/],
+      [{ client: redis, maxPending: 0 }, /maxPending/],
+      [{ client: redis, maxBatch: 1.5 }, /maxBatch/],
+      [{ client: redis, hashTag: 'ip' }, /hashTag/],
+      [{ client: redis, prefx: 'x' }, /prefx/],
+      [{ client: { get() {} } }, /client/],
+    ];
+    for (const [options, pattern] of bad) {
+      assert.throws(
+        () => new RedisStore(options as unknown as RedisStoreOptions),
+        (e: unknown) =>
+          (isSluiceError(e, 'SLUICE_CONFIG') || isSluiceError(e, 'SLUICE_DURATION')) &&
+          pattern.test((e as Error).message),
+        JSON.stringify(Object.keys(options)),
+      );
+    }
+    const s = store();
+    createLimiter({ name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store: s });
+    assert.throws(
+      () => createLimiter({ name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store: s }),
+      (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG') && /already bound/.test((e as Error).message),
+    );
+  });
+});
