@@ -1,0 +1,128 @@
+/**
+ * The Redis store on a real 3-master Redis Cluster, started here from redis-server on free
+ * loopback ports and torn down afterwards (also when a test fails).
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Cluster } from 'ioredis';
+import { storeConformance } from '../conformance/store-conformance.js';
+import {
+  redisBinariesMissing,
+  startCluster,
+  rawCommand,
+  type PrivateCluster,
+} from '../support/redis-servers.js';
+import { ioredisCluster, nodeRedisCluster } from '../support/redis-clients.js';
+import { takeFromProcesses } from '../support/redis-processes.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { createCascade, createLimiter, isSluiceError, tokenBucket, calendarQuota } from '../../src/index.js';
+
+const skip = redisBinariesMissing();
+let cluster: PrivateCluster | undefined;
+let client: Cluster | undefined;
+let stores = 0;
+
+async function ensureCluster(): Promise<Cluster> {
+  cluster ??= await startCluster(3);
+  client ??= await ioredisCluster(cluster.nodes);
+  return client;
+}
+
+after(async () => {
+  await client?.quit();
+  await cluster?.stop();
+});
+
+storeConformance({
+  name: 'redis cluster (ioredis, caller clock, hashTag "store")',
+  skip,
+  async setup() {
+    await ensureCluster();
+  },
+  async create() {
+    // Every bucket in one slot, so the conformance suite's cascades of unrelated keys
+    // ('ip', 'ip+nick', 'acct') can run in one script.
+    return new RedisStore({ client: client!, clock: 'caller', hashTag: 'store', prefix: `conf${++stores}:` });
+  },
+});
+
+describe('RedisStore on a Redis Cluster', { skip }, () => {
+  before(async () => {
+    await ensureCluster();
+  });
+
+  it('E2: with hashTag "key", buckets spread over every master; a cascade on one key runs in one script', async () => {
+    const store = new RedisStore({ client: client!, prefix: 'spread:' });
+    const wide = createLimiter({ name: 'wide', rule: tokenBucket({ limit: 5, period: '1h' }), store });
+    const narrow = createLimiter({ name: 'narrow', rule: calendarQuota({ limit: 2 }), store });
+    await Promise.all(Array.from({ length: 60 }, (_, i) => wide.take(`ip-${i}`)));
+    for (const server of cluster!.servers) {
+      const size = await rawCommand(server.port, 'DBSIZE');
+      assert.ok(Number(size!.slice(1)) > 0, `master ${server.port} holds keys`);
+    }
+    const cascade = createCascade([wide, narrow], { mode: 'all-or-nothing' });
+    const results = await Promise.all(Array.from({ length: 20 }, () => cascade.take('ip-x')));
+    assert.equal(results.filter((r) => r.allowed).length, 2);
+    assert.equal((await wide.peek('ip-x')).remaining, 3);
+  });
+
+  it('E2: an all-or-nothing take across slots is a configuration error; a hashTag function joins the keys', async () => {
+    const store = new RedisStore({ client: client!, prefix: 'xslot:' });
+    const a = createLimiter({ name: 'a', rule: tokenBucket({ limit: 5, period: '1h' }), store });
+    const b = createLimiter({ name: 'b', rule: tokenBucket({ limit: 2, period: '1h' }), store });
+    const cascade = createCascade([a, b], { mode: 'all-or-nothing' });
+    await assert.rejects(cascade.take(['10.0.0.1', '10.0.0.1|alice']), (e: unknown) =>
+      isSluiceError(e, 'SLUICE_CONFIG'),
+    );
+    const tagged = new RedisStore({
+      client: client!,
+      prefix: 'tagged:',
+      hashTag: (_name, key) => key.split('|')[0]!,
+    });
+    const ta = createLimiter({ name: 'a', rule: tokenBucket({ limit: 5, period: '1h' }), store: tagged });
+    const tb = createLimiter({ name: 'b', rule: tokenBucket({ limit: 2, period: '1h' }), store: tagged });
+    const joined = createCascade([ta, tb], { mode: 'all-or-nothing' });
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => joined.take(['10.0.0.1', '10.0.0.1|alice'])),
+    );
+    assert.equal(results.filter((r) => r.allowed).length, 2);
+    assert.equal((await ta.peek('10.0.0.1')).remaining, 3);
+  });
+
+  it('F2: erase deletes a subject`s keys spread over several slots', async () => {
+    const store = new RedisStore({ client: client!, prefix: 'erase:' });
+    const a = createLimiter({ name: 'a', rule: tokenBucket({ limit: 5, period: '1h' }), store });
+    const b = createLimiter({ name: 'b', rule: calendarQuota({ limit: 5 }), store });
+    const keys = Array.from({ length: 10 }, (_, i) => `account:v${i}:x`);
+    for (const key of keys) {
+      await a.take(key);
+      await b.take(key);
+    }
+    assert.equal(await store.erase(keys), 20);
+    assert.equal((await a.peek(keys[3]!)).remaining, 5);
+  });
+
+  it('E2 + A4: node-redis v5 cluster client: exact under concurrency', async () => {
+    const nodeCluster = await nodeRedisCluster(cluster!.nodes);
+    try {
+      const store = new RedisStore({ client: nodeCluster, prefix: 'node:' });
+      const limiter = createLimiter({ name: 'hot', rule: tokenBucket({ limit: 100, period: '1h' }), store });
+      const ds = await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.take(i % 2 ? 'x' : 'y')));
+      assert.equal(ds.filter((d) => d.allowed).length, 200);
+    } finally {
+      await nodeCluster.quit();
+    }
+  });
+
+  it('E4 + A4: 4 processes x 500 concurrent takes on one key with burst 100 admit exactly 100 (Cluster)', async () => {
+    const totals = await takeFromProcesses(4, {
+      mode: 'cluster',
+      target: JSON.stringify(cluster!.nodes),
+      prefix: 'proc:',
+      name: 'hot',
+      count: 500,
+      burst: 100,
+    });
+    assert.deepEqual(totals, { admitted: 100, errors: 0 });
+  });
+});

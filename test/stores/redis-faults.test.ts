@@ -1,0 +1,173 @@
+/**
+ * Faults, on a private redis-server started here (never the shared one): lost scripts, a server
+ * that stops answering, a server killed under load and restarted. Loops are bounded in time.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { redisBinariesMissing, startRedis, type PrivateRedis } from '../support/redis-servers.js';
+import { ioredisClient, nodeRedisClient } from '../support/redis-clients.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { createLimiter, isSluiceError, tokenBucket, type Limiter } from '../../src/index.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const skip = redisBinariesMissing();
+const silent = { warn() {} };
+const TIMEOUT = 100;
+
+interface Connection {
+  client: unknown;
+  quit(): Promise<unknown>;
+}
+const clients: [string, (url: string) => Promise<Connection>][] = [
+  [
+    'ioredis',
+    async (url) => {
+      const client = await ioredisClient(url);
+      return { client, quit: async () => client.disconnect() };
+    },
+  ],
+  [
+    'node-redis',
+    async (url) => {
+      const client = await nodeRedisClient(url);
+      return { client, quit: async () => client.destroy() };
+    },
+  ],
+];
+
+function isStoreError(error: unknown): boolean {
+  return isSluiceError(error, 'SLUICE_STORE_UNAVAILABLE') || isSluiceError(error, 'SLUICE_STORE_TIMEOUT');
+}
+
+for (const [clientName, connect] of clients) {
+  describe(`RedisStore faults (${clientName})`, { skip }, () => {
+    let server: PrivateRedis;
+    let connection: Connection;
+    let store: RedisStore;
+    let counter = 0;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+    before(async () => {
+      process.on('unhandledRejection', onUnhandled);
+      server = await startRedis();
+      connection = await connect(server.url);
+      store = new RedisStore({ client: connection.client as never, timeout: TIMEOUT });
+    });
+    after(async () => {
+      process.off('unhandledRejection', onUnhandled);
+      await connection?.quit();
+      await server?.stop();
+    });
+    const limiter = (burst = 1_000_000): Limiter =>
+      createLimiter({
+        name: `f${++counter}`,
+        rule: tokenBucket({ limit: burst, period: '1h' }),
+        store,
+        logger: silent,
+        timeout: 10_000, // the store's own timeout is under test here
+      });
+
+    it('bad input: scripts lost (SCRIPT FLUSH) are reloaded by the NOSCRIPT fallback', async () => {
+      const l = limiter(3);
+      assert.equal((await l.take('k')).remaining, 2);
+      await rawFlush(server.port);
+      assert.equal((await l.take('k')).remaining, 1);
+      assert.equal((await l.take('k')).remaining, 0);
+    });
+
+    it('D2: a Redis that stops answering gives SLUICE_STORE_TIMEOUT, never a hang; it recovers', async () => {
+      const l = limiter();
+      await l.take('k');
+      process.kill(server.pid!, 'SIGSTOP');
+      try {
+        const results = await Promise.allSettled(Array.from({ length: 50 }, () => l.take('k')));
+        assert.ok(
+          results.every((r) => r.status === 'rejected' && isSluiceError(r.reason, 'SLUICE_STORE_TIMEOUT')),
+        );
+        await assert.rejects(l.reset('k'), (e: unknown) => isSluiceError(e, 'SLUICE_STORE_TIMEOUT'));
+      } finally {
+        process.kill(server.pid!, 'SIGCONT');
+      }
+      assert.equal(await eventually(() => l.take('k')), true);
+    });
+
+    it('D2: Redis killed under load: every call settles with a coded error, nothing is admitted while it is down, memory stays flat; restarted, decisions resume within 1 s', async () => {
+      const l = limiter();
+      let running = true;
+      let down = false;
+      let admittedWhileDown = 0;
+      let errors = 0;
+      let uncoded = 0;
+      let slowest = 0;
+      const worker = async () => {
+        while (running) {
+          const started = Date.now();
+          try {
+            const d = await l.take(`k${started % 100}`);
+            if (down && d.allowed) admittedWhileDown++;
+          } catch (error) {
+            errors++;
+            if (!isStoreError(error)) uncoded++;
+          }
+          slowest = Math.max(slowest, Date.now() - started);
+          // Failures are immediate: yield so the loop does not starve the event loop.
+          await new Promise((r) => setImmediate(r));
+        }
+      };
+      const workers = Array.from({ length: 64 }, worker);
+      await sleep(200);
+      await server.kill();
+      down = true;
+      await sleep(100);
+      // While Redis is down: many more failed calls, and the heap does not grow with them.
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      const errorsBefore = errors;
+      await sleep(700);
+      gc();
+      const growth = process.memoryUsage().heapUsed - before;
+      assert.ok(errors - errorsBefore > 1000, `only ${errors - errorsBefore} calls failed while down`);
+      assert.ok(growth < 8 * 1024 * 1024, `heap grew by ${growth} bytes while Redis was down`);
+      down = false;
+      await server.restart();
+      const restarted = Date.now();
+      const resumed = await eventually(() => l.take('after-restart'), 1000);
+      const resumeMs = Date.now() - restarted;
+      running = false;
+      await Promise.all(workers);
+      assert.equal(resumed, true, `no decision within 1 s of the restart (${resumeMs} ms)`);
+      assert.equal(admittedWhileDown, 0);
+      assert.equal(uncoded, 0);
+      // Never a hang: the slowest call settled within the store timeout plus scheduling slack.
+      assert.ok(slowest < TIMEOUT + 400, `a call took ${slowest} ms`);
+      assert.deepEqual(unhandled, []);
+    });
+  });
+}
+
+async function rawFlush(port: number): Promise<void> {
+  const { rawCommand } = await import('../support/redis-servers.js');
+  assert.equal((await rawCommand(port, 'SCRIPT FLUSH'))?.trim(), '+OK');
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Tries `take` every 10 ms until it answers, for at most `withinMs`. */
+async function eventually(take: () => Promise<unknown>, withinMs = 2000): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (Date.now() < deadline) {
+    try {
+      await take();
+      return true;
+    } catch {
+      await sleep(10);
+    }
+  }
+  return false;
+}
