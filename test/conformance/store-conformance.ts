@@ -16,6 +16,7 @@ import {
   manualClock,
   tokenBucket,
   type Decision,
+  type Duration,
   type Limiter,
   type ManualClock,
   type Rule,
@@ -36,6 +37,12 @@ export interface ConformanceTarget {
   teardown?(): Promise<void>;
   /** Per-test cleanup of a store made by `create`. */
   release?(store: Store): Promise<void>;
+  /**
+   * The limiters' store timeout. The suite fires 1,000 takes at once, which a remote store under
+   * a loaded CI machine may not answer within the 100 ms default.
+   * @default "100ms"
+   */
+  readonly timeout?: Duration;
 }
 
 const HOUR = 3_600_000;
@@ -62,7 +69,7 @@ export function storeConformance(target: ConformanceTarget): void {
       clock = manualClock(start);
     }
     function limiter(rule: Rule, name = `r${++counter}`): Limiter {
-      return createLimiter({ name, rule, store, clock });
+      return createLimiter({ name, rule, store, clock, timeout: target.timeout ?? 100 });
     }
     async function takeMany(l: Limiter, key: string, n: number, cost = 1): Promise<Decision[]> {
       const out: Decision[] = [];
