@@ -1,0 +1,171 @@
+import { quoteIdentifier, userIdType } from './identifier.js';
+
+/** Where the application's users live, for ADR-0057's account erasure. */
+export interface UsersTableOptions {
+  /** The users table's schema. @default "public" */
+  schema?: string;
+  /** The users table. @default "users" */
+  table?: string;
+  /** Its primary-key column. @default "id" */
+  column?: string;
+  /** That column's SQL type: bigint, integer, int8, int4, uuid or text. @default "bigint" */
+  type?: string;
+}
+
+/** One migration: a stable name and the statements it runs, in order, in one transaction. */
+export interface Migration {
+  readonly name: string;
+  readonly statements: readonly string[];
+}
+
+/** Options of {@link postgresMigrations}. */
+export interface PostgresMigrationOptions {
+  /** The schema sluice's tables live in (created if missing). @default "sluice" */
+  schema?: string;
+  /**
+   * The application's users table. When given, a second migration adds ADR-0057's mapping
+   * `account_rate_limit_buckets(bucket, user_id)` with ON DELETE CASCADE to it, and links account
+   * rows to the mapping, so deleting a user removes every bucket of that account.
+   * @default undefined — no account mapping
+   */
+  users?: UsersTableOptions;
+  /**
+   * Makes the token-bucket table UNLOGGED: no WAL for its writes, so a decision's commit does not
+   * wait for a disk flush and a hot key is no longer bound by it. The price: after a crash (not a
+   * clean restart) PostgreSQL empties the table, i.e. every token bucket is full again — what a
+   * restart does to a memory store. Quota counters always stay logged. Can be switched later by
+   * running `ALTER TABLE … SET LOGGED/UNLOGGED` yourself.
+   * @default false
+   */
+  unloggedTokenBuckets?: boolean;
+}
+
+/** The resolved, quoted names the statements use. */
+export interface SchemaNames {
+  /** The quoted schema, e.g. `"sluice"`. */
+  readonly schema: string;
+  /** Quoted qualified tables. */
+  readonly tokenBuckets: string;
+  readonly quotaCounters: string;
+  readonly accountBuckets: string;
+  readonly dayStart: string;
+  readonly migrations: string;
+}
+
+/** Quoted names of sluice's objects in `schema` (checked: see {@link quoteIdentifier}). */
+export function schemaNames(schema: unknown = 'sluice'): SchemaNames {
+  const s = quoteIdentifier(schema, 'PostgresStore schema');
+  return {
+    schema: s,
+    tokenBuckets: `${s}.token_buckets`,
+    quotaCounters: `${s}.quota_counters`,
+    accountBuckets: `${s}.account_rate_limit_buckets`,
+    dayStart: `${s}.local_day_start`,
+    migrations: `${s}.migrations`,
+  };
+}
+
+/**
+ * The SQL migrations of the PostgreSQL store, for a given schema (and users table), in order.
+ * `PostgresStore#migrate()` applies the missing ones; or run them with your own migration tool.
+ *
+ * @example
+ * for (const m of postgresMigrations({ schema: 'sluice', users: { table: 'users' } }))
+ *   writeFileSync(`migrations/${m.name}.sql`, m.statements.join(';\n') + ';\n');
+ */
+export function postgresMigrations(options: PostgresMigrationOptions = {}): Migration[] {
+  const n = schemaNames(options.schema ?? 'sluice');
+  const list: Migration[] = [
+    {
+      name: '001_buckets',
+      statements: [
+        // COLLATE "C": byte order, the same order in which batches lock rows (no deadlocks), and
+        // cheaper comparisons than a linguistic collation.
+        `CREATE TABLE ${n.tokenBuckets} (
+  rule text COLLATE "C" NOT NULL,
+  bucket text COLLATE "C" NOT NULL,
+  tat bigint NOT NULL,
+  prev bigint,
+  account_bucket text COLLATE "C",
+  PRIMARY KEY (rule, bucket)
+)`,
+        `CREATE TABLE ${n.quotaCounters} (
+  rule text COLLATE "C" NOT NULL,
+  bucket text COLLATE "C" NOT NULL,
+  day date NOT NULL,
+  count bigint NOT NULL,
+  prev bigint,
+  account_bucket text COLLATE "C",
+  PRIMARY KEY (rule, bucket, day)
+)`,
+        `CREATE INDEX quota_counters_day ON ${n.quotaCounters} (day)`,
+        // The first instant of local date d in zone tz, exactly as src/core/calendar.ts finds it:
+        // local midnight; on a day whose midnight repeats, the earlier one; when midnight is
+        // skipped, the moment the clocks jump. PostgreSQL alone would take the later of a
+        // repeated midnight, so both offsets around the date are tried, as calendar.ts does.
+        `CREATE FUNCTION ${n.dayStart}(tz text, d date) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+  SELECT CASE
+    WHEN e_ok AND l_ok THEN LEAST(e, l)
+    WHEN l_ok AND NOT e_ok THEN l
+    ELSE e
+  END
+  FROM (
+    SELECT e, l,
+      (e AT TIME ZONE tz) - (e AT TIME ZONE 'UTC') = ob AS e_ok,
+      (l AT TIME ZONE tz) - (l AT TIME ZONE 'UTC') = oa AS l_ok
+    FROM (
+      SELECT (w - ob) AT TIME ZONE 'UTC' AS e, (w - oa) AT TIME ZONE 'UTC' AS l, ob, oa
+      FROM (
+        SELECT w,
+          (((w - interval '1 day') AT TIME ZONE 'UTC') AT TIME ZONE tz) - (w - interval '1 day') AS ob,
+          (((w + interval '1 day') AT TIME ZONE 'UTC') AT TIME ZONE tz) - (w + interval '1 day') AS oa
+        FROM (SELECT d::timestamp AS w) a
+      ) b
+    ) c
+  ) x
+$fn$`,
+        // Raised by the all-or-nothing statement when a row changed between its read and its
+        // write; SQLSTATE 40001 (serialization_failure) tells the store to retry.
+        `CREATE FUNCTION ${n.schema}.raise_retry() RETURNS bigint LANGUAGE plpgsql AS $fn$
+BEGIN
+  RAISE EXCEPTION 'sluice: bucket changed concurrently, retry' USING ERRCODE = '40001';
+END
+$fn$`,
+      ],
+    },
+  ];
+  if (options.unloggedTokenBuckets === true) {
+    list.push({
+      name: '002_unlogged_token_buckets',
+      statements: [`ALTER TABLE ${n.tokenBuckets} SET UNLOGGED`],
+    });
+  }
+  if (options.users !== undefined) {
+    const u = options.users;
+    const users = `${quoteIdentifier(u.schema ?? 'public', 'users.schema')}.${quoteIdentifier(u.table ?? 'users', 'users.table')}`;
+    const column = quoteIdentifier(u.column ?? 'id', 'users.column');
+    const type = userIdType(u.type ?? 'bigint', 'users.type');
+    list.push({
+      name: '003_account_buckets',
+      statements: [
+        // ADR-0057: the only place a user id meets a bucket. Counter rows hold no user id; they
+        // reference this mapping, which references the user: deleting the user cascades to
+        // every mapping (every secret generation) and from there to every counter row.
+        `CREATE TABLE ${n.accountBuckets} (
+  bucket text COLLATE "C" PRIMARY KEY,
+  user_id ${type} NOT NULL REFERENCES ${users} (${column}) ON DELETE CASCADE
+)`,
+        `CREATE INDEX account_rate_limit_buckets_user ON ${n.accountBuckets} (user_id)`,
+        `ALTER TABLE ${n.tokenBuckets} ADD CONSTRAINT token_buckets_account FOREIGN KEY (account_bucket)
+  REFERENCES ${n.accountBuckets} (bucket) ON DELETE CASCADE`,
+        `ALTER TABLE ${n.quotaCounters} ADD CONSTRAINT quota_counters_account FOREIGN KEY (account_bucket)
+  REFERENCES ${n.accountBuckets} (bucket) ON DELETE CASCADE`,
+        // A cascading delete looks rows up by account_bucket; partial, since most rows are anonymous.
+        `CREATE INDEX token_buckets_account ON ${n.tokenBuckets} (account_bucket) WHERE account_bucket IS NOT NULL`,
+        `CREATE INDEX quota_counters_account ON ${n.quotaCounters} (account_bucket) WHERE account_bucket IS NOT NULL`,
+      ],
+    });
+  }
+  return list;
+}

@@ -1,0 +1,293 @@
+import type { Decision } from '../../core/decision.js';
+import type { Rule } from '../../core/rule.js';
+import type { RuleBuckets } from '../../store.js';
+import { bucketId } from './bucket-id.js';
+import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
+import { DecisionReplay } from './decisions.js';
+import type { ClockSource, RuleStatements } from './statements.js';
+import { storeError, timeoutError } from './store-error.js';
+
+/** What a rule's buckets share with their store. */
+export interface BucketsContext {
+  readonly client: PostgresClient;
+  readonly clock: ClockSource;
+  readonly timeoutMs: number;
+  /** Statements in flight per rule before takes wait and coalesce; 0 = no coalescing. */
+  readonly inFlight: number;
+  /** Distinct buckets per coalesced statement. */
+  readonly maxKeys: number;
+}
+
+interface Waiter {
+  resolve(decision: Decision): void;
+  reject(error: unknown): void;
+}
+
+/** Takes of one bucket with one cost and limit, answered by one row. */
+interface Group {
+  readonly bucket: string;
+  readonly cost: number;
+  readonly limit: number | undefined;
+  readonly waiters: Waiter[];
+}
+
+/** One statement's worth of takes. */
+interface Batch {
+  readonly groups: Map<string, Group>;
+  readonly now: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Answered, failed or timed out: later outcomes are ignored. */
+  done: boolean;
+  /** Holds one of the rule's in-flight slots. */
+  sent: boolean;
+}
+
+/** The outcome of an account take (ADR-0057): which bucket was charged, and its decision. */
+export interface AccountTakeResult {
+  /** `"session"` when the user still exists, `"anon"` when the take fell back to the IP bucket. */
+  readonly mode: 'session' | 'anon';
+  readonly decision: Decision;
+}
+
+/**
+ * One rule's buckets in a {@link PostgresStore}. A take is one statement. While a rule already
+ * has its statements in flight, further takes wait for the next statement and share it: takes of
+ * one key with one cost become one row (`n` takes), takes of other keys more rows. That keeps a
+ * hot key from queueing one transaction per take on its row lock, and turns many concurrent takes
+ * into few commits, without changing any decision: the statement applies the `n` takes in order.
+ */
+export class PostgresRuleBuckets implements RuleBuckets {
+  readonly kind: 'token-bucket' | 'calendar-quota';
+  private pending: Batch | undefined;
+  private running = 0;
+
+  constructor(
+    readonly name: string,
+    readonly rule: Rule,
+    private readonly context: BucketsContext,
+    private readonly statements: RuleStatements,
+    /** The rule's constant parameters, before the per-take arrays (internal). */
+    readonly params: readonly unknown[],
+    /** Reduced scaled units → the core's units (internal). */
+    readonly scale: number,
+  ) {
+    this.kind = rule.kind;
+  }
+
+  take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+    const bucket = bucketId(key);
+    return new Promise<Decision>((resolve, reject) =>
+      this.enqueue(bucket, cost, limit, now, { resolve, reject }),
+    );
+  }
+
+  async reset(key: string): Promise<void> {
+    await this.run(
+      this.context.client,
+      this.statements.reset.text,
+      [this.name, bucketId(key)],
+      this.statements.reset.name,
+    );
+  }
+
+  /**
+   * ADR-0057's account take: charges `accountKey` (pseudonymous, e.g. `account:v1:<hmac>`) when
+   * `userId` still exists, linking the row to the user through `account_rate_limit_buckets`;
+   * otherwise charges `anonKey`. One statement; see the store's docs for the race it settles.
+   */
+  async takeForAccount(
+    userId: string,
+    accountKey: string,
+    anonKey: string,
+    cost: number,
+    now: number,
+    limit: number | undefined,
+  ): Promise<AccountTakeResult> {
+    const account = this.statements.account;
+    if (account === undefined) throw new Error('unreachable: checked by PostgresStore');
+    const values: unknown[] =
+      this.kind === 'token-bucket'
+        ? [...this.params, bucketId(accountKey), cost, bucketId(anonKey), userId]
+        : [
+            ...this.params,
+            bucketId(accountKey),
+            cost,
+            limit ?? (this.rule as { limit: number }).limit,
+            bucketId(anonKey),
+            userId,
+          ];
+    if (this.context.clock === 'caller') values.push(now);
+    const rows = await this.run(this.context.client, account.text, values, account.name);
+    const row = rows[0] as PostgresRow;
+    const replay = new DecisionReplay(this.rule, this.name, this.scale);
+    replay.start(row);
+    return { mode: row.session === true ? 'session' : 'anon', decision: replay.next(cost, limit) };
+  }
+
+  private enqueue(
+    bucket: string,
+    cost: number,
+    limit: number | undefined,
+    now: number,
+    waiter: Waiter,
+  ): void {
+    const context = this.context;
+    if (this.running < context.inFlight || context.inFlight === 0) {
+      this.send(this.newBatch(bucket, cost, limit, now, waiter));
+      return;
+    }
+    const batch = this.pending;
+    if (batch === undefined) {
+      this.pending = this.newBatch(bucket, cost, limit, now, waiter);
+      return;
+    }
+    // In caller-clock mode one statement has one `now`.
+    if (context.clock === 'server' || batch.now === now) {
+      const group = batch.groups.get(bucket);
+      if (group !== undefined) {
+        if (group.cost === cost && group.limit === limit) {
+          group.waiters.push(waiter);
+          return;
+        }
+      } else if (batch.groups.size < context.maxKeys) {
+        batch.groups.set(bucket, { bucket, cost, limit, waiters: [waiter] });
+        return;
+      }
+    }
+    // Cannot share the waiting statement: go on its own (correct either way, only less batched).
+    this.send(this.newBatch(bucket, cost, limit, now, waiter));
+  }
+
+  private newBatch(
+    bucket: string,
+    cost: number,
+    limit: number | undefined,
+    now: number,
+    waiter: Waiter,
+  ): Batch {
+    const groups = new Map<string, Group>();
+    groups.set(bucket, { bucket, cost, limit, waiters: [waiter] });
+    const batch: Batch = { groups, now, timer: undefined, done: false, sent: false };
+    // The bound covers waiting for a slot and the statement itself.
+    batch.timer = setTimeout(() => this.expire(batch), this.context.timeoutMs);
+    batch.timer.unref?.();
+    return batch;
+  }
+
+  private send(batch: Batch): void {
+    batch.sent = true;
+    this.running++;
+    const size = batch.groups.size;
+    const buckets = new Array<string>(size);
+    const costs = new Array<number>(size);
+    const counts = new Array<number>(size);
+    const limits = new Array<number | undefined>(size);
+    let i = 0;
+    for (const group of batch.groups.values()) {
+      buckets[i] = group.bucket;
+      costs[i] = group.cost;
+      counts[i] = group.waiters.length;
+      limits[i] = group.limit;
+      i++;
+    }
+    const { text, name } = this.statements.batch;
+    this.context.client.query(text, this.values(buckets, costs, counts, limits, batch.now), name).then(
+      (rows) => this.answer(batch, rows),
+      (error: unknown) => this.fail(batch, storeError(error)),
+    );
+  }
+
+  private values(
+    buckets: string[],
+    costs: number[],
+    counts: number[],
+    limits: (number | undefined)[],
+    now: number,
+  ): unknown[] {
+    const values: unknown[] = [...this.params, buckets, costs, counts];
+    if (this.kind === 'calendar-quota') {
+      const fallback = (this.rule as { limit: number }).limit;
+      values.push(limits.map((l) => (l === undefined ? fallback : l)));
+    }
+    if (this.context.clock === 'caller') values.push(now);
+    return values;
+  }
+
+  private answer(batch: Batch, rows: readonly PostgresRow[]): void {
+    if (!this.finish(batch)) return;
+    const replay = new DecisionReplay(this.rule, this.name, this.scale);
+    let i = 0;
+    for (const group of batch.groups.values()) {
+      const row = rows[i++];
+      if (row === undefined) {
+        for (const waiter of group.waiters)
+          waiter.reject(storeError(new Error('statement returned too few rows')));
+        continue;
+      }
+      replay.start(row);
+      for (const waiter of group.waiters) waiter.resolve(replay.next(group.cost, group.limit));
+    }
+  }
+
+  private fail(batch: Batch, error: unknown): void {
+    if (!this.finish(batch)) return;
+    for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
+  }
+
+  private expire(batch: Batch): void {
+    if (batch.done) return;
+    if (this.pending === batch) this.pending = undefined;
+    const error = timeoutError(this.context.timeoutMs);
+    // A timed-out statement may still run; its slot is released so that the rule is not stuck
+    // behind it (the pool and the server bound what is really outstanding).
+    this.finish(batch);
+    for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
+  }
+
+  /** Marks `batch` done, frees its slot and sends the waiting batch. False if already done. */
+  private finish(batch: Batch): boolean {
+    if (batch.done) return false;
+    batch.done = true;
+    clearTimeout(batch.timer);
+    if (batch.sent) {
+      this.running--;
+      const next = this.pending;
+      if (next !== undefined) {
+        this.pending = undefined;
+        this.send(next);
+      }
+    }
+    return true;
+  }
+
+  private async run(
+    client: PostgresQueryable,
+    text: string,
+    values: unknown[],
+    name: string,
+  ): Promise<readonly PostgresRow[]> {
+    return withTimeout(client.query(text, values, name), this.context.timeoutMs);
+  }
+}
+
+/**
+ * Bounds `promise` by `timeoutMs` (SLUICE_STORE_TIMEOUT) and maps driver errors (storeError).
+ *
+ * @example await withTimeout(client.query(text, values, name), 100)
+ */
+export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(timeoutError(timeoutMs)), timeoutMs);
+    timer.unref?.();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(storeError(error));
+      },
+    );
+  });
+}

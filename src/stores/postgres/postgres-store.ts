@@ -1,0 +1,477 @@
+import type { Decision } from '../../core/decision.js';
+import { parseDuration, type Duration } from '../../core/duration.js';
+import { SluiceError, configError, describeValue } from '../../core/errors.js';
+import { checkOptionKeys } from '../../core/options.js';
+import type { Rule } from '../../core/rule.js';
+import type { RuleBuckets, Store, TakeEntry } from '../../store.js';
+import {
+  toPostgresClient,
+  type PgPoolLike,
+  type PostgresClient,
+  type PostgresJsLike,
+  type PostgresRow,
+} from './postgres-client.js';
+import { quoteIdentifier, userIdType } from './identifier.js';
+import { postgresMigrations, schemaNames, type SchemaNames, type UsersTableOptions } from './migrations.js';
+import {
+  PostgresRuleBuckets,
+  withTimeout,
+  type AccountTakeResult,
+  type BucketsContext,
+} from './postgres-rule-buckets.js';
+import {
+  SCALED_EPOCH_MS,
+  calendarQuotaStatements,
+  tokenBucketStatements,
+  takeAllStatement,
+  type AccountSql,
+  type ClockSource,
+  type RuleStatements,
+  type Statement,
+} from './statements.js';
+import { bucketId } from './bucket-id.js';
+import { DecisionReplay } from './decisions.js';
+import { storeError } from './store-error.js';
+
+/** Options of {@link PostgresStore}. */
+export interface PostgresStoreOptions {
+  /** A `pg` Pool, a postgres.js `sql` instance, or any {@link PostgresClient}. Never closed by the store. */
+  client: PostgresClient | PgPoolLike | PostgresJsLike;
+  /** The schema holding sluice's tables. @default "sluice" */
+  schema?: string;
+  /**
+   * The application's users table, for ADR-0057 accounts (`takeForAccount`, `forgetAccount`,
+   * and the ON DELETE CASCADE mapping that `migrate()` creates).
+   * @default undefined — no account support
+   */
+  users?: UsersTableOptions;
+  /**
+   * Whose clock decides. `"server"`: PostgreSQL's `statement_timestamp()`, one clock for every
+   * node whatever their skew (A5); the `now` a limiter passes is ignored. `"caller"`: the `now`
+   * passed in, for tests that move a manual clock (H1).
+   * @default "server"
+   */
+  clock?: ClockSource;
+  /**
+   * Bound on every decision, from the call to the answer (waiting for a coalesced statement
+   * included): past it the take rejects with `SLUICE_STORE_TIMEOUT`. Also set `statement_timeout`
+   * on your pool so that the server gives up too (see docs/postgres.md).
+   * @default 100
+   */
+  timeout?: Duration;
+  /**
+   * Coalescing: at most `inFlight` statements per rule run at once; takes arriving meanwhile
+   * share the next statement (up to `maxKeys` distinct keys; takes of one key and cost become one
+   * row). `false` sends every take as its own statement.
+   * @default { inFlight: 2, maxKeys: 256 }
+   */
+  batch?: false | { inFlight?: number; maxKeys?: number };
+}
+
+/** Options of {@link PostgresStore.migrate}. */
+export interface PostgresMigrateOptions {
+  /** See {@link PostgresMigrationOptions.unloggedTokenBuckets}. @default false */
+  unloggedTokenBuckets?: boolean;
+}
+
+/** Options of {@link PostgresStore.prune}. */
+export interface PostgresPruneOptions {
+  /** Quota rows whose day is older than this are deleted. @default "90d" */
+  olderThan?: Duration;
+  /** Rows deleted per statement, so a large prune never holds long locks. @default 10000 */
+  batchSize?: number;
+}
+
+/** What {@link PostgresStore.prune} deleted. */
+export interface PostgresPruneResult {
+  /** Quota rows of days older than `olderThan`. */
+  readonly quotaRows: number;
+  /** Token-bucket rows of bound rules that were full (a full bucket equals a missing one). */
+  readonly tokenRows: number;
+}
+
+/** Options of {@link PostgresStore.takeForAccount}. */
+export interface AccountTakeOptions {
+  /** The user's id as in the users table (ADR-0057: `users.id`). */
+  userId: string | number | bigint;
+  /** The account's pseudonymous bucket key, e.g. `account:v1:<hmac>` (C6). */
+  accountKey: string;
+  /** The anonymous (IP) bucket key charged when the user no longer exists. */
+  anonKey: string;
+  /** @default 1 */
+  cost?: number;
+  /** A per-call quota limit (calendar quotas only). @default the rule's limit */
+  limit?: number;
+  /** The caller's clock (used in `clock: "caller"` mode only). @default Date.now() */
+  now?: number;
+}
+
+const storeKeys = ['client', 'schema', 'users', 'clock', 'timeout', 'batch'] as const;
+const batchKeys = ['inFlight', 'maxKeys'] as const;
+const usersKeys = ['schema', 'table', 'column', 'type'] as const;
+// Scaled time is a bigint: (now − 2025-01-01) × rate must stay below 2^63 − 2^55 until 2300.
+const HORIZON_MS = Date.UTC(2300, 0, 1) - SCALED_EPOCH_MS;
+const MAX_RATE = Math.floor((2 ** 63 - 2 ** 55) / HORIZON_MS);
+
+/**
+ * Buckets in PostgreSQL (E3): one atomic statement per decision, decided on the server's clock,
+ * daily rows for quotas, pruning as a growth bound, and ADR-0057 account erasure (deleting a
+ * user cascades to all its buckets, across secret generations). Run `migrate()` once.
+ *
+ * @example
+ * const store = new PostgresStore({ client: new pg.Pool({ max: 20 }), users: { table: 'users' } });
+ * await store.migrate();
+ * const reports = createLimiter({ name: 'reports', rule: calendarQuota({ limit: 10 }), store });
+ */
+export class PostgresStore implements Store {
+  readonly kind = 'postgres';
+  /** The schema holding the tables. */
+  readonly schema: string;
+  private readonly client: PostgresClient;
+  private readonly names: SchemaNames;
+  private readonly users: UsersTableOptions | undefined;
+  private readonly context: BucketsContext;
+  private readonly token: RuleStatements;
+  private readonly quota: RuleStatements;
+  private readonly takeAllSql: Statement;
+  private readonly rules = new Map<string, PostgresRuleBuckets>();
+
+  constructor(options: PostgresStoreOptions) {
+    checkOptionKeys('PostgresStore', options, storeKeys);
+    const { schema = 'sluice', clock = 'server', timeout = 100, batch = {} } = options;
+    this.client = toPostgresClient(options.client);
+    this.names = schemaNames(schema);
+    this.schema = schema;
+    if (clock !== 'server' && clock !== 'caller')
+      throw configError('PostgresStore clock', '"server" or "caller"', clock);
+    const timeoutMs = parseDuration(timeout, 'PostgresStore timeout');
+    let inFlight = 0;
+    let maxKeys = 1;
+    if (batch !== false) {
+      checkOptionKeys('PostgresStore batch', batch, batchKeys);
+      inFlight = batch.inFlight ?? 2;
+      maxKeys = batch.maxKeys ?? 256;
+      if (!Number.isSafeInteger(inFlight) || inFlight < 1)
+        throw configError('PostgresStore batch.inFlight', 'a positive whole number', inFlight);
+      if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
+        throw configError('PostgresStore batch.maxKeys', 'a positive whole number', maxKeys);
+    }
+    let account: AccountSql | undefined;
+    if (options.users !== undefined) {
+      const u = options.users;
+      checkOptionKeys('PostgresStore users', u, usersKeys);
+      account = {
+        users: `${quoteIdentifier(u.schema ?? 'public', 'PostgresStore users.schema')}.${quoteIdentifier(u.table ?? 'users', 'PostgresStore users.table')}`,
+        column: quoteIdentifier(u.column ?? 'id', 'PostgresStore users.column'),
+        type: userIdType(u.type ?? 'bigint', 'PostgresStore users.type'),
+      };
+      this.users = u;
+    }
+    this.context = { client: this.client, clock, timeoutMs, inFlight, maxKeys };
+    this.token = tokenBucketStatements(this.names, clock, account);
+    this.quota = calendarQuotaStatements(this.names, clock, account);
+    this.takeAllSql = takeAllStatement(this.names, clock);
+  }
+
+  bind(name: string, rule: Rule): PostgresRuleBuckets {
+    if (typeof name !== 'string' || name.length === 0)
+      throw configError('PostgresStore bind name', 'a non-empty string', name);
+    if (this.rules.has(name)) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `a rule named ${JSON.stringify(name)} is already bound to this PostgresStore; every limit needs its own name`,
+      );
+    }
+    let buckets: PostgresRuleBuckets;
+    if (rule.kind === 'token-bucket') {
+      // Reduce limit/period by their gcd: the same exact arithmetic in smaller integers.
+      const g = gcd(rule.limit, rule.periodMs);
+      const rate = rule.limit / g;
+      const unit = rule.periodMs / g;
+      if (rate > MAX_RATE) {
+        throw new SluiceError(
+          'SLUICE_CONFIG',
+          `tokenBucket ${JSON.stringify(name)}: limit/period reduces to ${rate} scaled units per ms, more than the ${MAX_RATE} PostgreSQL's 64-bit scaled time can count exactly until 2300; use a coarser limit or period`,
+        );
+      }
+      buckets = new PostgresRuleBuckets(
+        name,
+        rule,
+        this.context,
+        this.token,
+        [name, rate, unit, rule.burst * unit, rule.penalty],
+        g,
+      );
+    } else if (rule.kind === 'calendar-quota') {
+      buckets = new PostgresRuleBuckets(
+        name,
+        rule,
+        this.context,
+        this.quota,
+        [name, rule.timeZone, rule.penalty],
+        1,
+      );
+    } else {
+      throw configError('PostgresStore bind rule', 'a tokenBucket() or calendarQuota() rule', rule);
+    }
+    this.rules.set(name, buckets);
+    return buckets;
+  }
+
+  /**
+   * All or nothing (D6) in one statement: every entry's row is locked and decided, and written
+   * only when all admit. Retried when a missing row appeared concurrently (see
+   * `takeAllStatement`). Penalties do not apply: a refused all-or-nothing take charges nothing.
+   */
+  async takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+    const t: unknown[][] = [[], [], [], [], [], [], []];
+    const q: unknown[][] = [[], [], [], [], [], []];
+    const bound: PostgresRuleBuckets[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as TakeEntry;
+      const buckets = this.bucketsOf(entry.buckets);
+      bound.push(buckets);
+      const p = buckets.params;
+      const rule = buckets.rule;
+      if (rule.kind === 'token-bucket') {
+        const row = [i + 1, buckets.name, bucketId(entry.key), entry.cost, p[1], p[2], p[3]];
+        for (let c = 0; c < 7; c++) (t[c] as unknown[]).push(row[c]);
+      } else {
+        const row = [
+          i + 1,
+          buckets.name,
+          bucketId(entry.key),
+          entry.cost,
+          entry.limit ?? rule.limit,
+          rule.timeZone,
+        ];
+        for (let c = 0; c < 6; c++) (q[c] as unknown[]).push(row[c]);
+      }
+    }
+    const values: unknown[] = [...t, ...q];
+    if (this.context.clock === 'caller') values.push(now);
+    const { text, name } = this.takeAllSql;
+    const rows = await withTimeout(this.retrying(text, values, name), this.context.timeoutMs);
+    const decisions = new Array<Decision>(entries.length);
+    for (const row of rows) {
+      const index = (row.ord as number) - 1;
+      const entry = entries[index] as TakeEntry;
+      const buckets = bound[index] as PostgresRuleBuckets;
+      const replay = new DecisionReplay(buckets.rule, buckets.name, buckets.scale);
+      replay.start(row);
+      decisions[index] = replay.next(entry.cost, entry.limit);
+    }
+    return decisions;
+  }
+
+  /**
+   * ADR-0057 / C7: charges the account's bucket when the user still exists, otherwise the
+   * anonymous bucket, in one statement that locks the user's row. A concurrent deletion of the
+   * user either waits for this statement and then deletes what it wrote (cascade), or ran first,
+   * and the take falls back to `anonKey`. Never an orphan row.
+   *
+   * @example
+   * const { mode, decision } = await store.takeForAccount(reports, {
+   *   userId: session.userId, accountKey: pseudonymousKey(...), anonKey: ipKey });
+   * response.setHeader('X-Auth-Mode', mode);
+   */
+  takeForAccount(
+    limiter: { buckets: RuleBuckets } | RuleBuckets,
+    options: AccountTakeOptions,
+  ): Promise<AccountTakeResult> {
+    try {
+      if (this.users === undefined) {
+        throw new SluiceError(
+          'SLUICE_CONFIG',
+          'PostgresStore.takeForAccount needs the users option (the users table)',
+        );
+      }
+      const buckets = this.bucketsOf('buckets' in limiter ? limiter.buckets : limiter);
+      const { userId, accountKey, anonKey, cost = 1, limit, now = Date.now() } = options;
+      if (!['string', 'number', 'bigint'].includes(typeof userId))
+        throw argument('userId', 'a string, number or bigint', userId);
+      if (typeof accountKey !== 'string' || accountKey.length === 0)
+        throw argument('accountKey', 'a non-empty string', accountKey);
+      if (typeof anonKey !== 'string' || anonKey.length === 0)
+        throw argument('anonKey', 'a non-empty string', anonKey);
+      if (!Number.isSafeInteger(cost) || cost < 0) throw argument('cost', 'a whole number >= 0', cost);
+      if (
+        limit !== undefined &&
+        (buckets.kind !== 'calendar-quota' || !Number.isSafeInteger(limit) || limit < 1)
+      ) {
+        throw argument('limit', 'a positive whole number, for calendar quotas only', limit);
+      }
+      if (typeof now !== 'number' || !Number.isFinite(now))
+        throw argument('now', 'finite ms since the Unix epoch', now);
+      return buckets.takeForAccount(String(userId), accountKey, anonKey, cost, Math.floor(now), limit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Deletes every bucket row linked to `userId` (all rules, all secret generations) and its
+   * mappings; returns the number of bucket rows deleted. ADR-0057's `deleteUserAccount` calls it
+   * before deleting the user, for its result count; the user's deletion cascades anyway, so this
+   * is never what erasure depends on. Locks the user's row, so it serialises with account takes.
+   *
+   * @example const removed = await store.forgetAccount(user.id);
+   */
+  async forgetAccount(userId: string | number | bigint): Promise<number> {
+    if (this.users === undefined) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        'PostgresStore.forgetAccount needs the users option (the users table)',
+      );
+    }
+    const u = this.users;
+    const users = `${quoteIdentifier(u.schema ?? 'public', 'users.schema')}.${quoteIdentifier(u.table ?? 'users', 'users.table')}`;
+    const column = quoteIdentifier(u.column ?? 'id', 'users.column');
+    const type = userIdType(u.type ?? 'bigint', 'users.type');
+    const n = this.names;
+    const text = `WITH u AS (SELECT 1 FROM ${users} WHERE ${column} = $1::${type} FOR UPDATE),
+m AS (SELECT bucket FROM ${n.accountBuckets} WHERE user_id = $1::${type} AND EXISTS (SELECT 1 FROM u)),
+q AS (DELETE FROM ${n.quotaCounters} WHERE account_bucket IN (SELECT bucket FROM m) RETURNING 1),
+t AS (DELETE FROM ${n.tokenBuckets} WHERE account_bucket IN (SELECT bucket FROM m) RETURNING 1),
+d AS (DELETE FROM ${n.accountBuckets} WHERE bucket IN (SELECT bucket FROM m))
+SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`;
+    try {
+      const rows = await this.client.query(text, [String(userId)], '');
+      return (rows[0]?.removed as number | undefined) ?? 0;
+    } catch (error) {
+      throw storeError(error);
+    }
+  }
+
+  /**
+   * Retention as a growth bound (ADR-0057: weekly, 90 days): deletes quota rows whose day is
+   * older than `olderThan`, and token-bucket rows of bound rules that are full again (they say
+   * nothing a missing row does not). Not a compliance deadline: a late or failed run keeps rows
+   * longer; erasure of an account is `forgetAccount` / deleting the user, never this.
+   *
+   * @example await store.prune({ olderThan: '90d' }); // e.g. from a weekly cron
+   */
+  async prune(options: PostgresPruneOptions = {}): Promise<PostgresPruneResult> {
+    checkOptionKeys('PostgresStore prune', options, ['olderThan', 'batchSize']);
+    const olderThanMs = parseDuration(options.olderThan ?? '90d', 'prune olderThan');
+    const batchSize = options.batchSize ?? 10_000;
+    if (!Number.isSafeInteger(batchSize) || batchSize < 1)
+      throw configError('prune batchSize', 'a positive whole number', batchSize);
+    const n = this.names;
+    const now = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
+    const quotaText = `DELETE FROM ${n.quotaCounters} WHERE ctid IN (
+  SELECT ctid FROM ${n.quotaCounters}
+  WHERE day < ((timestamptz 'epoch' + (${now} - $1::bigint)::float8 * interval '1 millisecond') AT TIME ZONE 'UTC')::date
+  LIMIT $2)`;
+    const tokenText = `DELETE FROM ${n.tokenBuckets} WHERE ctid IN (
+  SELECT ctid FROM ${n.tokenBuckets} WHERE rule = $1 AND tat <= (${now} - ${SCALED_EPOCH_MS}) * $2::bigint LIMIT $3)`;
+    try {
+      const quotaRows = await this.deleteInBatches(
+        `WITH d AS (${quotaText} RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
+        [olderThanMs, batchSize],
+        batchSize,
+      );
+      let tokenRows = 0;
+      for (const buckets of this.rules.values()) {
+        const rule = buckets.rule;
+        if (rule.kind !== 'token-bucket') continue;
+        const rate = rule.limit / gcd(rule.limit, rule.periodMs);
+        tokenRows += await this.deleteInBatches(
+          `WITH d AS (${tokenText} RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
+          [buckets.name, rate, batchSize],
+          batchSize,
+        );
+      }
+      return { quotaRows, tokenRows };
+    } catch (error) {
+      throw storeError(error);
+    }
+  }
+
+  /**
+   * Creates or updates the schema: applies the migrations of {@link postgresMigrations} that are
+   * missing, in one transaction under an advisory lock (several nodes may call it at start-up).
+   * Returns the names of the migrations applied.
+   *
+   * @example await store.migrate();
+   */
+  async migrate(options: PostgresMigrateOptions = {}): Promise<string[]> {
+    checkOptionKeys('PostgresStore migrate', options, ['unloggedTokenBuckets']);
+    const n = this.names;
+    const migrations = postgresMigrations({
+      schema: this.schema,
+      users: this.users,
+      unloggedTokenBuckets: options.unloggedTokenBuckets === true,
+    });
+    try {
+      return await this.client.transaction(async (tx) => {
+        await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`sluice:migrate:${this.schema}`], '');
+        await tx.query(`CREATE SCHEMA IF NOT EXISTS ${n.schema}`, [], '');
+        await tx.query(
+          `CREATE TABLE IF NOT EXISTS ${n.migrations} (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+          [],
+          '',
+        );
+        const done = new Set(
+          (await tx.query(`SELECT name FROM ${n.migrations}`, [], '')).map((r) => r.name as string),
+        );
+        const applied: string[] = [];
+        for (const migration of migrations) {
+          if (done.has(migration.name)) continue;
+          for (const sql of migration.statements) await tx.query(sql, [], '');
+          await tx.query(`INSERT INTO ${n.migrations} (name) VALUES ($1)`, [migration.name], '');
+          applied.push(migration.name);
+        }
+        return { commit: true, value: applied };
+      });
+    } catch (error) {
+      throw storeError(error);
+    }
+  }
+
+  /** The store owns no connection: closing the client is the caller's business. */
+  async close(): Promise<void> {}
+
+  /** Runs a statement, again when PostgreSQL asks for a retry (40001) or broke a deadlock (40P01). */
+  private async retrying(text: string, values: unknown[], name: string): Promise<readonly PostgresRow[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.client.query(text, values, name);
+      } catch (error) {
+        const code = (error as { code?: unknown } | null)?.code;
+        if (attempt >= 20 || (code !== '40001' && code !== '40P01')) throw error;
+      }
+    }
+  }
+
+  private async deleteInBatches(text: string, values: unknown[], batchSize: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const deleted = ((await this.client.query(text, values, ''))[0]?.n as number | undefined) ?? 0;
+      total += deleted;
+      if (deleted < batchSize) return total;
+    }
+  }
+
+  private bucketsOf(buckets: RuleBuckets): PostgresRuleBuckets {
+    if (!(buckets instanceof PostgresRuleBuckets) || this.rules.get(buckets.name) !== buckets) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `rule ${JSON.stringify(buckets.name)} is not bound to this PostgresStore`,
+      );
+    }
+    return buckets;
+  }
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+function argument(option: string, expected: string, received: unknown): SluiceError {
+  return new SluiceError(
+    'SLUICE_ARGUMENT',
+    `takeForAccount ${option} must be ${expected}; received ${describeValue(received)}`,
+  );
+}

@@ -1,0 +1,327 @@
+import { createHash } from 'node:crypto';
+import type { SchemaNames } from './migrations.js';
+
+/**
+ * The SQL of the PostgreSQL store. Each decision (or batch of decisions on one rule) is one
+ * statement: read the bucket from the statement's snapshot, and only when that read says the
+ * take charges, upsert it (INSERT … ON CONFLICT … DO UPDATE). The upsert locks the current row
+ * version and recomputes the new state from it, so concurrent takes serialise on the row (A4);
+ * it also stores the state it replaced (`prev`), so RETURNING reports the state this take
+ * actually saw. Refusals and peeks write nothing: a flooded key costs reads, not row locks and
+ * WAL flushes.
+ *
+ * Statements return the state before the take(s): queued scaled time (token bucket) or the
+ * count used today (quota). The decision itself is then computed by the same core code the
+ * memory store runs, so numbers agree exactly.
+ *
+ * A batch holds distinct buckets of one rule, each with `n` takes of one cost; the closed forms
+ * below equal `n` sequential takes. Rows are locked in "C" order of the bucket, the order every
+ * multi-row write uses, so two batches cannot deadlock.
+ */
+
+/** Origin of scaled time: 2025-01-01T00:00:00Z. Fixed, so every node scales time alike. */
+export const SCALED_EPOCH_MS = 1_735_689_600_000;
+
+/** One statement: its text and the name it is prepared under. */
+export interface Statement {
+  readonly text: string;
+  readonly name: string;
+}
+
+/** Whose clock decides: PostgreSQL's (`statement_timestamp()`) or the caller's `now` parameter. */
+export type ClockSource = 'server' | 'caller';
+
+/** The columns and users table an account take needs (already quoted). */
+export interface AccountSql {
+  readonly users: string;
+  readonly column: string;
+  readonly type: string;
+}
+
+/** Statements of one kind of rule. */
+export interface RuleStatements {
+  readonly batch: Statement;
+  readonly account: Statement | undefined;
+  readonly reset: Statement;
+}
+
+function statement(text: string): Statement {
+  return { text, name: `sluice_${createHash('sha256').update(text).digest('base64url').slice(0, 20)}` };
+}
+
+const serverNow = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
+
+/** The local date of instant `ms` in zone `tz` (float8 × 1 ms is exact for whole ms below 2^53 µs). */
+function localDate(ms: string, tz: string): string {
+  return `((timestamptz 'epoch' + ${ms}::float8 * interval '1 millisecond') AT TIME ZONE ${tz})::date`;
+}
+
+/** A timestamptz as whole ms since the Unix epoch. */
+function epochMs(ts: string): string {
+  return `floor(extract(epoch FROM ${ts}) * 1000)::bigint`;
+}
+
+interface Shape {
+  readonly table: string;
+  /** The `p` CTE: per-statement values (scaled now, or today's date and reset). */
+  readonly prelude: string;
+  /** `unnest(…)` source of a batch: bucket, cost, n[, quota], ord. */
+  readonly batchSource: string;
+  /** The account take's single row, given `f.session`. */
+  readonly accountSource: string;
+  readonly stateColumn: string;
+  /** Extra columns of `s`, computed once per row. */
+  readonly extra: string;
+  readonly joinOn: string;
+  readonly keyColumns: string;
+  readonly keyValues: string;
+  /** Whether the snapshot's state says this take charges. */
+  readonly writes: string;
+  /** The new state from the old one (SQL expression of `old`; NULL = never seen). */
+  next(old: string): string;
+  /** Output columns, from the state the take saw (`pre`). */
+  output(pre: string): string;
+  /** Parameter numbers of the account take: account bucket, anon bucket, user id. */
+  readonly accountParams: readonly [number, number, number];
+  readonly nowParam: { batch: number; account: number };
+}
+
+function build(
+  shape: Shape,
+  clock: ClockSource,
+  account: AccountSql | undefined,
+  accountsTable: string,
+): RuleStatements {
+  const make = (source: string, nowParam: number, withAccount: boolean): Statement => {
+    const now = clock === 'server' ? serverNow : `$${nowParam}::bigint`;
+    const [acct, , user] = shape.accountParams;
+    const accountCtes =
+      withAccount && account !== undefined
+        ? // ADR-0057: lock the user's row in this statement. Either this runs first and a
+          // concurrent deletion of the user waits, then cascades to what this wrote; or the
+          // deletion ran first, no row is found, and the take falls back to the anonymous bucket.
+          `u AS (SELECT 1 FROM ${account.users} WHERE ${account.column} = $${user}::${account.type} FOR KEY SHARE),
+f AS (SELECT EXISTS (SELECT 1 FROM u) AS session),
+m AS (
+  INSERT INTO ${accountsTable} (bucket, user_id)
+  SELECT $${acct}::text, $${user}::${account.type} FROM f WHERE f.session
+  ON CONFLICT (bucket) DO NOTHING
+),
+`
+        : '';
+    return statement(`WITH p AS (${shape.prelude.replaceAll('NOW', now)}),
+${accountCtes}i AS (${source}),
+s AS (
+  SELECT i.*, p.*, t.${shape.stateColumn} AS old${shape.extra}
+  FROM i CROSS JOIN p LEFT JOIN ${shape.table} t ON ${shape.joinOn}
+),
+w AS (
+  INSERT INTO ${shape.table} AS t (${shape.keyColumns}, ${shape.stateColumn}, prev, account_bucket)
+  SELECT ${shape.keyValues}, ${shape.next('NULL')}, NULL, s.account FROM s
+  WHERE ${shape.writes}
+  ORDER BY s.bucket COLLATE "C"
+  ON CONFLICT (${shape.keyColumns}) DO UPDATE SET
+    prev = t.${shape.stateColumn},
+    ${shape.stateColumn} = (SELECT ${shape.next(`t.${shape.stateColumn}`)} FROM s WHERE s.bucket = excluded.bucket),
+    account_bucket = COALESCE(t.account_bucket, excluded.account_bucket)
+  RETURNING t.bucket, t.prev
+)
+SELECT ${shape.output(`CASE WHEN w.bucket IS NULL THEN s.old ELSE w.prev END`)}${withAccount ? ', f.session' : ''}
+FROM s LEFT JOIN w ON w.bucket = s.bucket${withAccount ? ' CROSS JOIN f' : ''}
+ORDER BY s.ord`);
+  };
+  return {
+    batch: make(shape.batchSource, shape.nowParam.batch, false),
+    account: account === undefined ? undefined : make(shape.accountSource, shape.nowParam.account, true),
+    reset: statement(`DELETE FROM ${shape.table} WHERE rule = $1 AND bucket = $2`),
+  };
+}
+
+/**
+ * Token bucket (GCRA in scaled integer time, as src/core/gcra.ts; units reduced by the gcd of
+ * limit and period). Batch parameters: $1 rule, $2 rate (scaled units per ms), $3 unit (units per
+ * token), $4 tolerance (burst × unit), $5 penalty, $6 buckets, $7 costs, $8 counts[, $9 now].
+ * Account: $6 account bucket, $7 cost, $8 anon bucket, $9 user id[, $10 now].
+ * Returns `q`: scaled time queued ahead of now before the take(s), in reduced units.
+ */
+export function tokenBucketStatements(
+  names: SchemaNames,
+  clock: ClockSource,
+  account: AccountSql | undefined,
+): RuleStatements {
+  const q = (old: string) => `(GREATEST(${old}, s.sn) - s.sn)`;
+  return build(
+    {
+      table: names.tokenBuckets,
+      prelude: `SELECT (NOW - ${SCALED_EPOCH_MS}) * $2::bigint AS sn`,
+      batchSource: `SELECT x.bucket, x.cost, x.n, x.ord, NULL::text AS account
+  FROM unnest($6::text[], $7::bigint[], $8::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, ord)`,
+      accountSource: `SELECT CASE WHEN f.session THEN $6::text ELSE $8::text END AS bucket, $7::bigint AS cost,
+    1::bigint AS n, 1::bigint AS ord, CASE WHEN f.session THEN $6::text END AS account
+  FROM f`,
+      stateColumn: 'tat',
+      extra: `, GREATEST(i.cost, 1) * $3::bigint AS cu`,
+      joinOn: `t.rule = $1::text AND t.bucket = i.bucket`,
+      keyColumns: 'rule, bucket',
+      keyValues: '$1::text, s.bucket',
+      // Charges when it is a take (not a peek), could ever fit (cost <= burst), and fits now
+      // or the rule charges refusals.
+      writes: `s.cost > 0 AND s.cu <= $4::bigint AND ($5::boolean OR ${q('s.old')} + s.cu <= $4::bigint)`,
+      next: (old) => `s.sn + CASE
+      WHEN $5::boolean THEN LEAST(${q(old)} + s.n::numeric * s.cu, 2 * $4::bigint)::bigint
+      WHEN ${q(old)} + s.cu <= $4::bigint THEN ${q(old)} + LEAST(s.n, ($4::bigint - ${q(old)}) / s.cu) * s.cu
+      ELSE ${q(old)} END`,
+      output: (pre) => `${q(pre)}::float8 AS q`,
+      accountParams: [6, 8, 9],
+      nowParam: { batch: 9, account: 10 },
+    },
+    clock,
+    account,
+    names.accountBuckets,
+  );
+}
+
+/**
+ * Calendar quota: one row per bucket and local day of the rule's time zone, the day and its end
+ * computed by PostgreSQL (see `local_day_start` in the migrations). Batch parameters: $1 rule,
+ * $2 time zone, $3 penalty, $4 buckets, $5 costs, $6 counts, $7 limits[, $8 now]. Account:
+ * $4 account bucket, $5 cost, $6 limit, $7 anon bucket, $8 user id[, $9 now].
+ * Returns `used` (today's count before the take(s)) and `reset_ms` (ms to the end of the day).
+ */
+export function calendarQuotaStatements(
+  names: SchemaNames,
+  clock: ClockSource,
+  account: AccountSql | undefined,
+): RuleStatements {
+  const left = (old: string) => `GREATEST(s.quota - COALESCE(${old}, 0), 0)`;
+  return build(
+    {
+      table: names.quotaCounters,
+      // float8 × 1 ms is exact here: whole milliseconds up to 2^53 µs.
+      prelude: `SELECT b.now_ms, b.d, e.end_ms - b.now_ms AS reset_ms, e.end_ms - e.start_ms AS window_ms
+  FROM (
+    SELECT a.now_ms, ${localDate('a.now_ms', '$2::text')} AS d
+    FROM (SELECT NOW AS now_ms) a
+  ) b
+  CROSS JOIN LATERAL (
+    SELECT ${epochMs(`${names.dayStart}($2::text, b.d)`)} AS start_ms, ${epochMs(`${names.dayStart}($2::text, b.d + 1)`)} AS end_ms
+  ) e`,
+      batchSource: `SELECT x.bucket, x.cost, x.n, x.quota, x.ord, NULL::text AS account
+  FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, quota, ord)`,
+      accountSource: `SELECT CASE WHEN f.session THEN $4::text ELSE $7::text END AS bucket, $5::bigint AS cost,
+    1::bigint AS n, $6::bigint AS quota, 1::bigint AS ord, CASE WHEN f.session THEN $4::text END AS account
+  FROM f`,
+      stateColumn: 'count',
+      extra: '',
+      joinOn: `t.rule = $1::text AND t.bucket = i.bucket AND t.day = p.d`,
+      keyColumns: 'rule, bucket, day',
+      keyValues: '$1::text, s.bucket, s.d',
+      writes: `s.cost > 0 AND s.cost <= s.quota AND ($3::boolean OR s.cost <= ${left('s.old')})`,
+      next: (old) => `COALESCE(${old}, 0) + CASE
+      WHEN $3::boolean THEN s.n * s.cost
+      ELSE LEAST(s.n, ${left(old)} / s.cost) * s.cost END`,
+      output: (pre) =>
+        `COALESCE(${pre}, 0)::float8 AS used, s.reset_ms::float8 AS reset_ms, s.window_ms::float8 AS window_ms`,
+      accountParams: [4, 7, 8],
+      nowParam: { batch: 8, account: 9 },
+    },
+    clock,
+    account,
+    names.accountBuckets,
+  );
+}
+
+/**
+ * All or nothing (D6) in one statement: lock the existing rows of every entry (FOR UPDATE returns
+ * their latest versions, in "C" order), decide every entry from them, and write only when all
+ * admit. A row that was missing when read but inserted concurrently before the write would be
+ * overwritten from a stale state; the write checks that the row still holds what was read
+ * (`prev`) and otherwise raises serialization_failure (40001), and the store retries.
+ *
+ * Token entries: $1 ord, $2 rule, $3 bucket, $4 cost, $5 rate, $6 unit, $7 tolerance. Quota
+ * entries: $8 ord, $9 rule, $10 bucket, $11 cost, $12 limit, $13 time zone. [$14 now]. Returns
+ * one row per entry: kind, ord, and the state before (as the batch statements).
+ */
+export function takeAllStatement(names: SchemaNames, clock: ClockSource): Statement {
+  const now = clock === 'server' ? serverNow : `$14::bigint`;
+  const T = names.tokenBuckets;
+  const Q = names.quotaCounters;
+  return statement(`WITH n AS (SELECT ${now} AS now_ms),
+te AS (
+  SELECT x.*, (n.now_ms - ${SCALED_EPOCH_MS}) * x.rate AS sn, GREATEST(x.cost, 1) * x.unit AS cu
+  FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
+    AS x(ord, rule, bucket, cost, rate, unit, tol) CROSS JOIN n
+),
+ts AS (
+  SELECT te.ord, t.tat AS old FROM te LEFT JOIN ${T} t ON t.rule = te.rule AND t.bucket = te.bucket
+),
+qe AS (
+  SELECT y.*, ${epochMs(`${names.dayStart}(y.tz, y.d)`)} AS start_ms, ${epochMs(`${names.dayStart}(y.tz, y.d + 1)`)} AS end_ms
+  FROM (
+    SELECT x.*, n.now_ms, ${localDate('n.now_ms', 'x.tz')} AS d
+    FROM unnest($8::bigint[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[])
+      AS x(ord, rule, bucket, cost, quota, tz) CROSS JOIN n
+  ) y
+),
+qs AS (
+  SELECT qe.ord, c.count AS old FROM qe LEFT JOIN ${Q} c ON c.rule = qe.rule AND c.bucket = qe.bucket AND c.day = qe.d
+),
+-- Decided on the snapshot first: when some entry refuses there, the answer is that refusal
+-- (true at the snapshot's instant) and nothing is locked, so refusals never queue on row locks.
+sok AS (
+  SELECT COALESCE(bool_and(a), true) AS ok FROM (
+    SELECT GREATEST(te.cost, 1) * te.unit <= te.tol
+      AND GREATEST(ts.old, te.sn) - te.sn + GREATEST(te.cost, 1) * te.unit <= te.tol AS a
+    FROM te JOIN ts ON ts.ord = te.ord
+    UNION ALL
+    SELECT GREATEST(qe.cost, 1) <= GREATEST(qe.quota - COALESCE(qs.old, 0), 0) FROM qe JOIN qs ON qs.ord = qe.ord
+  ) z
+),
+tl AS (
+  SELECT t.rule, t.bucket, t.tat FROM ${T} t JOIN te ON t.rule = te.rule AND t.bucket = te.bucket
+  WHERE (SELECT sok.ok FROM sok)
+  ORDER BY t.rule, t.bucket FOR UPDATE OF t
+),
+td AS (
+  SELECT te.*, v.old, GREATEST(v.old, te.sn) - te.sn AS q
+  FROM te JOIN ts ON ts.ord = te.ord LEFT JOIN tl ON tl.rule = te.rule AND tl.bucket = te.bucket
+  CROSS JOIN LATERAL (SELECT CASE WHEN (SELECT sok.ok FROM sok) THEN tl.tat ELSE ts.old END AS old) v
+),
+ql AS (
+  SELECT c.rule, c.bucket, c.day, c.count FROM ${Q} c
+  JOIN qe ON c.rule = qe.rule AND c.bucket = qe.bucket AND c.day = qe.d
+  WHERE (SELECT sok.ok FROM sok)
+  ORDER BY c.rule, c.bucket, c.day FOR UPDATE OF c
+),
+qd AS (
+  SELECT qe.*, v.old, COALESCE(v.old, 0) AS used
+  FROM qe JOIN qs ON qs.ord = qe.ord LEFT JOIN ql ON ql.rule = qe.rule AND ql.bucket = qe.bucket AND ql.day = qe.d
+  CROSS JOIN LATERAL (SELECT CASE WHEN (SELECT sok.ok FROM sok) THEN ql.count ELSE qs.old END AS old) v
+),
+ok AS (
+  SELECT COALESCE(bool_and(a), true) AS ok FROM (
+    SELECT td.cu <= td.tol AND td.q + td.cu <= td.tol AS a FROM td
+    UNION ALL
+    SELECT GREATEST(qd.cost, 1) <= GREATEST(qd.quota - qd.used, 0) FROM qd
+  ) z
+),
+tw AS (
+  INSERT INTO ${T} AS t (rule, bucket, tat, prev)
+  SELECT td.rule, td.bucket, td.sn + td.q + td.cu, td.old FROM td CROSS JOIN ok
+  WHERE ok.ok AND td.cost > 0
+  ORDER BY td.rule COLLATE "C", td.bucket COLLATE "C"
+  ON CONFLICT (rule, bucket) DO UPDATE SET prev = t.tat,
+    tat = CASE WHEN t.tat IS NOT DISTINCT FROM excluded.prev THEN excluded.tat ELSE ${names.schema}.raise_retry() END
+),
+qw AS (
+  INSERT INTO ${Q} AS c (rule, bucket, day, count, prev)
+  SELECT qd.rule, qd.bucket, qd.d, qd.used + qd.cost, qd.old FROM qd CROSS JOIN ok
+  WHERE ok.ok AND qd.cost > 0
+  ORDER BY qd.rule COLLATE "C", qd.bucket COLLATE "C"
+  ON CONFLICT (rule, bucket, day) DO UPDATE SET prev = c.count,
+    count = CASE WHEN c.count IS NOT DISTINCT FROM excluded.prev THEN excluded.count ELSE ${names.schema}.raise_retry() END
+)
+SELECT td.ord, td.q::float8 AS q, NULL::float8 AS used, NULL::float8 AS reset_ms, NULL::float8 AS window_ms FROM td
+UNION ALL
+SELECT qd.ord, NULL, qd.used::float8, (qd.end_ms - qd.now_ms)::float8, (qd.end_ms - qd.start_ms)::float8 FROM qd`);
+}
