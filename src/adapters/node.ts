@@ -13,13 +13,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
 import { createGuard, type RateLimitOptions } from '../http/guard.js';
-import type { HeaderValues } from '../http/headers.js';
-import {
-  errorResponse,
-  limitedResponse,
-  type HttpResponse,
-  type LimitedResponseOptions,
-} from '../http/problem.js';
+import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
+import { pathOf, sendNodeResponse as send, setNodeHeaders as setHeaders } from './expose.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
 
@@ -57,29 +52,4 @@ export function sendRateLimited(
 /** Sends the problem response for an error a limit threw (400, 401, 500, 503). */
 export function sendError(response: ServerResponse, error: unknown): void {
   send(response, errorResponse(error));
-}
-
-function send(response: ServerResponse, http: HttpResponse): void {
-  setHeaders(response, http.headers);
-  response.statusCode = http.status;
-  response.end(http.body);
-}
-
-function setHeaders(response: ServerResponse, headers: HeaderValues): void {
-  for (const name in headers) {
-    const value = headers[name] as string;
-    if (name === 'Access-Control-Expose-Headers') {
-      // Keep what CORS middleware already exposed.
-      const existing = response.getHeader(name);
-      response.setHeader(name, existing === undefined ? value : `${String(existing)}, ${value}`);
-    } else {
-      response.setHeader(name, value);
-    }
-  }
-}
-
-function pathOf(url: string | undefined): string {
-  if (url === undefined) return '/';
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
 }

@@ -1,0 +1,77 @@
+/**
+ * `sluice/express`: rate limits as Express 5 middleware.
+ *
+ * @example
+ * import express from 'express';
+ * import { rateLimit } from 'sluice/express';
+ * const app = express();
+ * app.use(rateLimit({ limits: writes, key: (req) => ipKey(clientAddress(req).address), methods: ['POST'] }));
+ * app.post('/api/things', (req, res) => res.json({ ok: true }));
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { Decision } from '../core/decision.js';
+import { createGuard, type GuardOutcome, type RateLimitOptions } from '../http/guard.js';
+import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
+import { sendNodeResponse, setNodeHeaders } from './expose.js';
+
+export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+
+/**
+ * Express middleware for a limit: an admitted request gets its rate-limit headers and goes on
+ * (`next()`); anything else is answered here (429, 400, 401, 500, 503) and `next` is not called.
+ * It never reads the body (D5): mount it before body parsers for limits that need only the
+ * connection or the session. The key function receives Express's `Request`; `exclude` routes are
+ * matched against `req.path`.
+ *
+ * @default every method, draft headers (see {@link RateLimitOptions})
+ * @example
+ * app.post('/api/messages', rateLimit({ limits: messages, key: (req) => userKey(req) }), postMessage);
+ */
+export function rateLimit(
+  options: RateLimitOptions<Request>,
+): (request: Request, response: Response, next: NextFunction) => void {
+  const guard = createGuard(options);
+  return (request, response, next) => {
+    guard.check(request, { method: request.method, path: request.path }).then(
+      (outcome: GuardOutcome) => {
+        if (outcome.action === 'continue') {
+          setNodeHeaders(response, outcome.headers);
+          next();
+        } else {
+          // The guard has already turned limit errors into responses; they are not Express errors.
+          sendNodeResponse(response, outcome.response);
+        }
+      },
+      // Only a bug in sluice lands here: let Express's error handling answer it.
+      next,
+    );
+  };
+}
+
+/**
+ * Sends the 429 for refused decision(s), e.g. after `await login.take(key)` in a handler.
+ *
+ * @default draft headers
+ * @example
+ * const d = await login.take(loginKey);
+ * if (!d.allowed) return sendRateLimited(res, d);
+ */
+export function sendRateLimited(
+  response: Response,
+  decisions: Decision | readonly Decision[],
+  options?: LimitedResponseOptions,
+): void {
+  sendNodeResponse(response, limitedResponse(decisions, options));
+}
+
+/**
+ * Sends the problem response for an error a limit threw (400, 401, 500, 503); a 500 never
+ * carries the error's message.
+ *
+ * @default 500 for anything that is not a SluiceError
+ * @example
+ * try { d = await login.take(key); } catch (error) { return sendError(res, error); }
+ */
+export function sendError(response: Response, error: unknown): void {
+  sendNodeResponse(response, errorResponse(error));
+}

@@ -1,0 +1,112 @@
+/**
+ * `sluice/fastify`: rate limits as Fastify 5 `onRequest` hooks, per route or as a plugin.
+ *
+ * @example
+ * import Fastify from 'fastify';
+ * import { rateLimit, rateLimitPlugin } from 'sluice/fastify';
+ * const app = Fastify();
+ * app.post('/login', { onRequest: rateLimit({ limits: perIp, key: (req) => ipKey(req.ip) }) }, login);
+ * await app.register(rateLimitPlugin, { limits: general, key: (req) => ipKey(req.ip) });
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Decision } from '../core/decision.js';
+import { createGuard, type RateLimitOptions } from '../http/guard.js';
+import type { HeaderValues } from '../http/headers.js';
+import {
+  errorResponse,
+  limitedResponse,
+  type HttpResponse,
+  type LimitedResponseOptions,
+} from '../http/problem.js';
+import { EXPOSE, mergeExposed, pathOf } from './expose.js';
+
+export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+
+/**
+ * An `onRequest` hook for a limit. Use it per route (`{ onRequest: rateLimit(...) }`) or for a
+ * whole context (`app.addHook('onRequest', rateLimit(...))`). `onRequest` runs before the body
+ * is read (D5). An admitted request gets its rate-limit headers; anything else is answered here
+ * (429, 400, 401, 500, 503) and the route handler does not run. The key function receives the
+ * `FastifyRequest`; `exclude` routes are matched against the URL path without its query.
+ *
+ * @default every method, draft headers (see {@link RateLimitOptions})
+ * @example
+ * app.post('/api/messages', { onRequest: rateLimit({ limits: messages, key: (req) => userKey(req) }) }, handler);
+ */
+export function rateLimit(
+  options: RateLimitOptions<FastifyRequest>,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  const guard = createGuard(options);
+  return async (request, reply) => {
+    const outcome = await guard.check(request, { method: request.method, path: pathOf(request.url) });
+    if (outcome.action === 'continue') setHeaders(reply, outcome.headers);
+    // A sent reply stops Fastify before the body is parsed and before the handler.
+    else send(reply, outcome.response);
+  };
+}
+
+/**
+ * A Fastify plugin applying a limit to every route of the context it is registered in and of its
+ * children (it is not encapsulated, like `fastify-plugin` would make it). Register it in an
+ * encapsulated child (`app.register(async (api) => { await api.register(rateLimitPlugin, …) })`)
+ * to limit only that child's routes.
+ *
+ * @default every method, draft headers (see {@link RateLimitOptions})
+ * @example
+ * await app.register(rateLimitPlugin, { limits: writes, key: (req) => ipKey(req.ip), methods: ['POST'] });
+ */
+export async function rateLimitPlugin(
+  instance: FastifyInstance,
+  options: RateLimitOptions<FastifyRequest>,
+): Promise<void> {
+  instance.addHook('onRequest', rateLimit(options));
+}
+// Without encapsulation the hook reaches the registering context, what fastify-plugin would do
+// (set here so that the adapter needs no runtime dependency).
+Object.assign(rateLimitPlugin, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'sluice',
+});
+
+/**
+ * Sends the 429 for refused decision(s), e.g. after `await login.take(key)` in a handler; returns
+ * the reply so that an async handler can `return` it.
+ *
+ * @default draft headers
+ * @example
+ * const d = await login.take(loginKey);
+ * if (!d.allowed) return sendRateLimited(reply, d);
+ */
+export function sendRateLimited(
+  reply: FastifyReply,
+  decisions: Decision | readonly Decision[],
+  options?: LimitedResponseOptions,
+): FastifyReply {
+  return send(reply, limitedResponse(decisions, options));
+}
+
+/**
+ * Sends the problem response for an error a limit threw (400, 401, 500, 503); a 500 never
+ * carries the error's message. Returns the reply.
+ *
+ * @default 500 for anything that is not a SluiceError
+ * @example
+ * try { d = await login.take(key); } catch (error) { return sendError(reply, error); }
+ */
+export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+  return send(reply, errorResponse(error));
+}
+
+function setHeaders(reply: FastifyReply, headers: HeaderValues): void {
+  for (const name in headers) {
+    const value = headers[name] as string;
+    reply.header(name, name === EXPOSE ? mergeExposed(reply.getHeader(name), value) : value);
+  }
+}
+
+function send(reply: FastifyReply, http: HttpResponse): FastifyReply {
+  setHeaders(reply, http.headers);
+  // A Buffer, because Fastify appends "; charset=utf-8" to the Content-Type of a string payload,
+  // and every adapter sends the same `application/problem+json`.
+  return reply.code(http.status).send(Buffer.from(http.body));
+}

@@ -1,0 +1,85 @@
+/**
+ * `sluice/hono`: rate limits as Hono 4 middleware.
+ *
+ * @example
+ * import { Hono } from 'hono';
+ * import { rateLimit } from 'sluice/hono';
+ * const app = new Hono();
+ * app.use('/api/*', rateLimit({ limits: writes, key: (c) => userKey(c), methods: ['POST'] }));
+ */
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Decision } from '../core/decision.js';
+import { createGuard, type RateLimitOptions } from '../http/guard.js';
+import type { HeaderValues } from '../http/headers.js';
+import {
+  errorResponse,
+  limitedResponse,
+  type HttpResponse,
+  type LimitedResponseOptions,
+} from '../http/problem.js';
+import { EXPOSE, mergeExposed } from './expose.js';
+
+export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+
+/**
+ * Hono middleware for a limit: an admitted request gets its rate-limit headers and goes on
+ * (`await next()`); anything else is answered here (429, 400, 401, 500, 503). It never reads the
+ * body (D5). The key function receives Hono's `Context`; `exclude` routes are matched against
+ * `c.req.path`.
+ *
+ * @default every method, draft headers (see {@link RateLimitOptions})
+ * @example
+ * app.post('/api/messages', rateLimit({ limits: messages, key: (c) => userKey(c) }), (c) => c.json({ ok: true }));
+ */
+export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler {
+  const guard = createGuard(options);
+  return async (c, next) => {
+    const outcome = await guard.check(c, { method: c.req.method, path: c.req.path });
+    if (outcome.action === 'respond') return send(c, outcome.response);
+    setHeaders(c, outcome.headers);
+    await next();
+  };
+}
+
+/**
+ * The 429 response for refused decision(s), e.g. after `await login.take(key)` in a handler.
+ *
+ * @default draft headers
+ * @example
+ * const d = await login.take(loginKey);
+ * if (!d.allowed) return sendRateLimited(c, d);
+ */
+export function sendRateLimited(
+  c: Context,
+  decisions: Decision | readonly Decision[],
+  options?: LimitedResponseOptions,
+): Response {
+  return send(c, limitedResponse(decisions, options));
+}
+
+/**
+ * The problem response for an error a limit threw (400, 401, 500, 503); a 500 never carries the
+ * error's message.
+ *
+ * @default 500 for anything that is not a SluiceError
+ * @example
+ * try { d = await login.take(key); } catch (error) { return sendError(c, error); }
+ */
+export function sendError(c: Context, error: unknown): Response {
+  return send(c, errorResponse(error));
+}
+
+function send(c: Context, http: HttpResponse): Response {
+  // Through c.header, not c.body's headers argument: when a middleware returns the response,
+  // Hono copies the headers already on `c.res` over it, which would undo our merged expose list.
+  setHeaders(c, http.headers);
+  // Hono types statuses as a literal union; ours (400, 401, 429, 500, 503) all carry a body.
+  return c.body(http.body, http.status as 429);
+}
+
+function setHeaders(c: Context, headers: HeaderValues): void {
+  for (const name in headers) {
+    const value = headers[name] as string;
+    c.header(name, name === EXPOSE ? mergeExposed(c.res.headers.get(EXPOSE), value) : value);
+  }
+}

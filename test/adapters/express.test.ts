@@ -1,0 +1,41 @@
+/** The HTTP conformance suite against `sluice/express` (Express 5) on a real socket. */
+import { createServer } from 'node:http';
+import express, { type Request, type RequestHandler } from 'express';
+import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/express.js';
+import { httpConformance, type AppSpec, type RunningApp } from '../conformance/http-conformance.js';
+import { nodeHeader, socketApp } from './socket-app.js';
+
+function build(spec: AppSpec): Promise<RunningApp> {
+  const app = express();
+  const limit = (options: RateLimitOptions<unknown> | undefined): RequestHandler[] =>
+    options === undefined ? [] : [rateLimit(options)];
+  // The handlers read the body: a limit that answered late would leave D5's request hanging.
+  const body = express.text({ type: '*/*', limit: '2mb' });
+  const ok: RequestHandler = (_req, res) => void res.json({ ok: true });
+
+  if (spec.exposedByCors !== undefined) {
+    const exposed = spec.exposedByCors;
+    app.use((_req, res, next) => {
+      res.set('Access-Control-Expose-Headers', exposed);
+      next();
+    });
+  }
+  if (spec.everyRoute !== undefined) app.use(rateLimit(spec.everyRoute));
+  app.post('/api/things', limit(spec.routes?.['POST /api/things']), body, ok);
+  app.get('/api/things', ok);
+  app.post('/api/messages', limit(spec.routes?.['POST /api/messages']), body, ok);
+  app.post('/api/login', body, async (req: Request, res) => {
+    const { limiter, key, headers } = spec.login!;
+    let decision;
+    try {
+      decision = await limiter.take(key(req));
+    } catch (error) {
+      return sendError(res, error);
+    }
+    if (!decision.allowed) return sendRateLimited(res, decision, { headers });
+    res.json({ ok: true });
+  });
+  return socketApp(createServer(app));
+}
+
+httpConformance({ name: 'express', header: nodeHeader, start: build });

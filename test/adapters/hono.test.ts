@@ -1,0 +1,115 @@
+/** The HTTP conformance suite against `sluice/hono` (Hono 4) through `app.request`. */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+import { MemoryStore, createLimiter, tokenBucket } from '../../src/index.js';
+import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/hono.js';
+import {
+  httpConformance,
+  type AppSpec,
+  type HttpReply,
+  type RunningApp,
+} from '../conformance/http-conformance.js';
+
+async function reply(response: Response): Promise<HttpReply> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  return { status: response.status, headers, body: await response.text() };
+}
+
+async function build(spec: AppSpec): Promise<RunningApp> {
+  const app = new Hono();
+  const pass: MiddlewareHandler = (_c, next) => next();
+  const limit = (options: RateLimitOptions<unknown> | undefined) =>
+    options === undefined ? pass : rateLimit(options);
+  // The handlers read the body: a limit that answered late would leave D5's request hanging.
+  const ok = async (c: Context) => {
+    await c.req.text();
+    return c.json({ ok: true });
+  };
+
+  if (spec.exposedByCors !== undefined) {
+    const exposed = spec.exposedByCors;
+    app.use(async (c, next) => {
+      c.header('Access-Control-Expose-Headers', exposed);
+      await next();
+    });
+  }
+  if (spec.everyRoute !== undefined) app.use(rateLimit(spec.everyRoute));
+  app.post('/api/things', limit(spec.routes?.['POST /api/things']), ok);
+  app.get('/api/things', ok);
+  app.post('/api/messages', limit(spec.routes?.['POST /api/messages']), ok);
+  app.post('/api/login', async (c) => {
+    const { limiter, key, headers } = spec.login!;
+    let decision;
+    try {
+      decision = await limiter.take(key(c));
+    } catch (error) {
+      return sendError(c, error);
+    }
+    if (!decision.allowed) return sendRateLimited(c, decision, { headers });
+    return c.json({ ok: true });
+  });
+  const base = 'http://127.0.0.1';
+  return {
+    async request(method, path, headers = {}) {
+      const body = method === 'POST' ? '{"name":"thing"}' : undefined;
+      return reply(await app.request(base + path, { method, headers, body }));
+    },
+    async requestWithOpenBody(path, headers) {
+      // A body stream that never closes: the response only comes because the limit answered first.
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('part of a body that never ends'));
+        },
+      });
+      const init = {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', ...headers },
+        body,
+        duplex: 'half',
+      };
+      return reply(await app.request(base + path, init as RequestInit));
+    },
+    close: async () => {},
+  };
+}
+
+httpConformance({
+  name: 'hono',
+  header: (c, name) => (c as Context).req.header(name),
+  start: build,
+});
+
+describe('hono: with its own cors() middleware', () => {
+  it('D3: the expose list of hono/cors is kept and ours added, on 200 and 429', async () => {
+    const limits = createLimiter({
+      name: 'api',
+      rule: tokenBucket({ limit: 1, period: '1m' }),
+      store: new MemoryStore(),
+    });
+    const app = new Hono();
+    app.use(cors({ origin: 'https://app.example', exposeHeaders: ['X-Request-Id'] }));
+    app.use(rateLimit({ limits, key: () => 'k' }));
+    app.get('/', (c) => c.text('ok'));
+    const init = { headers: { origin: 'https://app.example' } };
+    const first = await app.request('http://127.0.0.1/', init);
+    const second = await app.request('http://127.0.0.1/', init);
+    assert.deepEqual(
+      [
+        first.status,
+        second.status,
+        first.headers.get('access-control-expose-headers'),
+        second.headers.get('access-control-expose-headers'),
+      ],
+      [
+        200,
+        429,
+        'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy',
+        'X-Request-Id, Retry-After, RateLimit, RateLimit-Policy',
+      ],
+    );
+    assert.equal(second.headers.get('access-control-allow-origin'), 'https://app.example');
+  });
+});

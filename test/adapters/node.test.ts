@@ -1,0 +1,46 @@
+/** The HTTP conformance suite against `sluice/node` on a real socket. */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/node.js';
+import { httpConformance, type AppSpec, type RunningApp } from '../conformance/http-conformance.js';
+import { nodeHeader, socketApp } from './socket-app.js';
+
+type Limit = (request: IncomingMessage, response: ServerResponse) => Promise<boolean>;
+
+function build(spec: AppSpec): Promise<RunningApp> {
+  const limit = (options: RateLimitOptions<unknown> | undefined): Limit | undefined =>
+    options === undefined ? undefined : rateLimit(options);
+  const everyRoute = limit(spec.everyRoute);
+  const perRoute = new Map<string, Limit | undefined>([
+    ['POST /api/things', limit(spec.routes?.['POST /api/things'])],
+    ['POST /api/messages', limit(spec.routes?.['POST /api/messages'])],
+  ]);
+  const known = new Set(['POST /api/things', 'GET /api/things', 'POST /api/messages']);
+
+  const server = createServer(async (req, res) => {
+    if (spec.exposedByCors !== undefined) res.setHeader('Access-Control-Expose-Headers', spec.exposedByCors);
+    if (everyRoute !== undefined && !(await everyRoute(req, res))) return;
+    const route = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
+    const own = perRoute.get(route);
+    if (own !== undefined && !(await own(req, res))) return;
+    if (route === 'POST /api/login' && spec.login !== undefined) {
+      const { limiter, key, headers } = spec.login;
+      let decision;
+      try {
+        decision = await limiter.take(key(req));
+      } catch (error) {
+        return sendError(res, error);
+      }
+      if (!decision.allowed) return sendRateLimited(res, decision, { headers });
+    } else if (!known.has(route)) {
+      res.statusCode = 404;
+      return void res.end();
+    }
+    // The handler reads the body: a limit that answered late would leave D5's request hanging.
+    for await (const _ of req);
+    res.setHeader('Content-Type', 'application/json');
+    res.end('{"ok":true}');
+  });
+  return socketApp(server);
+}
+
+httpConformance({ name: 'node:http', header: nodeHeader, start: build });

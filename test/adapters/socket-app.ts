@@ -1,0 +1,89 @@
+/**
+ * A {@link RunningApp} over a real socket on 127.0.0.1 (port 0), for adapters that bind a
+ * `node:http` server: requests go through `fetch`, the open-body request (D5) through a raw socket.
+ */
+import { once } from 'node:events';
+import type { IncomingMessage, Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import type { HttpReply, RunningApp } from '../conformance/http-conformance.js';
+
+/** Listens on 127.0.0.1 port 0 and returns the app the suite drives. */
+export async function socketApp(server: Server): Promise<RunningApp> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    async request(method, path, headers = {}) {
+      const init: RequestInit = { method, headers };
+      if (method === 'POST') init.body = '{"name":"thing"}';
+      const response = await fetch(base + path, init);
+      const out: Record<string, string> = {};
+      response.headers.forEach((value, name) => (out[name] = value));
+      return { status: response.status, headers: out, body: await response.text() };
+    },
+    requestWithOpenBody(path, headers) {
+      return openBodyRequest(port, path, headers);
+    },
+    async close() {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+/**
+ * Writes the head of a POST that announces 1 MB and part of its body, and resolves with the
+ * response that arrives while the rest is still missing.
+ */
+function openBodyRequest(port: number, path: string, headers: Record<string, string>): Promise<HttpReply> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = Buffer.alloc(0);
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      const reply = parseResponse(received);
+      if (reply !== undefined) {
+        socket.destroy();
+        resolve(reply);
+      }
+    });
+    socket.on('close', () => reject(new Error('the connection closed before a response arrived')));
+    const lines = [
+      `POST ${path} HTTP/1.1`,
+      'Host: 127.0.0.1',
+      'Content-Type: text/plain',
+      'Content-Length: 1048576',
+    ];
+    for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+    socket.write(`${lines.join('\r\n')}\r\n\r\npart of a body that never ends`);
+  });
+}
+
+/** A complete HTTP/1.1 response with a Content-Length body, or undefined while incomplete. */
+function parseResponse(data: Buffer): HttpReply | undefined {
+  const end = data.indexOf('\r\n\r\n');
+  if (end === -1) return undefined;
+  const [statusLine, ...fields] = data.subarray(0, end).toString('latin1').split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const field of fields) {
+    const colon = field.indexOf(':');
+    headers[field.slice(0, colon).trim().toLowerCase()] = field.slice(colon + 1).trim();
+  }
+  const length = Number(headers['content-length'] ?? 0);
+  const body = data.subarray(end + 4);
+  if (body.length < length) return undefined;
+  return {
+    status: Number(statusLine!.split(' ')[1]),
+    headers,
+    body: body.subarray(0, length).toString('utf8'),
+  };
+}
+
+/** Reads a request header from a `node:http` request (and so from Express's). */
+export function nodeHeader(request: unknown, name: string): string | undefined {
+  const value = (request as IncomingMessage).headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}

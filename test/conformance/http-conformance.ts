@@ -1,0 +1,650 @@
+/**
+ * The HTTP conformance suite (ARCHITECTURE: "a second conformance suite asserts that every adapter
+ * yields the same status, headers and body"). Every adapter runs these scenarios and must answer
+ * with the exact statuses, header values and JSON bodies written here, so that they answer alike.
+ * Each test names the requirement line it proves.
+ *
+ * An adapter supplies a harness that builds one app from an {@link AppSpec}: the routes
+ * `POST /api/things`, `GET /api/things`, `POST /api/messages` (handlers read the body, then answer
+ * 200) and `POST /api/login`, whose handler takes from a limiter itself and answers with the
+ * adapter's `sendRateLimited` / `sendError`. Time is a manual clock: nothing sleeps to refill (H1).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { inspect } from 'node:util';
+import {
+  MemoryStore,
+  SluiceError,
+  createLimiter,
+  isSluiceError,
+  manualClock,
+  tokenBucket,
+  type Decision,
+  type Limiter,
+  type LimiterOptions,
+  type ManualClock,
+  type Rule,
+  type RuleBuckets,
+  type Store,
+  type TakeEntry,
+} from '../../src/index.js';
+import type { KeyResult, RateLimitOptions } from '../../src/adapters/node.js';
+
+/** A route with its own limit. */
+export type LimitedRoute = 'POST /api/things' | 'POST /api/messages';
+
+/** Header style as the adapters take it. */
+export type HeaderStyle = NonNullable<RateLimitOptions<unknown>['headers']>;
+
+/** The app a harness builds. Key functions receive the framework's own request object. */
+export interface AppSpec {
+  /** A limit in front of every route (global middleware, hook or plugin). */
+  everyRoute?: RateLimitOptions<unknown>;
+  /** Limits on one route only. */
+  routes?: Partial<Record<LimitedRoute, RateLimitOptions<unknown>>>;
+  /**
+   * `POST /api/login`: the handler computes `key(request)`, awaits `limiter.take(key)` and answers
+   * refusals with `sendRateLimited(…, decision, { headers })`, thrown errors with `sendError`.
+   */
+  login?: { limiter: Limiter; key: (request: unknown) => string; headers?: HeaderStyle };
+  /**
+   * A CORS layer before every limit that sets `Access-Control-Expose-Headers` to this value, as a
+   * CORS middleware would (D3).
+   */
+  exposedByCors?: string;
+}
+
+/** A response as the suite compares it: header names in lower case. */
+export interface HttpReply {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A running app. */
+export interface RunningApp {
+  request(method: string, path: string, headers?: Record<string, string>): Promise<HttpReply>;
+  /**
+   * D5: sends `POST path` with these headers, `Content-Type: text/plain`, a Content-Length it
+   * never reaches and part of a body, and resolves with the response that arrives while the body
+   * is still open. Real-socket harnesses write to a raw socket.
+   */
+  requestWithOpenBody(path: string, headers: Record<string, string>): Promise<HttpReply>;
+  close(): Promise<void>;
+}
+
+/** What an adapter supplies. */
+export interface HttpHarness {
+  /** Shown in test titles. */
+  readonly name: string;
+  /** Reads a request header from the framework's request object (lower-case name). */
+  header(request: unknown, name: string): string | undefined;
+  start(spec: AppSpec): Promise<RunningApp>;
+}
+
+/** The headers the suite compares; everything else is the framework's business. */
+const RELEVANT = [
+  'retry-after',
+  'cache-control',
+  'content-type',
+  'ratelimit-policy',
+  'ratelimit',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'access-control-expose-headers',
+  'x-auth-mode',
+];
+
+interface Snapshot {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** Status, relevant headers and parsed body. A 200's Content-Type is the handler's, not ours. */
+function snapshot(reply: HttpReply): Snapshot {
+  const headers: Record<string, string> = {};
+  for (const name of RELEVANT) {
+    if (name === 'content-type' && reply.status < 300) continue;
+    const value = reply.headers[name];
+    if (value !== undefined) headers[name] = value;
+  }
+  let body: unknown = reply.body;
+  try {
+    body = JSON.parse(reply.body);
+  } catch {
+    // A handler's plain text stays text.
+  }
+  return { status: reply.status, headers, body };
+}
+
+const OK = { ok: true };
+const PROBLEM = 'application/problem+json';
+const DRAFT_EXPOSE = 'Retry-After, RateLimit, RateLimit-Policy';
+const LEGACY_EXPOSE = 'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset';
+const START = Date.UTC(2026, 0, 1);
+
+function problem429(retryAfter: number, limits: string[]) {
+  return {
+    type: 'about:blank',
+    title: 'Too Many Requests',
+    status: 429,
+    detail: `Too many requests. Retry after ${retryAfter} seconds.`,
+    code: 'rate_limited',
+    limits,
+  };
+}
+
+const errorBodies = {
+  400: ['Bad Request', 'The request carries a value that cannot identify a client.', 'invalid_request'],
+  401: ['Unauthorized', 'The offered credential was refused.', 'unauthorized'],
+  500: ['Internal Server Error', 'An internal error occurred.', 'internal_error'],
+  503: ['Service Unavailable', 'Rate limiting is unavailable; try again later.', 'rate_limit_unavailable'],
+} as const;
+
+function problemError(status: keyof typeof errorBodies): Snapshot {
+  const [title, detail, code] = errorBodies[status];
+  return {
+    status,
+    headers: { 'content-type': PROBLEM, 'cache-control': 'no-store' },
+    body: { type: 'about:blank', title, status, detail, code },
+  };
+}
+
+type FailMode = 'ok' | 'reject' | 'hang';
+
+/**
+ * A deliberately failing asynchronous store over a MemoryStore (the test double of
+ * test/limiter/failure.test.ts): the subject is what each adapter answers, not a store.
+ */
+class FailingStore implements Store {
+  readonly kind = 'flaky';
+  mode: FailMode = 'ok';
+  private readonly inner = new MemoryStore();
+
+  bind(name: string, rule: Rule): RuleBuckets {
+    const buckets = this.inner.bind(name, rule);
+    return {
+      name,
+      rule,
+      take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
+      reset: (key) => this.run(() => buckets.resetSync(key)),
+    };
+  }
+
+  takeAll(_entries: readonly TakeEntry[], _now: number): Promise<Decision[]> {
+    return Promise.reject(new Error('not used by this suite'));
+  }
+
+  private run<T>(fn: () => T): Promise<T> {
+    if (this.mode === 'reject') return Promise.reject(new Error('ECONNREFUSED'));
+    if (this.mode === 'hang') return new Promise<T>(() => {});
+    return Promise.resolve(fn());
+  }
+}
+
+/** Log lines, recorded so that the suite stays quiet and can check them (F1). */
+function recorder() {
+  const lines: string[] = [];
+  return {
+    lines,
+    logger: {
+      warn: (details: Record<string, unknown>, message: string) => lines.push(inspect([message, details])),
+    },
+    onError: (error: unknown) => lines.push(inspect(error)),
+  };
+}
+
+/** Registers the HTTP conformance suite for one adapter. */
+export function httpConformance(harness: HttpHarness): void {
+  const header = (request: unknown, name: string) => harness.header(request, name);
+
+  describe(`http conformance: ${harness.name}`, () => {
+    let clock: ManualClock;
+    const quiet = recorder();
+
+    function limiter(name: string, limit: number, extra: Partial<LimiterOptions> = {}): Limiter {
+      return createLimiter({
+        name,
+        rule: tokenBucket({ limit, period: '1m' }),
+        store: new MemoryStore(),
+        clock,
+        logger: quiet.logger,
+        ...extra,
+      });
+    }
+
+    async function withApp(spec: AppSpec, run: (app: RunningApp) => Promise<void>): Promise<void> {
+      const app = await harness.start(spec);
+      try {
+        await run(app);
+      } finally {
+        await app.close();
+      }
+    }
+
+    async function post(app: RunningApp, path: string, headers?: Record<string, string>) {
+      return snapshot(await app.request('POST', path, headers));
+    }
+
+    function reset() {
+      clock = manualClock(START);
+    }
+
+    it('D1: over the limit is a 429 problem+json with code rate_limited, the refusing limit, Retry-After and Cache-Control: no-store', async () => {
+      reset();
+      const things = limiter('things', 2);
+      await withApp(
+        { routes: { 'POST /api/things': { limits: things, key: () => 'client-1' } } },
+        async (app) => {
+          assert.deepEqual(await post(app, '/api/things'), {
+            status: 200,
+            headers: {
+              'ratelimit-policy': '"things";q=2;w=60',
+              ratelimit: '"things";r=1;t=30',
+              'access-control-expose-headers': DRAFT_EXPOSE,
+            },
+            body: OK,
+          });
+          assert.equal((await post(app, '/api/things')).status, 200);
+          assert.deepEqual(await post(app, '/api/things'), {
+            status: 429,
+            headers: {
+              'content-type': PROBLEM,
+              'cache-control': 'no-store',
+              'ratelimit-policy': '"things";q=2;w=60',
+              ratelimit: '"things";r=0;t=60',
+              'retry-after': '30',
+              'access-control-expose-headers': DRAFT_EXPOSE,
+            },
+            body: problem429(30, ['things']),
+          });
+        },
+      );
+    });
+
+    it('D1/A3: Retry-After is whole seconds rounded up, at least 1, and the request succeeds once it has passed', async () => {
+      reset();
+      const things = limiter('things', 2);
+      await withApp(
+        { routes: { 'POST /api/things': { limits: things, key: () => 'client-1' } } },
+        async (app) => {
+          await post(app, '/api/things');
+          await post(app, '/api/things');
+          clock.advance(29_500);
+          const refused = await post(app, '/api/things');
+          assert.equal(refused.status, 429);
+          assert.equal(refused.headers['retry-after'], '1', '0.5 s left is announced as 1 s, never 0');
+          assert.deepEqual(refused.body, problem429(1, ['things']));
+          clock.advance(500);
+          assert.equal((await post(app, '/api/things')).status, 200);
+        },
+      );
+    });
+
+    it('D3: Access-Control-Expose-Headers lists Retry-After and the rate-limit headers, merged with what a CORS layer exposed', async () => {
+      reset();
+      const things = limiter('things', 1);
+      const spec: AppSpec = {
+        exposedByCors: 'X-Request-Id',
+        routes: { 'POST /api/things': { limits: things, key: () => 'client-1' } },
+      };
+      await withApp(spec, async (app) => {
+        const merged = `X-Request-Id, ${DRAFT_EXPOSE}`;
+        const admitted = await post(app, '/api/things');
+        assert.equal(admitted.status, 200);
+        assert.equal(admitted.headers['access-control-expose-headers'], merged);
+        const refused = await post(app, '/api/things');
+        assert.equal(refused.status, 429);
+        assert.equal(refused.headers['access-control-expose-headers'], merged);
+      });
+    });
+
+    it('D4: headers "none" send only Retry-After on a refusal', async () => {
+      reset();
+      const things = limiter('things', 1);
+      const spec: AppSpec = {
+        routes: { 'POST /api/things': { limits: things, key: () => 'k', headers: 'none' } },
+      };
+      await withApp(spec, async (app) => {
+        assert.deepEqual(await post(app, '/api/things'), { status: 200, headers: {}, body: OK });
+        assert.deepEqual(await post(app, '/api/things'), {
+          status: 429,
+          headers: {
+            'content-type': PROBLEM,
+            'cache-control': 'no-store',
+            'retry-after': '60',
+            'access-control-expose-headers': 'Retry-After',
+          },
+          body: problem429(60, ['things']),
+        });
+      });
+    });
+
+    it('D4: headers "legacy" describe the bucket that decided (the narrowest admitting, then the refusing one)', async () => {
+      reset();
+      const wide = limiter('wide', 10);
+      const narrow = limiter('narrow', 2);
+      const spec: AppSpec = {
+        routes: { 'POST /api/things': { limits: [wide, narrow], key: () => 'k', headers: 'legacy' } },
+      };
+      await withApp(spec, async (app) => {
+        assert.deepEqual(await post(app, '/api/things'), {
+          status: 200,
+          headers: {
+            'x-ratelimit-limit': '2',
+            'x-ratelimit-remaining': '1',
+            'x-ratelimit-reset': '30',
+            'access-control-expose-headers': LEGACY_EXPOSE,
+          },
+          body: OK,
+        });
+        await post(app, '/api/things');
+        assert.deepEqual(await post(app, '/api/things'), {
+          status: 429,
+          headers: {
+            'content-type': PROBLEM,
+            'cache-control': 'no-store',
+            'x-ratelimit-limit': '2',
+            'x-ratelimit-remaining': '0',
+            'x-ratelimit-reset': '60',
+            'retry-after': '30',
+            'access-control-expose-headers': LEGACY_EXPOSE,
+          },
+          body: problem429(30, ['narrow']),
+        });
+      });
+    });
+
+    it('D4: headers "draft" carry one RateLimit-Policy and RateLimit member per limit of a cascade', async () => {
+      reset();
+      const wide = limiter('wide', 10);
+      const narrow = limiter('narrow', 3);
+      const spec: AppSpec = { routes: { 'POST /api/things': { limits: [wide, narrow], key: () => 'k' } } };
+      await withApp(spec, async (app) => {
+        assert.deepEqual(await post(app, '/api/things'), {
+          status: 200,
+          headers: {
+            'ratelimit-policy': '"wide";q=10;w=60, "narrow";q=3;w=60',
+            ratelimit: '"wide";r=9;t=6, "narrow";r=2;t=20',
+            'access-control-expose-headers': DRAFT_EXPOSE,
+          },
+          body: OK,
+        });
+      });
+    });
+
+    it('D6: a cascade runs wide to narrow; the first refusal stops it and later limits are not charged', async () => {
+      reset();
+      const wide = limiter('wide', 2);
+      const narrow = limiter('narrow', 5);
+      const spec: AppSpec = { routes: { 'POST /api/things': { limits: [wide, narrow], key: () => 'same' } } };
+      await withApp(spec, async (app) => {
+        await post(app, '/api/things');
+        await post(app, '/api/things');
+        assert.deepEqual(await post(app, '/api/things'), {
+          status: 429,
+          headers: {
+            'content-type': PROBLEM,
+            'cache-control': 'no-store',
+            // Only the limit that was asked and refused: the narrow one was never reached.
+            'ratelimit-policy': '"wide";q=2;w=60',
+            ratelimit: '"wide";r=0;t=60',
+            'retry-after': '30',
+            'access-control-expose-headers': DRAFT_EXPOSE,
+          },
+          body: problem429(30, ['wide']),
+        });
+        assert.equal((await narrow.peek('same')).remaining, 3, 'narrow charged twice, not three times');
+        assert.equal((await wide.peek('same')).remaining, 0, 'each limit keeps its own counter');
+      });
+    });
+
+    it('D7: reads are not charged to a write budget, and an excluded route is left to its own rule', async () => {
+      reset();
+      const writes = limiter('writes', 1);
+      const messages = limiter('messages', 5);
+      const spec: AppSpec = {
+        everyRoute: {
+          limits: writes,
+          key: () => 'user-1',
+          methods: ['post', 'PUT', 'PATCH', 'DELETE'],
+          exclude: ['POST /api/messages'],
+        },
+        routes: { 'POST /api/messages': { limits: messages, key: () => 'user-1' } },
+      };
+      await withApp(spec, async (app) => {
+        for (const path of ['/api/things', '/api/things?page=2', '/api/things']) {
+          assert.deepEqual(snapshot(await app.request('GET', path)), { status: 200, headers: {}, body: OK });
+        }
+        for (const path of ['/api/messages', '/api/messages?draft=1']) {
+          const sent = await post(app, path);
+          assert.equal(sent.status, 200);
+          assert.equal(sent.headers['ratelimit-policy'], '"messages";q=5;w=60');
+        }
+        assert.equal((await writes.peek('user-1')).remaining, 1, 'neither reads nor messages were charged');
+        assert.equal((await messages.peek('user-1')).remaining, 3);
+        assert.equal((await post(app, '/api/things')).headers['ratelimit-policy'], '"writes";q=1;w=60');
+        assert.deepEqual((await post(app, '/api/things')).body, problem429(60, ['writes']));
+      });
+    });
+
+    it('D8: two requests with the same Idempotency-Key both consume', async () => {
+      reset();
+      const things = limiter('things', 5);
+      await withApp({ routes: { 'POST /api/things': { limits: things, key: () => 'k' } } }, async (app) => {
+        const replay = { 'idempotency-key': 'order-42' };
+        assert.equal((await post(app, '/api/things', replay)).headers.ratelimit, '"things";r=4;t=12');
+        assert.equal((await post(app, '/api/things', replay)).headers.ratelimit, '"things";r=3;t=24');
+        assert.equal((await things.peek('k')).remaining, 3);
+      });
+    });
+
+    it('C4: a key that is not a string is a 400, a missing key a 500 — never a 429, never a pass, nothing consumed', async () => {
+      reset();
+      const things = limiter('things', 2);
+      const errors: unknown[] = [];
+      const key = (request: unknown): KeyResult | undefined => {
+        const value = header(request, 'x-case');
+        if (value === 'invalid') throw new SluiceError('SLUICE_KEY_INVALID', 'login must be a string');
+        if (value === 'number') return 42 as unknown as string;
+        if (value === 'missing') return undefined;
+        return 'k';
+      };
+      const spec: AppSpec = {
+        routes: { 'POST /api/things': { limits: things, key, onError: (e) => errors.push(e) } },
+      };
+      await withApp(spec, async (app) => {
+        assert.deepEqual(await post(app, '/api/things', { 'x-case': 'invalid' }), problemError(400));
+        assert.deepEqual(await post(app, '/api/things', { 'x-case': 'number' }), problemError(400));
+        assert.deepEqual(await post(app, '/api/things', { 'x-case': 'missing' }), problemError(500));
+        assert.equal(errors.length, 1, 'only the 500 is reported to onError');
+        assert.ok(isSluiceError(errors[0], 'SLUICE_KEY_MISSING'));
+        assert.equal((await things.peek('k')).remaining, 2, 'nothing was consumed');
+      });
+    });
+
+    it('C7: a key spec with authMode sends X-Auth-Mode on 200 and 429; a refused credential is a 401 that charges nothing', async () => {
+      reset();
+      const api = limiter('api', 1);
+      const key = (request: unknown): KeyResult => {
+        const offered = header(request, 'x-api-key');
+        if (offered === 'revoked') throw new SluiceError('SLUICE_UNAUTHORIZED', 'the API key was revoked');
+        if (offered === 'good') return { key: 'apikey:7', authMode: 'key' };
+        return { key: 'anon:127.0.0.1', authMode: 'anon' };
+      };
+      await withApp({ routes: { 'POST /api/things': { limits: api, key } } }, async (app) => {
+        const expose = `${DRAFT_EXPOSE}, X-Auth-Mode`;
+        assert.deepEqual(await post(app, '/api/things', { 'x-api-key': 'good' }), {
+          status: 200,
+          headers: {
+            'ratelimit-policy': '"api";q=1;w=60',
+            ratelimit: '"api";r=0;t=60',
+            'x-auth-mode': 'key',
+            'access-control-expose-headers': expose,
+          },
+          body: OK,
+        });
+        assert.deepEqual(await post(app, '/api/things', { 'x-api-key': 'good' }), {
+          status: 429,
+          headers: {
+            'content-type': PROBLEM,
+            'cache-control': 'no-store',
+            'ratelimit-policy': '"api";q=1;w=60',
+            ratelimit: '"api";r=0;t=60',
+            'x-auth-mode': 'key',
+            'retry-after': '60',
+            'access-control-expose-headers': expose,
+          },
+          body: problem429(60, ['api']),
+        });
+        const anon = await post(app, '/api/things');
+        assert.equal(anon.status, 200, 'exactly the chosen bucket is charged: the anonymous one is fresh');
+        assert.equal(anon.headers['x-auth-mode'], 'anon');
+        assert.deepEqual(await post(app, '/api/things', { 'x-api-key': 'revoked' }), problemError(401));
+      });
+    });
+
+    it('D2: a failing store is a 503 under the default closed policy (never a 429), or 500 with closedStatus 500', async () => {
+      reset();
+      const store = new FailingStore();
+      const closed = limiter('closed', 1, { store });
+      const closed500 = limiter('closed500', 1, { store, closedStatus: 500 });
+      const spec: AppSpec = {
+        routes: {
+          'POST /api/things': { limits: closed, key: () => 'k' },
+          'POST /api/messages': { limits: closed500, key: () => 'k', onError: quiet.onError },
+        },
+      };
+      await withApp(spec, async (app) => {
+        store.mode = 'reject';
+        for (let i = 0; i < 3; i++) assert.deepEqual(await post(app, '/api/things'), problemError(503));
+        assert.deepEqual(await post(app, '/api/messages'), problemError(500));
+        store.mode = 'ok';
+        assert.equal((await post(app, '/api/things')).status, 200, 'the store decides again once it answers');
+      });
+    });
+
+    it('D2: a hung store is a 503 once the limit\'s timeout ("20ms") has passed', async () => {
+      reset();
+      const store = new FailingStore();
+      const hung = limiter('hung', 1, { store, timeout: '20ms' });
+      await withApp({ routes: { 'POST /api/things': { limits: hung, key: () => 'k' } } }, async (app) => {
+        store.mode = 'hang';
+        assert.deepEqual(await post(app, '/api/things'), problemError(503));
+        assert.equal(hung.stats().timeouts, 1);
+      });
+    });
+
+    it('D2: failure "open" admits without rate-limit headers (no bucket decided)', async () => {
+      reset();
+      const store = new FailingStore();
+      const comfort = limiter('comfort', 1, { store, failure: 'open' });
+      await withApp({ routes: { 'POST /api/things': { limits: comfort, key: () => 'k' } } }, async (app) => {
+        store.mode = 'reject';
+        for (let i = 0; i < 3; i++) {
+          assert.deepEqual(await post(app, '/api/things'), {
+            status: 200,
+            headers: { 'access-control-expose-headers': DRAFT_EXPOSE },
+            body: OK,
+          });
+        }
+        assert.equal(comfort.stats().failOpenAdmits, 3);
+      });
+    });
+
+    it('D1/D2: a handler that takes itself answers with sendRateLimited (429) and sendError (503) like the middleware', async () => {
+      reset();
+      const store = new FailingStore();
+      const login = limiter('login', 1, { store });
+      const spec: AppSpec = {
+        login: { limiter: login, key: (request) => `login:${header(request, 'x-login')}` },
+      };
+      await withApp(spec, async (app) => {
+        const who = { 'x-login': 'alice' };
+        assert.equal((await post(app, '/api/login', who)).status, 200);
+        assert.deepEqual(await post(app, '/api/login', who), {
+          status: 429,
+          headers: {
+            'content-type': PROBLEM,
+            'cache-control': 'no-store',
+            'ratelimit-policy': '"login";q=1;w=60',
+            ratelimit: '"login";r=0;t=60',
+            'retry-after': '60',
+            'access-control-expose-headers': DRAFT_EXPOSE,
+          },
+          body: problem429(60, ['login']),
+        });
+        store.mode = 'reject';
+        assert.deepEqual(await post(app, '/api/login', who), problemError(503));
+      });
+    });
+
+    it('D4: sendRateLimited takes the header style', async () => {
+      reset();
+      const login = limiter('login', 1);
+      const spec: AppSpec = { login: { limiter: login, key: () => 'k', headers: 'legacy' } };
+      await withApp(spec, async (app) => {
+        await post(app, '/api/login');
+        const refused = await post(app, '/api/login');
+        assert.equal(refused.status, 429);
+        assert.equal(refused.headers['x-ratelimit-limit'], '1');
+        assert.equal(refused.headers['ratelimit'], undefined);
+        assert.equal(refused.headers['access-control-expose-headers'], LEGACY_EXPOSE);
+      });
+    });
+
+    it('D5: the limit answers before the body is read: a POST whose body never finishes still gets its 429', async () => {
+      reset();
+      const things = limiter('things', 1);
+      const key = (request: unknown) => `client:${header(request, 'x-client')}`;
+      await withApp({ routes: { 'POST /api/things': { limits: things, key } } }, async (app) => {
+        assert.equal((await post(app, '/api/things', { 'x-client': 'c' })).status, 200);
+        const refused = snapshot(await app.requestWithOpenBody('/api/things', { 'x-client': 'c' }));
+        assert.equal(refused.status, 429);
+        assert.deepEqual(refused.body, problem429(60, ['things']));
+      });
+    });
+
+    it('F1: nothing logged on refusals, key errors or store failures contains the key', async (t) => {
+      reset();
+      const lines: string[] = [];
+      const capture = (...args: unknown[]) => void lines.push(inspect(args, { depth: 8 }));
+      t.mock.method(console, 'error', capture);
+      t.mock.method(console, 'warn', capture);
+      t.mock.method(console, 'log', capture);
+      const store = new FailingStore();
+      // Default logger and onError: what an application that configures nothing would log.
+      const login = createLimiter({
+        name: 'login',
+        rule: tokenBucket({ limit: 1, period: '1m' }),
+        store,
+        clock,
+      });
+      const key = (request: unknown) =>
+        header(request, 'x-case') === 'missing' ? '' : 'login:alice@example.com|203.0.113.7';
+      await withApp({ routes: { 'POST /api/things': { limits: login, key } } }, async (app) => {
+        const bodies: string[] = [];
+        const statuses: number[] = [];
+        for (const [mode, which] of [
+          ['ok', 'ok'],
+          ['ok', 'ok'],
+          ['ok', 'missing'],
+          ['reject', 'ok'],
+          ['hang', 'ok'],
+        ] as const) {
+          store.mode = mode;
+          const reply = await app.request('POST', '/api/things', { 'x-case': which });
+          statuses.push(reply.status);
+          bodies.push(reply.body);
+        }
+        assert.deepEqual(statuses, [200, 429, 500, 503, 503]);
+        assert.ok(lines.length >= 2, 'the 500 and the store failure were logged');
+        for (const text of [...lines, ...bodies]) {
+          assert.doesNotMatch(text, /alice|example\.com|203\.0\.113/);
+        }
+      });
+    });
+  });
+}
