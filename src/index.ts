@@ -34,3 +34,40 @@ export {
   type CascadeOptions,
   type CascadeKeys,
 } from './limiter/cascade.js';
+export {
+  clientAddress,
+  createClientAddress,
+  type ClientAddressFunction,
+  type ClientAddressInput,
+  type ClientAddressOptions,
+  type ClientAddressResult,
+  type ClientAddressSource,
+  type ProxyHeader,
+} from './keys/client-address.js';
+export { LOOPBACK } from './keys/cidr-set.js';
+export type { HeadersLike } from './keys/headers.js';
+export { ipKey, createIpKey, type IpKeyFunction, type IpKeyOptions } from './keys/ip-prefix.js';
+export { normalizeLogin, MAX_LOGIN_LENGTH } from './keys/normalize.js';
+export { compositeKey } from './keys/composite-key.js';
+export {
+  pseudonymousKey,
+  createPseudonymRing,
+  MIN_SECRET_BYTES,
+  type PseudonymRing,
+  type PseudonymRingOptions,
+  type PseudonymSecret,
+  type PseudonymousKeyOptions,
+  type SubjectId,
+} from './keys/pseudonym.js';
+export {
+  resolveIdentity,
+  type ApiKeyGrant,
+  type AuthMode,
+  type IdentityGranted,
+  type IdentityReason,
+  type IdentityResolvers,
+  type IdentityResult,
+  type IdentityUnauthorized,
+  type SessionInfo,
+  type UnauthorizedReason,
+} from './keys/identity.js';
