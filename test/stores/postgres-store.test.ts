@@ -1,0 +1,484 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type pg from 'pg';
+import { calendarQuota, createLimiter, isSluiceError, manualClock, tokenBucket } from '../../src/index.js';
+import { CalendarDays } from '../../src/core/calendar.js';
+import { PostgresStore, type PostgresClient } from '../../src/stores/postgres/index.js';
+import { skipUnlessReachable } from '../support/services.js';
+import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '../support/postgres.js';
+
+const skip = await skipUnlessReachable('postgres', postgresUrl);
+const schema = runSchema('store');
+const users = { schema, table: 'users' };
+
+describe('PostgresStore', { skip }, () => {
+  let pool: pg.Pool;
+  let counter = 0;
+  const name = () => `t${++counter}`;
+
+  before(async () => {
+    pool = testPool();
+    await createAppSchema(pool, schema);
+    await new PostgresStore({ client: pool, schema, users }).migrate();
+  });
+  after(async () => {
+    await dropSchema(pool, schema);
+    await pool.end();
+  });
+
+  it("E3/A5: the default server clock ignores the caller's now", async () => {
+    const store = new PostgresStore({ client: pool, schema, timeout: 10_000 });
+    const clock = manualClock(Date.UTC(2000, 0, 1));
+    const l = createLimiter({
+      name: name(),
+      rule: tokenBucket({ limit: 1, period: '1d' }),
+      store,
+      clock,
+      timeout: 10_000,
+    });
+    assert.equal((await l.take('k')).allowed, true);
+    // A caller clock this far ahead would have refilled the bucket; the server's did not move.
+    clock.advance('30d');
+    assert.equal((await l.take('k')).allowed, false);
+    const caller = new PostgresStore({ client: pool, schema, clock: 'caller', timeout: 10_000 });
+    const c = createLimiter({
+      name: name(),
+      rule: tokenBucket({ limit: 1, period: '1d' }),
+      store: caller,
+      clock,
+      timeout: 10_000,
+    });
+    assert.equal((await c.take('k')).allowed, true);
+    clock.advance('30d');
+    assert.equal((await c.take('k')).allowed, true);
+  });
+
+  it('E3: one statement per decision (take, refusal, peek, quota)', async () => {
+    let statements = 0;
+    const counting: PostgresClient = {
+      query(text, values, n) {
+        statements++;
+        return pool.query({ text, values: values as unknown[], name: n }).then((r) => r.rows);
+      },
+      transaction: () => Promise.reject(new Error('not used')),
+    };
+    const store = new PostgresStore({ client: counting, schema, timeout: 10_000 });
+    const t = createLimiter({
+      name: name(),
+      rule: tokenBucket({ limit: 2, period: '1h' }),
+      store,
+      timeout: 10_000,
+    });
+    const q = createLimiter({ name: name(), rule: calendarQuota({ limit: 2 }), store, timeout: 10_000 });
+    for (let i = 0; i < 4; i++) await t.take('k');
+    await t.peek('k');
+    for (let i = 0; i < 3; i++) await q.take('k');
+    assert.equal(statements, 8);
+  });
+
+  it('A4/E3: 1,000 concurrent takes on one key through a pool of 20 admit exactly the limit', async () => {
+    for (const batch of [undefined, false] as const) {
+      const store = new PostgresStore({
+        client: pool,
+        schema,
+        timeout: 60_000,
+        ...(batch === false ? { batch } : {}),
+      });
+      const t = createLimiter({
+        name: name(),
+        rule: tokenBucket({ limit: 100, period: '1d' }),
+        store,
+        timeout: 60_000,
+      });
+      const q = createLimiter({ name: name(), rule: calendarQuota({ limit: 37 }), store, timeout: 60_000 });
+      const [ts, qs] = await Promise.all([
+        Promise.all(Array.from({ length: 1000 }, () => t.take('hot'))),
+        Promise.all(Array.from({ length: 1000 }, () => q.take('hot'))),
+      ]);
+      assert.equal(ts.filter((d) => d.allowed).length, 100, `token bucket, batch ${String(batch)}`);
+      assert.equal(qs.filter((d) => d.allowed).length, 37, `quota, batch ${String(batch)}`);
+    }
+  });
+
+  it("A2: PostgreSQL's local days equal src/core/calendar.ts, DST days and repeated midnights included", async () => {
+    const zones = [
+      'UTC',
+      'Europe/Berlin',
+      'America/New_York',
+      'America/Havana',
+      'Asia/Beirut',
+      'Australia/Lord_Howe',
+      'America/Santiago',
+    ];
+    for (const zone of zones) {
+      const days = new CalendarDays(zone);
+      const instants: number[] = [];
+      for (let t = Date.UTC(2026, 0, 1); t < Date.UTC(2027, 0, 1); t += 3 * 3_600_000 + 17 * 60_000)
+        instants.push(t);
+      const { rows } = await pool.query(
+        `SELECT floor(extract(epoch FROM "${schema}".local_day_start($2, d)) * 1000)::float8 AS s,
+                floor(extract(epoch FROM "${schema}".local_day_start($2, d + 1)) * 1000)::float8 AS e
+         FROM (SELECT ((timestamptz 'epoch' + t::float8 * interval '1 millisecond') AT TIME ZONE $2)::date AS d, o
+               FROM unnest($1::bigint[]) WITH ORDINALITY AS x(t, o)) y ORDER BY o`,
+        [instants, zone],
+      );
+      instants.forEach((t, i) => {
+        assert.deepEqual(
+          [rows[i].s, rows[i].e],
+          [days.startOf(t), days.endOf(t)],
+          `${zone} at ${new Date(t).toISOString()}`,
+        );
+      });
+    }
+  });
+
+  describe('ADR-0057 accounts', () => {
+    let store: PostgresStore;
+    let nextUser = 1000;
+    const rows = async (bucket: string) =>
+      Number(
+        (await pool.query(`SELECT count(*) FROM "${schema}".quota_counters WHERE bucket = $1`, [bucket]))
+          .rows[0].count,
+      );
+    const newUser = async () => {
+      const id = nextUser++;
+      await pool.query(`INSERT INTO "${schema}".users (id) VALUES ($1)`, [id]);
+      return id;
+    };
+    before(() => {
+      store = new PostgresStore({ client: pool, schema, users, timeout: 10_000 });
+    });
+
+    it('C7/E3: an existing user charges the account bucket; a deleted one falls back to the IP bucket', async () => {
+      const reports = createLimiter({
+        name: name(),
+        rule: calendarQuota({ limit: 10 }),
+        store,
+        timeout: 10_000,
+      });
+      const id = await newUser();
+      const session = await store.takeForAccount(reports, {
+        userId: id,
+        accountKey: `account:v1:a${id}`,
+        anonKey: `ip:a${id}`,
+      });
+      assert.equal(session.mode, 'session');
+      assert.equal(session.decision.remaining, 9);
+      await pool.query(`DELETE FROM "${schema}".users WHERE id = $1`, [id]);
+      assert.equal(await rows(`account:v1:a${id}`), 0, 'deleting the user deleted the account row');
+      const anon = await store.takeForAccount(reports, {
+        userId: id,
+        accountKey: `account:v1:a${id}`,
+        anonKey: `ip:a${id}`,
+      });
+      assert.equal(anon.mode, 'anon');
+      assert.equal(await rows(`ip:a${id}`), 1);
+      assert.equal(await rows(`account:v1:a${id}`), 0);
+    });
+
+    it('E3: a take racing a deletion that runs first waits, then falls back to anon (real transactions)', async () => {
+      const reports = createLimiter({
+        name: name(),
+        rule: calendarQuota({ limit: 10 }),
+        store,
+        timeout: 10_000,
+      });
+      const id = await newUser();
+      const deleter = await pool.connect();
+      try {
+        await deleter.query('BEGIN');
+        await deleter.query(`DELETE FROM "${schema}".users WHERE id = $1`, [id]);
+        const take = store.takeForAccount(reports, {
+          userId: id,
+          accountKey: `account:v1:b${id}`,
+          anonKey: `ip:b${id}`,
+        });
+        // The take is blocked on the user's row lock until the deletion commits.
+        await waitForLockWaiters(pool, 1);
+        await deleter.query('COMMIT');
+        assert.equal((await take).mode, 'anon');
+      } finally {
+        deleter.release();
+      }
+      assert.equal(await rows(`account:v1:b${id}`), 0);
+      assert.equal(await rows(`ip:b${id}`), 1);
+    });
+
+    it('E3: a take that runs first is deleted with the user (real transactions)', async () => {
+      const reports = createLimiter({
+        name: name(),
+        rule: calendarQuota({ limit: 10 }),
+        store,
+        timeout: 10_000,
+      });
+      const id = await newUser();
+      // The take's statement runs inside a transaction held open, so the deletion must wait for it.
+      const holder = await pool.connect();
+      let commit!: () => void;
+      const held: PostgresClient = {
+        async query(text, values) {
+          await holder.query('BEGIN');
+          const result = await holder.query({ text, values: values as unknown[] });
+          await new Promise<void>((resolve) => (commit = resolve));
+          await holder.query('COMMIT');
+          return result.rows;
+        },
+        transaction: () => Promise.reject(new Error('not used')),
+      };
+      const heldStore = new PostgresStore({ client: held, schema, users, timeout: 10_000, batch: false });
+      const heldReports = heldStore.bind(reports.name, reports.rule);
+      const take = heldStore.takeForAccount(heldReports, {
+        userId: id,
+        accountKey: `account:v1:c${id}`,
+        anonKey: `ip:c${id}`,
+      });
+      while (commit === undefined) await new Promise((r) => setTimeout(r, 5));
+      const deletion = pool.query(`DELETE FROM "${schema}".users WHERE id = $1`, [id]);
+      await waitForLockWaiters(pool, 1);
+      commit();
+      assert.equal((await take).mode, 'session');
+      await deletion;
+      holder.release();
+      assert.equal(
+        await rows(`account:v1:c${id}`),
+        0,
+        'no orphan: the cascade removed the row written first',
+      );
+      assert.equal(await rows(`ip:c${id}`), 0);
+    });
+
+    it('E3: many takes racing many deletions leave no account row and charge anon exactly as reported', async () => {
+      const reports = createLimiter({
+        name: name(),
+        rule: calendarQuota({ limit: 1000 }),
+        store,
+        timeout: 30_000,
+      });
+      const ids = await Promise.all(Array.from({ length: 20 }, () => newUser()));
+      const takes = ids.flatMap((id) =>
+        Array.from({ length: 10 }, () =>
+          store.takeForAccount(reports, {
+            userId: id,
+            accountKey: `account:v1:d${id}`,
+            anonKey: 'ip:d-shared',
+          }),
+        ),
+      );
+      const deletions = ids.map((id) => pool.query(`DELETE FROM "${schema}".users WHERE id = $1`, [id]));
+      const results = await Promise.all(takes);
+      await Promise.all(deletions);
+      const anon = results.filter((r) => r.mode === 'anon').length;
+      const { rows: left } = await pool.query(
+        `SELECT count(*)::int AS n FROM "${schema}".quota_counters WHERE bucket LIKE 'account:v1:d%'`,
+      );
+      assert.equal(left[0].n, 0);
+      const { rows: ip } = await pool.query(
+        `SELECT coalesce(sum(count), 0)::int AS n FROM "${schema}".quota_counters WHERE bucket = 'ip:d-shared'`,
+      );
+      assert.equal(ip[0].n, anon);
+    });
+
+    it('F2/C6: deleting a user removes every bucket of every secret generation, in every rule; others stay', async () => {
+      const quota = createLimiter({
+        name: name(),
+        rule: calendarQuota({ limit: 10 }),
+        store,
+        timeout: 10_000,
+      });
+      const bucket = createLimiter({
+        name: name(),
+        rule: tokenBucket({ limit: 5, period: '1h' }),
+        store,
+        timeout: 10_000,
+      });
+      const [id, other] = [await newUser(), await newUser()];
+      for (const generation of ['v1:old-secret', 'v1:new-secret']) {
+        for (const l of [quota, bucket]) {
+          await store.takeForAccount(l, {
+            userId: id,
+            accountKey: `account:${generation}:${id}`,
+            anonKey: 'ip:e',
+          });
+          await store.takeForAccount(l, {
+            userId: other,
+            accountKey: `account:${generation}:${other}`,
+            anonKey: 'ip:e',
+          });
+        }
+      }
+      await quota.take('ip:e');
+      const count = async (like: string) =>
+        Number(
+          (
+            await pool.query(
+              `SELECT (SELECT count(*) FROM "${schema}".quota_counters WHERE bucket LIKE $1) + (SELECT count(*) FROM "${schema}".token_buckets WHERE bucket LIKE $1) AS n`,
+              [like],
+            )
+          ).rows[0].n,
+        );
+      assert.equal(await count(`account:%:${id}`), 4);
+      assert.equal(await store.forgetAccount(id), 4, 'forgetAccount reports the rows it removed');
+      await store.takeForAccount(quota, {
+        userId: id,
+        accountKey: `account:v1:new-secret:${id}`,
+        anonKey: 'ip:e',
+      });
+      await pool.query(`DELETE FROM "${schema}".users WHERE id = $1`, [id]);
+      assert.equal(await count(`account:%:${id}`), 0);
+      assert.equal(await count(`account:%:${other}`), 4);
+      assert.equal(await count('ip:e'), 1);
+    });
+  });
+
+  it('E3: prune({ olderThan: "90d" }) deletes old quota days and full token buckets, nothing else', async () => {
+    const store = new PostgresStore({
+      client: pool,
+      schema: runSchema('prune'),
+      clock: 'caller',
+      timeout: 10_000,
+    });
+    await store.migrate();
+    try {
+      const day = 86_400_000;
+      const now = Date.now();
+      const q = createLimiter({
+        name: 'q',
+        rule: calendarQuota({ limit: 10 }),
+        store,
+        clock: () => now,
+        timeout: 10_000,
+      });
+      const clock = manualClock(now - 100 * day);
+      const old = createLimiter({
+        name: 'old',
+        rule: calendarQuota({ limit: 10 }),
+        store,
+        clock,
+        timeout: 10_000,
+      });
+      await old.take('a');
+      clock.set(now - 10 * day);
+      await old.take('a');
+      await q.take('b');
+      const t = createLimiter({
+        name: 't',
+        rule: tokenBucket({ limit: 1, period: '1s' }),
+        store,
+        clock: () => now - 5000,
+        timeout: 10_000,
+      });
+      const t2 = createLimiter({
+        name: 't2',
+        rule: tokenBucket({ limit: 1, period: '1d' }),
+        store,
+        clock: () => now,
+        timeout: 10_000,
+      });
+      await t.take('full-again');
+      await t2.take('still-empty');
+      assert.deepEqual(await store.prune({ olderThan: '90d' }), { quotaRows: 1, tokenRows: 1 });
+      assert.equal((await old.peek('a')).remaining, 9, 'the recent day stays');
+      assert.equal((await t2.peek('still-empty')).remaining, 0);
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS "${runSchema('prune')}" CASCADE`);
+    }
+  });
+
+  describe('failures (D2)', () => {
+    it('E3: a missing schema is SLUICE_STORE_SCHEMA telling to run migrate()', async () => {
+      const store = new PostgresStore({ client: pool, schema: runSchema('missing'), timeout: 10_000 });
+      const l = store.bind('x', tokenBucket({ limit: 1, period: '1h' }));
+      await assert.rejects(
+        l.take('k', 1, Date.now(), undefined),
+        (e: unknown) => isSluiceError(e, 'SLUICE_STORE_SCHEMA') && /migrate\(\)/.test((e as Error).message),
+      );
+    });
+
+    it('D2: an unreachable server is SLUICE_STORE_UNAVAILABLE, never a crash or a hang', async () => {
+      const dead = testPool({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
+      const store = new PostgresStore({ client: dead, schema, timeout: 10_000 });
+      const l = store.bind('x', tokenBucket({ limit: 1, period: '1h' }));
+      await assert.rejects(l.take('k', 1, Date.now(), undefined), (e: unknown) =>
+        isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'),
+      );
+      await dead.end();
+    });
+
+    it('D2: a connection killed by the server is SLUICE_STORE_UNAVAILABLE', async () => {
+      const own = testPool({ max: 1, application_name: `sluice_kill_${schema}` });
+      const store = new PostgresStore({ client: own, schema, timeout: 10_000, batch: false });
+      const l = store.bind('x', tokenBucket({ limit: 5, period: '1h' }));
+      await l.take('k', 1, Date.now(), undefined);
+      await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
+        `sluice_kill_${schema}`,
+      ]);
+      await assert.rejects(l.take('k', 1, Date.now(), undefined), (e: unknown) =>
+        isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'),
+      );
+      await own.end();
+    });
+
+    it('D2: a statement stuck on a lock is SLUICE_STORE_TIMEOUT (client bound, and server statement_timeout)', async () => {
+      const store = new PostgresStore({ client: pool, schema, batch: false });
+      const rule = tokenBucket({ limit: 5, period: '1h' });
+      const l = store.bind(name(), rule);
+      await l.take('locked', 1, Date.now(), undefined);
+      const blocker = await pool.connect();
+      const serverBound = testPool({ max: 1, statement_timeout: 50 });
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query(`SELECT 1 FROM "${schema}".token_buckets WHERE rule = $1 FOR UPDATE`, [l.name]);
+        await assert.rejects(l.take('locked', 1, Date.now(), undefined), (e: unknown) =>
+          isSluiceError(e, 'SLUICE_STORE_TIMEOUT'),
+        );
+        const viaServer = new PostgresStore({
+          client: serverBound,
+          schema,
+          timeout: 10_000,
+          batch: false,
+        }).bind(l.name, rule);
+        await assert.rejects(viaServer.take('locked', 1, Date.now(), undefined), (e: unknown) =>
+          isSluiceError(e, 'SLUICE_STORE_TIMEOUT'),
+        );
+      } finally {
+        await blocker.query('ROLLBACK');
+        blocker.release();
+        await serverBound.end();
+      }
+    });
+
+    it('rejects bad options with SLUICE_CONFIG naming the option', () => {
+      const bad: [Record<string, unknown>, RegExp][] = [
+        [{ client: pool, schema: 'x"; DROP TABLE users; --' }, /schema/],
+        [{ client: pool, users: { table: 'users; --' } }, /users\.table/],
+        [{ client: pool, users: { type: 'money' } }, /users\.type/],
+        [{ client: pool, clock: 'node' }, /clock/],
+        [{ client: pool, batch: { inFlight: 0 } }, /inFlight/],
+        [{ client: {} }, /client/],
+        [{ client: pool, unknown: 1 }, /unknown/],
+      ];
+      for (const [options, pattern] of bad) {
+        assert.throws(
+          () => new PostgresStore(options as never),
+          (e: unknown) =>
+            (isSluiceError(e, 'SLUICE_CONFIG') || isSluiceError(e, 'SLUICE_DURATION')) &&
+            pattern.test((e as Error).message),
+          JSON.stringify(Object.keys(options)),
+        );
+      }
+      assert.throws(
+        () => new PostgresStore({ client: pool, timeout: -1 }),
+        (e: unknown) => isSluiceError(e, 'SLUICE_DURATION'),
+      );
+    });
+  });
+});
+
+/** Waits until `n` sessions wait for a lock (no sleeping on a guess: polls pg_locks). */
+async function waitForLockWaiters(pool: pg.Pool, n: number): Promise<void> {
+  for (;;) {
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`);
+    if (rows[0].n >= n) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
