@@ -104,17 +104,19 @@ export function limitedResponse(
 
 /**
  * The headers an admitted response carries: the rate-limit headers of the bucket(s) that
- * decided, and `Access-Control-Expose-Headers` for them.
+ * decided, and `Access-Control-Expose-Headers` for them. Nothing at all when nothing is sent
+ * (style `none` without extra headers, or only fail-open decisions).
  */
 export function admittedHeaders(
   decisions: Decision | readonly Decision[],
   style: HeaderStyle = 'draft',
   extraHeaders?: HeaderValues,
 ): HeaderValues {
-  const headers = { ...rateLimitHeaders(decisions, style), ...extraHeaders };
-  if (style !== 'none' || extraHeaders !== undefined) {
-    headers['Access-Control-Expose-Headers'] = exposedHeaders(style, extraNames(extraHeaders));
-  }
+  const headers = rateLimitHeaders(decisions, style);
+  if (extraHeaders !== undefined) Object.assign(headers, extraHeaders);
+  // Nothing to expose when nothing is sent: style "none", or no bucket decided (fail-open).
+  else if (isEmpty(headers)) return headers;
+  headers['Access-Control-Expose-Headers'] = exposedHeaders(style, extraNames(extraHeaders));
   return headers;
 }
 
@@ -141,6 +143,11 @@ export function errorResponse(error: unknown, extraHeaders?: HeaderValues): Http
     headers: { 'Content-Type': PROBLEM_TYPE, 'Cache-Control': 'no-store', ...extraHeaders },
     body: JSON.stringify(body),
   };
+}
+
+function isEmpty(headers: HeaderValues): boolean {
+  for (const _ in headers) return false;
+  return true;
 }
 
 function extraNames(extra: HeaderValues | undefined): string[] | undefined {

@@ -1,0 +1,91 @@
+/** D3/D4: rate-limit header values, exactly. */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { decisiveOf, exposedHeaders, rateLimitHeaders, secondsUp } from '../../src/http/headers.js';
+import { decision, failOpen } from './decisions.js';
+
+const admitted = decision('burst', { allowed: true, limit: 10, remaining: 7, resetMs: 18_000 });
+const daily = decision('daily', {
+  allowed: true,
+  limit: 1000,
+  remaining: 3,
+  resetMs: 3_600_500,
+  windowMs: 86_400_000,
+});
+const refused = decision('daily', {
+  allowed: false,
+  limit: 1000,
+  remaining: 0,
+  retryAfterMs: 3_600_000,
+  resetMs: 3_600_000,
+  windowMs: 86_400_000,
+});
+
+describe('D4: rateLimitHeaders', () => {
+  it('"none" writes no rate-limit header', () => {
+    assert.deepEqual(rateLimitHeaders([admitted, refused], 'none'), {});
+  });
+
+  it('"legacy" describes the decisive limit; Reset is seconds until full, rounded up', () => {
+    assert.deepEqual(rateLimitHeaders(admitted, 'legacy'), {
+      'X-RateLimit-Limit': '10',
+      'X-RateLimit-Remaining': '7',
+      'X-RateLimit-Reset': '18',
+    });
+    // Of two admitting limits, the one with the fewest units left speaks.
+    assert.deepEqual(rateLimitHeaders([admitted, daily], 'legacy'), {
+      'X-RateLimit-Limit': '1000',
+      'X-RateLimit-Remaining': '3',
+      'X-RateLimit-Reset': '3601',
+    });
+    assert.equal(rateLimitHeaders([admitted, refused], 'legacy')['X-RateLimit-Remaining'], '0');
+  });
+
+  it('"draft" writes one RateLimit-Policy and RateLimit member per limit, with w only when the window is known', () => {
+    assert.deepEqual(rateLimitHeaders([admitted, daily], 'draft'), {
+      'RateLimit-Policy': '"burst";q=10;w=60, "daily";q=1000;w=86400',
+      RateLimit: '"burst";r=7;t=18, "daily";r=3;t=3601',
+    });
+    const noWindow = decision('x', { allowed: true, limit: 5, remaining: 4, resetMs: 1, windowMs: 0 });
+    assert.deepEqual(rateLimitHeaders(noWindow, 'draft'), {
+      'RateLimit-Policy': '"x";q=5',
+      RateLimit: '"x";r=4;t=1',
+    });
+  });
+
+  it('fail-open decisions (no bucket decided) give no headers in any style, and never speak for others', () => {
+    for (const style of ['none', 'legacy', 'draft'] as const) {
+      assert.deepEqual(rateLimitHeaders(failOpen('comfort'), style), {}, style);
+    }
+    assert.deepEqual(rateLimitHeaders([failOpen('comfort'), admitted], 'draft'), {
+      'RateLimit-Policy': '"burst";q=10;w=60',
+      RateLimit: '"burst";r=7;t=18',
+    });
+    assert.equal(decisiveOf([failOpen('comfort'), admitted]), admitted);
+    assert.equal(decisiveOf([failOpen('comfort')]), undefined);
+  });
+
+  it('the first refusal is decisive, whatever comes after', () => {
+    const later = decision('z', { allowed: false, limit: 1, remaining: 0, retryAfterMs: 5, resetMs: 5 });
+    assert.equal(decisiveOf([admitted, refused, later]), refused);
+  });
+});
+
+describe('D3: exposedHeaders', () => {
+  it('lists Retry-After and the headers of the style, then extra names', () => {
+    assert.equal(exposedHeaders('none'), 'Retry-After');
+    assert.equal(
+      exposedHeaders('legacy'),
+      'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset',
+    );
+    assert.equal(exposedHeaders('draft'), 'Retry-After, RateLimit, RateLimit-Policy');
+    assert.equal(exposedHeaders('draft', []), 'Retry-After, RateLimit, RateLimit-Policy');
+    assert.equal(exposedHeaders('none', ['X-Auth-Mode']), 'Retry-After, X-Auth-Mode');
+  });
+});
+
+describe('A3: secondsUp', () => {
+  it('rounds up to whole seconds; nothing left is 0', () => {
+    assert.deepEqual([-5, 0, 1, 999, 1000, 1001, 59_999.5].map(secondsUp), [0, 0, 1, 1, 1, 2, 60]);
+  });
+});
