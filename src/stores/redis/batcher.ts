@@ -77,10 +77,12 @@ class Batch {
 /**
  * While this many script calls are in flight, new decisions wait and go together in the next
  * call: under load each call carries many decisions (one Redis round trip and one Lua entry for
- * all of them), while a lone decision is sent at once. Two keeps Redis busy while Node turns the
- * previous reply into decisions.
+ * all of them), while a lone decision is sent at once. Several calls in flight keep Redis busy
+ * while Node turns the previous reply into decisions.
  */
-const MAX_IN_FLIGHT = 2;
+const MAX_IN_FLIGHT = 4;
+/** The fewest decisions a call carries when more wait (4 × 64 measured best on loopback). */
+const SPLIT = 64;
 /** Integers per entry in the script's reply. */
 const ENTRY = 5;
 
@@ -169,14 +171,19 @@ export class Batcher {
 
   private flush(): void {
     this.scheduled = false;
-    const { maxBatch } = this.settings;
     const cluster = this.settings.client.cluster;
     while (this.queue.length > 0 && (cluster || this.inFlight < MAX_IN_FLIGHT)) {
       const queue = this.queue;
       const now = Date.now();
+      // Spread what waits over the free calls, at least SPLIT per call: moderate load gets
+      // several calls in flight (Redis and Node overlap), a burst drains in one round.
+      let queued = 0;
+      for (let i = 0; i < queue.length; i++) queued += queue[i]!.size;
+      const free = cluster ? 1 : MAX_IN_FLIGHT - this.inFlight;
+      const limit = Math.min(this.settings.maxBatch, Math.max(SPLIT, Math.ceil(queued / free)));
       let taken = 0;
       let size = 0;
-      while (taken < queue.length && (size === 0 || size + queue[taken]!.size <= maxBatch)) {
+      while (taken < queue.length && (size === 0 || size + queue[taken]!.size <= limit)) {
         size += queue[taken]!.size;
         taken++;
       }
@@ -333,11 +340,7 @@ export class Batcher {
       return;
     }
     const reason =
-      status === -1
-        ? 'holds a value of another type under a bucket key; reset(key) repairs it'
-        : status === -2
-          ? 'holds an unreadable value under a bucket key; reset(key) repairs it'
-          : 'clock disagrees with the calendar days sent to it';
+      status === -3 ? 'clock disagrees with the calendar days sent to it' : `answered status ${status}`;
     this.settle(request, unavailable(reason));
   }
 

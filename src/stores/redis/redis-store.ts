@@ -55,8 +55,10 @@ export interface RedisStoreOptions {
    */
   maxPending?: number;
   /**
-   * The most decisions (keys) one script call carries.
-   * @default 256
+   * The most decisions (keys) one script call carries. Decisions waiting are spread over up to
+   * 4 calls in flight (at least 64 per call), so that Node turns one reply into decisions while
+   * Redis runs the next call; this caps a call, and so how long one script blocks Redis.
+   * @default 1024
    */
   maxBatch?: number;
   /** See {@link RedisHashTag}. @default "key" */
@@ -107,7 +109,7 @@ export class RedisStore implements Store {
       clock = 'server',
       timeout = 100,
       maxPending = 10_000,
-      maxBatch = 256,
+      maxBatch = 1024,
       hashTag = 'key',
     } = options;
     if (options.client === undefined || options.client === null) {

@@ -1,0 +1,197 @@
+/**
+ * Redis decisions per second and latency, sluice against rate-limiter-flexible in the same run,
+ * next to the ceilings measured in the same run.
+ *
+ *   npm run bench:redis            (Redis at SLUICE_REDIS_URL, default redis://127.0.0.1:6379)
+ *
+ * Contenders (each behind `Contender`: one decision per call, the real clock, ioredis clients
+ * with the same options, loopback only):
+ * - sluice: createLimiter({ store: new RedisStore({ client }) }).take(key) — server clock, the
+ *   decisions that arrive together batched into one script call;
+ * - rlf:    rate-limiter-flexible RateLimiterRedis (ioredis), await consume(key).
+ * Cells: 1, 16 and 256 calls in flight (closed loop: each "user" awaits its decision, then asks
+ * again) × 1 hot key and 100,000 keys (uniformly random, generated before timing); a warm-up,
+ * then CELL_MS of measurement; p50/p99 from every call's latency. Limits are set so that no
+ * decision refuses: the admitted path (a read and a write) is what every request pays.
+ * Baselines: a bare PING round trip at 1 in flight (p50), and `redis-benchmark` running EVALSHA of
+ * a trivial script, pipelined (the server's ceiling for one script call per decision).
+ * Last line: one JSON object.
+ */
+import { spawnSync } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { createLimiter, tokenBucket } from '../../src/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+
+const url = process.env.SLUICE_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const CELL_MS = Number(process.env.CELL_MS ?? 2500);
+const WARMUP_MS = 400;
+const KEYS = 100_000;
+const IN_FLIGHT = [1, 16, 256] as const;
+const run = `bench-${process.pid.toString(36)}-${Date.now().toString(36)}`;
+
+interface Contender {
+  name: string;
+  /** One decision; resolves when it is known. */
+  decide(key: string): Promise<unknown>;
+}
+
+interface Cell {
+  opsPerSec: number;
+  p50: number;
+  p99: number;
+}
+
+function connect(): Promise<Redis> {
+  const client = new Redis(url, { lazyConnect: true, enableOfflineQueue: false });
+  return client.connect().then(() => client);
+}
+
+/** Closed loop: `inFlight` users, each awaiting its decision before asking again. */
+async function measure(
+  decide: (key: string) => Promise<unknown>,
+  inFlight: number,
+  keys: string[],
+): Promise<Cell> {
+  const samples = new Float64Array(4_000_000);
+  let count = 0;
+  let measuring = false;
+  let stop = false;
+  let seed = 0x9e3779b9 ^ inFlight;
+  const user = async () => {
+    while (!stop) {
+      // xorshift: a uniform key without allocating
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      const key = keys[(seed >>> 0) % keys.length]!;
+      const started = performance.now();
+      await decide(key);
+      if (measuring && count < samples.length) samples[count++] = performance.now() - started;
+    }
+  };
+  const users = Array.from({ length: inFlight }, user);
+  await sleep(WARMUP_MS);
+  measuring = true;
+  const t0 = performance.now();
+  await sleep(CELL_MS);
+  measuring = false;
+  const elapsed = performance.now() - t0;
+  const done = count;
+  stop = true;
+  await Promise.all(users);
+  const sorted = samples.subarray(0, done).sort();
+  return {
+    opsPerSec: Math.round((done / elapsed) * 1000),
+    p50: round(sorted[Math.floor(done * 0.5)] ?? NaN),
+    p99: round(sorted[Math.floor(done * 0.99)] ?? NaN),
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+async function deleteRunKeys(client: Redis): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${run}*`, 'COUNT', 5000);
+    cursor = next;
+    if (keys.length > 0) await client.unlink(...keys);
+  } while (cursor !== '0');
+}
+
+/** redis-benchmark: EVALSHA of `return 1`, pipelined, as the server's ceiling. */
+function redisBenchmarkCeiling(admin: Redis, sha: string): number | null {
+  const { hostname, port } = new URL(url);
+  const result = spawnSync(
+    'redis-benchmark',
+    ['-h', hostname, '-p', port || '6379', '-n', '400000', '-c', '50', '-P', '16', '-q', 'EVALSHA', sha, '0'],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  void admin;
+  const match = /([\d.]+) requests per second/.exec(result.stdout ?? '');
+  return match ? Math.round(Number(match[1])) : null;
+}
+
+async function main(): Promise<void> {
+  const admin = await connect();
+  const keysMany = Array.from({ length: KEYS }, (_, i) => `user-${i}`);
+  const keysHot = ['hot'];
+  const results: Record<string, Cell> = {};
+
+  // Baseline: a bare PING round trip, one in flight.
+  const pingClient = await connect();
+  const ping = await measure(() => pingClient.ping(), 1, keysHot);
+  pingClient.disconnect();
+  console.log(`ping        1 in flight: p50 ${ping.p50} ms, ${ping.opsPerSec} round trips/s`);
+
+  const sluiceClient = await connect();
+  const rlfClient = await connect();
+  // 1e9 tokens per hour: one token is 3.6 µs, so keys live (TTL = time to full) and nothing refuses.
+  const store = new RedisStore({ client: sluiceClient, prefix: `${run}:s:` });
+  const limiter = createLimiter({ name: 'bench', rule: tokenBucket({ limit: 1e9, period: '1h' }), store });
+  const rlf = new RateLimiterRedis({
+    storeClient: rlfClient,
+    points: 1e9,
+    duration: 3600,
+    keyPrefix: `${run}:r`,
+  });
+  const contenders: Contender[] = [
+    { name: 'sluice', decide: (key) => limiter.take(key) },
+    { name: 'rlf', decide: (key) => rlf.consume(key) },
+  ];
+
+  for (const inFlight of IN_FLIGHT) {
+    for (const [shape, keys] of [
+      ['hot', keysHot],
+      ['many', keysMany],
+    ] as const) {
+      for (const contender of contenders) {
+        const cell = await measure(contender.decide, inFlight, keys);
+        results[`${contender.name}_${inFlight}_${shape}`] = cell;
+        console.log(
+          `${contender.name.padEnd(7)} ${String(inFlight).padStart(3)} in flight, ${shape.padEnd(4)} keys: ` +
+            `${String(cell.opsPerSec).padStart(7)} decisions/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms`,
+        );
+      }
+    }
+  }
+
+  const sha = String(await admin.script('LOAD', 'return 1'));
+  const ceiling = redisBenchmarkCeiling(admin, sha);
+  console.log(`redis-benchmark EVALSHA 'return 1' -P 16 -c 50: ${ceiling ?? 'n/a'} calls/s`);
+
+  await deleteRunKeys(admin);
+  sluiceClient.disconnect();
+  rlfClient.disconnect();
+  admin.disconnect();
+
+  const json: Record<string, number | string | null> = { suite: 'redis' };
+  json.sluice_1_p50_ms = results.sluice_1_hot!.p50;
+  json.ping_p50_ms = ping.p50;
+  json.sluice_256_hot = results.sluice_256_hot!.opsPerSec;
+  json.rlf_256_hot = results.rlf_256_hot!.opsPerSec;
+  json.sluice_256_hot_p99_ms = results.sluice_256_hot!.p99;
+  json.rlf_256_hot_p99_ms = results.rlf_256_hot!.p99;
+  json.sluice_256_many = results.sluice_256_many!.opsPerSec;
+  json.rlf_256_many = results.rlf_256_many!.opsPerSec;
+  json.sluice_256_many_p99_ms = results.sluice_256_many!.p99;
+  json.rlf_256_many_p99_ms = results.rlf_256_many!.p99;
+  for (const [name, cell] of Object.entries(results)) {
+    if (!(name in json)) json[name] = cell.opsPerSec;
+    json[`${name}_p50_ms`] = cell.p50;
+    json[`${name}_p99_ms`] ??= cell.p99;
+  }
+  json.redis_benchmark_evalsha_pipelined = ceiling;
+  json.ratio_256_hot = round(results.sluice_256_hot!.opsPerSec / results.rlf_256_hot!.opsPerSec);
+  json.ratio_256_many = round(results.sluice_256_many!.opsPerSec / results.rlf_256_many!.opsPerSec);
+  json.ratio_1_p50_vs_ping = round(results.sluice_1_hot!.p50 / ping.p50);
+  console.log(JSON.stringify(json));
+}
+
+await main();
