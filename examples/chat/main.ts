@@ -1,0 +1,5 @@
+/** Runs the ADR-055 chat example: `npm run example:chat` (PORT, INVITE_CODE from the environment). */
+import { serve } from '../shared/serve.js';
+import { createApp } from './app.js';
+
+await serve(createApp().server, 'chat', 8411);

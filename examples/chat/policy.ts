@@ -1,0 +1,40 @@
+/**
+ * ADR-055's four rules and its proxy trust, in one place: these lines are the policy.
+ * Where ADR-021 named no burst, the burst equals the limit ("5 per hour → burst 5"): a window
+ * earns exactly the limit, and it may be spent at once. Messages keep their own burst of 10.
+ */
+import {
+  LOOPBACK,
+  MemoryStore,
+  createClientAddress,
+  createLimiter,
+  tokenBucket,
+  type Clock,
+} from '../../src/index.js';
+
+export function chatLimits(clock: Clock) {
+  // Generational and bounded: at most 2 × 4096 buckets per rule, however many addresses come.
+  const store = new MemoryStore();
+  const limit = (name: string, rule: ReturnType<typeof tokenBucket>) =>
+    createLimiter({ name, rule, store, clock });
+  return {
+    /** 5 per hour per IP, burst 5. */
+    registration: limit('registration', tokenBucket({ limit: 5, period: '1h' })),
+    /** 10 per 10 minutes per IP + nick, burst 10. */
+    login: limit('login', tokenBucket({ limit: 10, period: '10m' })),
+    /** 30 per minute per user, burst 10: its own rule, outside the general budget. */
+    messages: limit('messages', tokenBucket({ limit: 30, period: '1m', burst: 10 })),
+    /** Every other mutating non-public route, POST /api/ack included: 60 per minute per user. */
+    mutations: limit('mutations', tokenBucket({ limit: 60, period: '1m' })),
+  };
+}
+
+export type ChatLimits = ReturnType<typeof chatLimits>;
+
+/**
+ * nginx writes `X-Real-IP $remote_addr`. It is read from any loopback peer — 127.0.0.0/8 and
+ * ::1 — because nginx may reach us over IPv6 loopback too; trusting 127.0.0.1 alone would put
+ * every client behind such an nginx into one bucket. From any other peer the header is not read
+ * at all and the connection's address is the key.
+ */
+export const clientAddressOf = createClientAddress({ trustedProxies: LOOPBACK, header: 'x-real-ip' });
