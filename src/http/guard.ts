@@ -1,8 +1,8 @@
 import type { Decision } from '../core/decision.js';
 import { SluiceError, configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import type { Cascade } from '../limiter/cascade.js';
-import type { Limiter } from '../limiter/limiter.js';
+import type { Cascade, SyncCascade } from '../limiter/cascade.js';
+import type { Limiter, SyncLimiter, TakeOptions } from '../limiter/limiter.js';
 import type { HeaderStyle, HeaderValues } from './headers.js';
 import {
   admittedHeaders,
@@ -80,6 +80,7 @@ export interface Guard<Request> {
 const optionKeys = ['limits', 'key', 'cost', 'methods', 'exclude', 'headers', 'problem', 'onError'] as const;
 const styles: readonly HeaderStyle[] = ['none', 'legacy', 'draft'];
 const untouched: GuardOutcome = { action: 'continue', headers: {}, decisions: [] };
+const untouchedPromise = Promise.resolve(untouched);
 const defaultOnError = (error: unknown) =>
   console.error('[sluice] request failed before the rate limit could decide', error);
 
@@ -108,54 +109,122 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const excluded = new Set((options.exclude ?? []).map(checkRoute));
   const count = limiters?.length ?? (cascade as Cascade).limiters.length;
 
+  // Limits on synchronous stores (memory) decide without a promise per take: the hot path.
+  const syncLimiters =
+    limiters !== undefined && limiters.every(isSyncLimiter)
+      ? (limiters as readonly SyncLimiter[])
+      : undefined;
+  const syncCascade =
+    cascade !== undefined && typeof (cascade as SyncCascade).takeSync === 'function'
+      ? (cascade as SyncCascade)
+      : undefined;
+  const sync = syncLimiters !== undefined || syncCascade !== undefined;
+
+  const failed = (error: unknown, extra: HeaderValues | undefined, decisions: Decision[]): GuardOutcome => {
+    const response = errorResponse(error, extra);
+    if (response.status === 500) onError(error);
+    return { action: 'respond', response, decisions };
+  };
+
+  const concluded = (decisions: Decision[], extra: HeaderValues | undefined): GuardOutcome => {
+    for (const decision of decisions) {
+      if (!decision.allowed) {
+        return {
+          action: 'respond',
+          response: limitedResponse(decisions, { headers, problem, extraHeaders: extra }),
+          decisions,
+        };
+      }
+    }
+    return { action: 'continue', headers: admittedHeaders(decisions, headers, extra), decisions };
+  };
+
+  /** Takes from limits on synchronous stores. */
+  const decideSync = (request: Request, result: KeyResult | undefined): GuardOutcome => {
+    const decisions: Decision[] = [];
+    let extra: HeaderValues | undefined;
+    try {
+      const specs = keySpecs(result, count);
+      const units = typeof cost === 'function' ? cost(request) : cost;
+      const authMode = specs[0]!.authMode;
+      if (authMode !== undefined) extra = { 'X-Auth-Mode': authMode };
+      if (syncCascade !== undefined) {
+        decisions.push(...syncCascade.takeSync(keysOf(specs), { cost: units }).decisions);
+      } else {
+        for (let i = 0; i < syncLimiters!.length; i++) {
+          const decision = syncLimiters![i]!.takeSync(specs[i]!.key, takeOptions(units, specs[i]!));
+          decisions.push(decision);
+          if (!decision.allowed) break;
+        }
+      }
+    } catch (error) {
+      return failed(error, extra, decisions);
+    }
+    return concluded(decisions, extra);
+  };
+
+  /** Takes from limits on any store, one awaited take at a time (first refusal stops). */
+  const decideAsync = async (
+    request: Request,
+    result: KeyResult | undefined | Promise<KeyResult | undefined>,
+  ): Promise<GuardOutcome> => {
+    const decisions: Decision[] = [];
+    let extra: HeaderValues | undefined;
+    try {
+      const specs = keySpecs(await result, count);
+      const units = typeof cost === 'function' ? cost(request) : cost;
+      const authMode = specs[0]!.authMode;
+      if (authMode !== undefined) extra = { 'X-Auth-Mode': authMode };
+      if (cascade !== undefined) {
+        decisions.push(...(await cascade.take(keysOf(specs), { cost: units })).decisions);
+      } else {
+        for (let i = 0; i < limiters!.length; i++) {
+          const decision = await limiters![i]!.take(specs[i]!.key, takeOptions(units, specs[i]!));
+          decisions.push(decision);
+          if (!decision.allowed) break;
+        }
+      }
+    } catch (error) {
+      return failed(error, extra, decisions);
+    }
+    return concluded(decisions, extra);
+  };
+
   return {
-    async check(request, facts) {
-      if (methods !== undefined && !methods.has(facts.method)) return untouched;
-      if (excluded.size > 0 && excluded.has(`${facts.method} ${facts.path}`)) return untouched;
-      let decisions: Decision[] = [];
-      let extra: HeaderValues | undefined;
+    check(request, facts) {
+      if (methods !== undefined && !methods.has(facts.method)) return untouchedPromise;
+      if (excluded.size > 0 && excluded.has(`${facts.method} ${facts.path}`)) return untouchedPromise;
+      let result: KeyResult | undefined | Promise<KeyResult | undefined>;
       try {
-        const specs = keySpecs(await key(request), count);
-        const units = typeof cost === 'function' ? cost(request) : cost;
-        const authMode = specs[0]!.authMode;
-        if (authMode !== undefined) extra = { 'X-Auth-Mode': authMode };
-        if (cascade !== undefined) {
-          decisions = [
-            ...(
-              await cascade.take(
-                specs.map((s) => s.key),
-                { cost: units },
-              )
-            ).decisions,
-          ];
-        } else {
-          for (let i = 0; i < limiters!.length; i++) {
-            const spec = specs[i]!;
-            const decision = await limiters![i]!.take(
-              spec.key,
-              spec.limit === undefined ? { cost: units } : { cost: units, limit: spec.limit },
-            );
-            decisions.push(decision);
-            if (!decision.allowed) break;
-          }
-        }
+        result = key(request);
       } catch (error) {
-        const response = errorResponse(error, extra);
-        if (response.status === 500) onError(error);
-        return { action: 'respond', response, decisions };
+        return Promise.resolve(failed(error, undefined, []));
       }
-      for (const decision of decisions) {
-        if (!decision.allowed) {
-          return {
-            action: 'respond',
-            response: limitedResponse(decisions, { headers, problem, extraHeaders: extra }),
-            decisions,
-          };
-        }
-      }
-      return { action: 'continue', headers: admittedHeaders(decisions, headers, extra), decisions };
+      return sync && !isThenable(result)
+        ? Promise.resolve(decideSync(request, result))
+        : decideAsync(request, result);
     },
   };
+}
+
+function isThenable(value: unknown): value is Promise<unknown> {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as Promise<unknown>).then === 'function'
+  );
+}
+
+function isSyncLimiter(limiter: Limiter): boolean {
+  return typeof (limiter as SyncLimiter).takeSync === 'function';
+}
+
+function keysOf(specs: readonly KeySpec[]): string[] {
+  return specs.map((s) => s.key);
+}
+
+/** The take options of one key; none for the default cost of 1, to spare an object per request. */
+function takeOptions(units: number, spec: KeySpec): TakeOptions | undefined {
+  if (spec.limit !== undefined) return { cost: units, limit: spec.limit };
+  return units === 1 ? undefined : { cost: units };
 }
 
 function toLimiters(limits: unknown): readonly Limiter[] | undefined {

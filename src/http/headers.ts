@@ -1,5 +1,5 @@
 import type { Decision } from '../core/decision.js';
-import { serializeList, type ListMember } from './structured-fields.js';
+import { serializeBareItem } from './structured-fields.js';
 
 /**
  * Which rate-limit headers a response carries (D4):
@@ -66,24 +66,24 @@ export function rateLimitHeaders(
     headers['X-RateLimit-Remaining'] = String(decisive.remaining);
     headers['X-RateLimit-Reset'] = String(secondsUp(decisive.resetMs));
   } else if (style === 'draft') {
-    const policies: ListMember[] = [];
-    const states: ListMember[] = [];
+    // Written in one pass rather than through serializeList: this runs on every admitted request.
+    // The parameter keys are fixed and valid; names and numbers go through the serializer's checks.
+    let policy = '';
+    let state = '';
     for (const decision of list) {
       if (decision.source === 'fail-open') continue;
-      const policy: [string, number][] = [['q', decision.limit]];
-      if (decision.windowMs > 0) policy.push(['w', secondsUp(decision.windowMs)]);
-      policies.push({ value: decision.name, params: policy });
-      states.push({
-        value: decision.name,
-        params: [
-          ['r', decision.remaining],
-          ['t', secondsUp(decision.resetMs)],
-        ],
-      });
+      const name = serializeBareItem(decision.name);
+      if (policy !== '') {
+        policy += ', ';
+        state += ', ';
+      }
+      policy += `${name};q=${serializeBareItem(decision.limit)}`;
+      if (decision.windowMs > 0) policy += `;w=${serializeBareItem(secondsUp(decision.windowMs))}`;
+      state += `${name};r=${serializeBareItem(decision.remaining)};t=${serializeBareItem(secondsUp(decision.resetMs))}`;
     }
-    if (policies.length === 0) return headers;
-    headers['RateLimit-Policy'] = serializeList(policies);
-    headers['RateLimit'] = serializeList(states);
+    if (policy === '') return headers;
+    headers['RateLimit-Policy'] = policy;
+    headers['RateLimit'] = state;
   }
   return headers;
 }
