@@ -52,9 +52,14 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
   });
 
   it('E2: with hashTag "key", buckets spread over every master; a cascade on one key runs in one script', async () => {
-    const store = new RedisStore({ client: client!, prefix: 'spread:' });
-    const wide = createLimiter({ name: 'wide', rule: tokenBucket({ limit: 5, period: '1h' }), store });
-    const narrow = createLimiter({ name: 'narrow', rule: calendarQuota({ limit: 2 }), store });
+    const store = new RedisStore({ client: client!, timeout: 2000, prefix: 'spread:' });
+    const wide = createLimiter({
+      timeout: 2000,
+      name: 'wide',
+      rule: tokenBucket({ limit: 5, period: '1h' }),
+      store,
+    });
+    const narrow = createLimiter({ timeout: 2000, name: 'narrow', rule: calendarQuota({ limit: 2 }), store });
     await Promise.all(Array.from({ length: 60 }, (_, i) => wide.take(`ip-${i}`)));
     for (const server of cluster!.servers) {
       const size = await rawCommand(server.port, 'DBSIZE');
@@ -67,9 +72,19 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
   });
 
   it('E2: an all-or-nothing take across slots is a configuration error; a hashTag function joins the keys', async () => {
-    const store = new RedisStore({ client: client!, prefix: 'xslot:' });
-    const a = createLimiter({ name: 'a', rule: tokenBucket({ limit: 5, period: '1h' }), store });
-    const b = createLimiter({ name: 'b', rule: tokenBucket({ limit: 2, period: '1h' }), store });
+    const store = new RedisStore({ client: client!, timeout: 2000, prefix: 'xslot:' });
+    const a = createLimiter({
+      timeout: 2000,
+      name: 'a',
+      rule: tokenBucket({ limit: 5, period: '1h' }),
+      store,
+    });
+    const b = createLimiter({
+      timeout: 2000,
+      name: 'b',
+      rule: tokenBucket({ limit: 2, period: '1h' }),
+      store,
+    });
     const cascade = createCascade([a, b], { mode: 'all-or-nothing' });
     await assert.rejects(cascade.take(['10.0.0.1', '10.0.0.1|alice']), (e: unknown) =>
       isSluiceError(e, 'SLUICE_CONFIG'),
@@ -79,8 +94,18 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
       prefix: 'tagged:',
       hashTag: (_name, key) => key.split('|')[0]!,
     });
-    const ta = createLimiter({ name: 'a', rule: tokenBucket({ limit: 5, period: '1h' }), store: tagged });
-    const tb = createLimiter({ name: 'b', rule: tokenBucket({ limit: 2, period: '1h' }), store: tagged });
+    const ta = createLimiter({
+      timeout: 2000,
+      name: 'a',
+      rule: tokenBucket({ limit: 5, period: '1h' }),
+      store: tagged,
+    });
+    const tb = createLimiter({
+      timeout: 2000,
+      name: 'b',
+      rule: tokenBucket({ limit: 2, period: '1h' }),
+      store: tagged,
+    });
     const joined = createCascade([ta, tb], { mode: 'all-or-nothing' });
     const results = await Promise.all(
       Array.from({ length: 10 }, () => joined.take(['10.0.0.1', '10.0.0.1|alice'])),
@@ -90,9 +115,14 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
   });
 
   it('F2: erase deletes a subject`s keys spread over several slots', async () => {
-    const store = new RedisStore({ client: client!, prefix: 'erase:' });
-    const a = createLimiter({ name: 'a', rule: tokenBucket({ limit: 5, period: '1h' }), store });
-    const b = createLimiter({ name: 'b', rule: calendarQuota({ limit: 5 }), store });
+    const store = new RedisStore({ client: client!, timeout: 2000, prefix: 'erase:' });
+    const a = createLimiter({
+      timeout: 2000,
+      name: 'a',
+      rule: tokenBucket({ limit: 5, period: '1h' }),
+      store,
+    });
+    const b = createLimiter({ timeout: 2000, name: 'b', rule: calendarQuota({ limit: 5 }), store });
     const keys = Array.from({ length: 10 }, (_, i) => `account:v${i}:x`);
     for (const key of keys) {
       await a.take(key);
@@ -106,7 +136,12 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
     const nodeCluster = await nodeRedisCluster(cluster!.nodes);
     try {
       const store = new RedisStore({ client: nodeCluster, prefix: 'node:' });
-      const limiter = createLimiter({ name: 'hot', rule: tokenBucket({ limit: 100, period: '1h' }), store });
+      const limiter = createLimiter({
+        timeout: 2000,
+        name: 'hot',
+        rule: tokenBucket({ limit: 100, period: '1h' }),
+        store,
+      });
       const ds = await Promise.all(Array.from({ length: 500 }, (_, i) => limiter.take(i % 2 ? 'x' : 'y')));
       assert.equal(ds.filter((d) => d.allowed).length, 200);
     } finally {

@@ -66,7 +66,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   });
   let n = 0;
   const store = (options: Partial<RedisStoreOptions> = {}) =>
-    new RedisStore({ client: redis, prefix: `${prefix}${++n}:`, ...options });
+    new RedisStore({ client: redis, prefix: `${prefix}${++n}:`, timeout: 2000, ...options });
 
   it('E2: the SHA computed locally is the one SCRIPT LOAD returns', async () => {
     assert.equal(await redis.script('LOAD', decisionScript), decisionScriptSha);
@@ -75,6 +75,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('A5: on the server clock the caller`s now is ignored', async () => {
     const s = store();
     const limiter = createLimiter({
+      timeout: 2000,
       name: 'srv',
       rule: tokenBucket({ limit: 3, period: '1h' }),
       store: s,
@@ -84,6 +85,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal(first.remaining, 2);
     // A caller clock a century away changes nothing: the script reads Redis TIME.
     const far = createLimiter({
+      timeout: 2000,
       name: 'srv2',
       rule: tokenBucket({ limit: 3, period: '1h' }),
       store: s,
@@ -98,6 +100,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.ok(Math.abs(tatMs - (Number(serverSeconds) * 1000 + 20 * 60_000)) < 60_000, `tat ${tatMs}`);
     // Quotas count the server's day: its reset lies within the next 24 hours of server time.
     const quota = createLimiter({
+      timeout: 2000,
       name: 'srvq',
       rule: calendarQuota({ limit: 5 }),
       store: s,
@@ -117,11 +120,18 @@ describe('RedisStore on one Redis', { skip }, () => {
     const s = store();
     const clock = manualClock(Date.UTC(2026, 0, 15, 12));
     const bucket = createLimiter({
+      timeout: 2000,
       name: 'ttl-bucket',
       rule: tokenBucket({ limit: 10, period: '10m' }),
       store: s,
     });
-    const quota = createLimiter({ name: 'ttl-quota', rule: calendarQuota({ limit: 10 }), store: s, clock });
+    const quota = createLimiter({
+      timeout: 2000,
+      name: 'ttl-quota',
+      rule: calendarQuota({ limit: 10 }),
+      store: s,
+      clock,
+    });
     const ds = [];
     for (let i = 0; i < 3; i++) ds.push(await bucket.take('a'));
     await bucket.take('b', { cost: 0 }); // a peek writes nothing
@@ -143,8 +153,13 @@ describe('RedisStore on one Redis', { skip }, () => {
 
   it('A7 + F2: reset(key) deletes one bucket; erase(keys, names) deletes a subject across rules and generations, without SCAN', async () => {
     const s = store();
-    const a = createLimiter({ name: 'era', rule: tokenBucket({ limit: 2, period: '1h' }), store: s });
-    const b = createLimiter({ name: 'erb', rule: calendarQuota({ limit: 2 }), store: s });
+    const a = createLimiter({
+      timeout: 2000,
+      name: 'era',
+      rule: tokenBucket({ limit: 2, period: '1h' }),
+      store: s,
+    });
+    const b = createLimiter({ timeout: 2000, name: 'erb', rule: calendarQuota({ limit: 2 }), store: s });
     const subject = ['account:v1:gen1hash', 'account:v2:gen2hash'];
     for (const key of [...subject, 'account:v2:other']) {
       await a.take(key);
@@ -177,7 +192,12 @@ describe('RedisStore on one Redis', { skip }, () => {
       del: (keys) => client.del(keys),
     };
     const s = store({ client: counting });
-    const limiter = createLimiter({ name: 'batch', rule: tokenBucket({ limit: 5, period: '1h' }), store: s });
+    const limiter = createLimiter({
+      timeout: 2000,
+      name: 'batch',
+      rule: tokenBucket({ limit: 5, period: '1h' }),
+      store: s,
+    });
     // 1,000 takes: 200 keys × 5 costs each; every key admits exactly its burst.
     const keys = Array.from({ length: 200 }, (_, i) => `k${i}`);
     const ds = await Promise.all(
@@ -199,6 +219,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('bad input: a key of another type or an unreadable value is repaired (read as absent, overwritten); its batch neighbours are decided', async () => {
     const s = store();
     const limiter = createLimiter({
+      timeout: 2000,
       logger: silent,
       name: 'wt',
       rule: tokenBucket({ limit: 5, period: '1h' }),
@@ -218,6 +239,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('D2: the queue is bounded: beyond maxPending a take fails at once with SLUICE_STORE_UNAVAILABLE', async () => {
     const s = store({ maxPending: 100 });
     const limiter = createLimiter({
+      timeout: 2000,
       name: 'bound',
       rule: tokenBucket({ limit: 1000, period: '1h' }),
       store: s,
@@ -234,7 +256,12 @@ describe('RedisStore on one Redis', { skip }, () => {
 
   it('keys over 128 characters are stored as a hash and never collide with a raw key', async () => {
     const s = store();
-    const limiter = createLimiter({ name: 'long', rule: tokenBucket({ limit: 1, period: '1h' }), store: s });
+    const limiter = createLimiter({
+      timeout: 2000,
+      name: 'long',
+      rule: tokenBucket({ limit: 1, period: '1h' }),
+      store: s,
+    });
     const long = 'k'.repeat(129);
     assert.equal((await limiter.take(long)).allowed, true);
     assert.equal((await limiter.take(`${long}!`)).allowed, true);
@@ -278,9 +305,15 @@ describe('RedisStore on one Redis', { skip }, () => {
       );
     }
     const s = store();
-    createLimiter({ name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store: s });
+    createLimiter({ timeout: 2000, name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store: s });
     assert.throws(
-      () => createLimiter({ name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store: s }),
+      () =>
+        createLimiter({
+          timeout: 2000,
+          name: 'dup',
+          rule: tokenBucket({ limit: 1, period: '1h' }),
+          store: s,
+        }),
       (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG') && /already bound/.test((e as Error).message),
     );
   });
