@@ -60,6 +60,11 @@ export interface Store {
    * others say what they would have done; nothing was charged.
    */
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]>;
+  /**
+   * Set by a store that bounds every call itself (rejecting with `SLUICE_STORE_TIMEOUT`): when
+   * this bound is no longer than the limiter's `timeout`, the limiter adds no timer of its own.
+   */
+  readonly timeoutMs?: number;
   /** Releases connections or other resources the store owns (never the client you passed in). */
   close?(): Promise<void>;
 }

@@ -202,6 +202,7 @@ class RuleLimiter implements LimiterInternals {
   readonly buckets: RuleBuckets;
   readonly failure: FailurePolicy;
   private readonly what: string;
+  private readonly selfTimed: boolean;
 
   constructor(
     readonly name: string,
@@ -214,6 +215,7 @@ class RuleLimiter implements LimiterInternals {
     this.buckets = store.bind(name, rule);
     this.failure = handler.policy;
     this.what = `the ${store.kind} store (limit ${JSON.stringify(name)})`;
+    this.selfTimed = typeof store.timeoutMs === 'number' && store.timeoutMs <= timeoutMs;
   }
 
   take(key: string, options?: TakeOptions): Promise<Decision> {
@@ -268,9 +270,9 @@ class RuleLimiter implements LimiterInternals {
       // A store that throws synchronously is failing like one that rejects.
       return settle(() => this.handler.decide(error, key, cost, now, limit));
     }
-    return withTimeout(pending, this.timeoutMs, this.what).catch((error: unknown) =>
-      this.handler.decide(error, key, cost, now, limit),
-    );
+    // A store that bounds its own calls within our timeout needs no second timer per call.
+    const bounded = this.selfTimed ? pending : withTimeout(pending, this.timeoutMs, this.what);
+    return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
   }
 }
 
