@@ -3,8 +3,13 @@ import { defineConfig } from 'tsup';
 // One entry per public subpath; keep in step with package.json "exports" (scripts/check-exports.mjs checks).
 export const entries = {
   index: 'src/index.ts',
-  client: 'src/client/index.ts',
+  redis: 'src/stores/redis/index.ts',
+  postgres: 'src/stores/postgres/index.ts',
+  express: 'src/adapters/express.ts',
+  fastify: 'src/adapters/fastify.ts',
+  hono: 'src/adapters/hono.ts',
   node: 'src/adapters/node.ts',
+  client: 'src/client/index.ts',
 };
 
 export default defineConfig({

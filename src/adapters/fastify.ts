@@ -59,7 +59,14 @@ export async function rateLimitPlugin(
   instance: FastifyInstance,
   options: RateLimitOptions<FastifyRequest>,
 ): Promise<void> {
-  instance.addHook('onRequest', rateLimit(options));
+  // Fastify hands a plugin its register options too (prefix, logLevel, …): keep only ours.
+  const {
+    prefix: _prefix,
+    logLevel: _logLevel,
+    logSerializers: _logSerializers,
+    ...own
+  } = options as RateLimitOptions<FastifyRequest> & Record<'prefix' | 'logLevel' | 'logSerializers', unknown>;
+  instance.addHook('onRequest', rateLimit(own));
 }
 // Without encapsulation the hook reaches the registering context, what fastify-plugin would do
 // (set here so that the adapter needs no runtime dependency).

@@ -127,3 +127,20 @@ describe('fastify: rateLimitPlugin encapsulation', () => {
     }, /limt/);
   });
 });
+
+describe('rateLimitPlugin register options', () => {
+  it("ignores Fastify's own register options (prefix, logLevel) instead of rejecting them", async () => {
+    const limits = createLimiter({ name: 'p', rule: tokenBucket({ limit: 1, period: '1h' }), store: new MemoryStore() });
+    const app = Fastify();
+    await app.register(
+      async (api) => {
+        await api.register(rateLimitPlugin, { limits, key: () => 'k', logLevel: 'warn' } as never);
+        api.get('/x', async () => 'ok');
+      },
+      { prefix: '/api' },
+    );
+    assert.equal((await app.inject('/api/x')).statusCode, 200);
+    assert.equal((await app.inject('/api/x')).statusCode, 429);
+    await app.close();
+  });
+});

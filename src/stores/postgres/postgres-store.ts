@@ -127,6 +127,8 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres';
   /** The schema holding the tables. */
   readonly schema: string;
+  /** Every call is bounded by this many ms (the `timeout` option); limiters add no timer of their own. */
+  readonly timeoutMs: number;
   private readonly client: PostgresClient;
   private readonly names: SchemaNames;
   private readonly users: UsersTableOptions | undefined;
@@ -167,6 +169,7 @@ export class PostgresStore implements Store {
       };
       this.users = u;
     }
+    this.timeoutMs = timeoutMs;
     this.context = { client: this.client, clock, timeoutMs, inFlight, maxKeys };
     this.token = tokenBucketStatements(this.names, clock, account);
     this.quota = calendarQuotaStatements(this.names, clock, account);
