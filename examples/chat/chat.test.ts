@@ -148,6 +148,16 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal((await app.post('/api/login', { nick: 'alice', password: 'correct horse' })).status, 200);
   });
 
+  it('D5: nick_taken (409) lives after the invite check, so nicks cannot be probed without a code', async (t) => {
+    const app = await chat(t);
+    assert.equal((await app.post('/api/register', registration('Ivan', INVITE).body)).status, 201);
+    const probe = await app.post('/api/register', registration('ivan', 'wrong-code').body);
+    assert.equal(probe.status, 403, 'a taken nick is not revealed to a wrong code');
+    const taken = await app.post('/api/register', registration(' IVAN ', INVITE).body);
+    assert.equal(taken.status, 409);
+    assert.equal(taken.body.code, 'nick_taken');
+  });
+
   it('C1: X-Real-IP from a loopback peer is honoured, so two client addresses have separate budgets', async (t) => {
     const app = await chat(t);
     const first = '198.51.100.1';
