@@ -130,7 +130,11 @@ describe('fastify: rateLimitPlugin encapsulation', () => {
 
 describe('rateLimitPlugin register options', () => {
   it("ignores Fastify's own register options (prefix, logLevel) instead of rejecting them", async () => {
-    const limits = createLimiter({ name: 'p', rule: tokenBucket({ limit: 1, period: '1h' }), store: new MemoryStore() });
+    const limits = createLimiter({
+      name: 'p',
+      rule: tokenBucket({ limit: 1, period: '1h' }),
+      store: new MemoryStore(),
+    });
     const app = Fastify();
     await app.register(
       async (api) => {
