@@ -52,6 +52,7 @@ export function createApp(options: ReportsOptions) {
   const reportLimit = rateLimit({
     limits: quota,
     headers: 'legacy', // X-RateLimit-Limit / -Remaining (/ -Reset) of the bucket charged
+    cacheControl: 'private, no-store', // the 429 and 401 too (ADR-0057)
     key: async (request) => {
       const identity = await resolveIdentity(request, {
         apiKey: (key) => {

@@ -54,6 +54,12 @@ export interface RateLimitOptions<Request> {
   /** Problem body wording of the 429. */
   problem?: ProblemOptions;
   /**
+   * `Cache-Control` of the responses this limit sends (429, 400, 401, 500, 503). It must
+   * contain `no-store`. ADR-0057's API answers `private, no-store`.
+   * @default "no-store"
+   */
+  cacheControl?: string;
+  /**
    * Called with errors that become a 500 (developer errors, a throwing key function), so you can
    * log them. Store failures are logged by the limiter.
    * @default console.error
@@ -77,7 +83,17 @@ export interface Guard<Request> {
   check(request: Request, facts: RequestFacts): Promise<GuardOutcome>;
 }
 
-const optionKeys = ['limits', 'key', 'cost', 'methods', 'exclude', 'headers', 'problem', 'onError'] as const;
+const optionKeys = [
+  'limits',
+  'key',
+  'cost',
+  'methods',
+  'exclude',
+  'headers',
+  'problem',
+  'cacheControl',
+  'onError',
+] as const;
 const styles: readonly HeaderStyle[] = ['none', 'legacy', 'draft'];
 const untouched: GuardOutcome = { action: 'continue', headers: {}, decisions: [] };
 const untouchedPromise = Promise.resolve(untouched);
@@ -94,7 +110,18 @@ const defaultOnError = (error: unknown) =>
  */
 export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<Request> {
   checkOptionKeys('rateLimit', options, optionKeys);
-  const { limits, key, cost = 1, headers = 'draft', problem, onError = defaultOnError } = options;
+  const {
+    limits,
+    key,
+    cost = 1,
+    headers = 'draft',
+    problem,
+    cacheControl = 'no-store',
+    onError = defaultOnError,
+  } = options;
+  if (typeof cacheControl !== 'string' || !/\bno-store\b/.test(cacheControl)) {
+    throw configError('rateLimit cacheControl', 'a Cache-Control value with no-store', cacheControl);
+  }
   const limiters = toLimiters(limits);
   const cascade = limiters === undefined ? (limits as Cascade) : undefined;
   if (typeof key !== 'function') throw configError('rateLimit key', 'a function of the request', key);
@@ -121,7 +148,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const sync = syncLimiters !== undefined || syncCascade !== undefined;
 
   const failed = (error: unknown, extra: HeaderValues | undefined, decisions: Decision[]): GuardOutcome => {
-    const response = errorResponse(error, extra);
+    const response = errorResponse(error, extra, cacheControl);
     if (response.status === 500) onError(error);
     return { action: 'respond', response, decisions };
   };
@@ -131,7 +158,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
       if (!decision.allowed) {
         return {
           action: 'respond',
-          response: limitedResponse(decisions, { headers, problem, extraHeaders: extra }),
+          response: limitedResponse(decisions, { headers, problem, extraHeaders: extra, cacheControl }),
           decisions,
         };
       }

@@ -30,6 +30,12 @@ export interface LimitedResponseOptions {
   problem?: ProblemOptions;
   /** Extra headers every rate-limit response carries (e.g. `X-Auth-Mode`). */
   extraHeaders?: HeaderValues;
+  /**
+   * `Cache-Control` of the 429: it must forbid storing, since a cached refusal would refuse a
+   * client who is allowed again. ADR-0057's API answers `private, no-store`.
+   * @default "no-store"
+   */
+  cacheControl?: string;
 }
 
 const PROBLEM_TYPE = 'application/problem+json';
@@ -79,7 +85,7 @@ export function limitedResponse(
     throw new SluiceError('SLUICE_ARGUMENT', 'limitedResponse needs at least one refused decision');
   const headers: HeaderValues = {
     'Content-Type': PROBLEM_TYPE,
-    'Cache-Control': 'no-store',
+    'Cache-Control': options.cacheControl ?? 'no-store',
     ...rateLimitHeaders(list, style),
     ...options.extraHeaders,
   };
@@ -126,7 +132,11 @@ export function admittedHeaders(
  * such as a missing key — never a 429 and never a pass. The body never carries the error message
  * of a 500 (it may describe internals); log the error itself.
  */
-export function errorResponse(error: unknown, extraHeaders?: HeaderValues): HttpResponse {
+export function errorResponse(
+  error: unknown,
+  extraHeaders?: HeaderValues,
+  cacheControl = 'no-store',
+): HttpResponse {
   const status = error instanceof SluiceError ? error.status : 500;
   const code = problemCodes[status as keyof typeof problemCodes] ?? problemCodes[500];
   const detail =
@@ -140,7 +150,7 @@ export function errorResponse(error: unknown, extraHeaders?: HeaderValues): Http
   const body = { type: 'about:blank', title: titles[status] ?? titles[500], status, detail, code };
   return {
     status,
-    headers: { 'Content-Type': PROBLEM_TYPE, 'Cache-Control': 'no-store', ...extraHeaders },
+    headers: { 'Content-Type': PROBLEM_TYPE, 'Cache-Control': cacheControl, ...extraHeaders },
     body: JSON.stringify(body),
   };
 }

@@ -178,3 +178,27 @@ describe('D2/C4/C7: errorResponse', () => {
     assert.equal(response.headers['X-Auth-Mode'], 'session');
   });
 });
+
+describe('Cache-Control of problem responses', () => {
+  it('D1: defaults to no-store and takes a stricter value such as ADR-0057\'s "private, no-store"', () => {
+    const refused = decision('reports', {
+      allowed: false,
+      limit: 10,
+      remaining: 0,
+      retryAfterMs: 3_600_000,
+      resetMs: 3_600_000,
+    });
+    assert.equal(limitedResponse(refused).headers['Cache-Control'], 'no-store');
+    assert.equal(
+      limitedResponse(refused, { cacheControl: 'private, no-store' }).headers['Cache-Control'],
+      'private, no-store',
+    );
+    const unauthorized = errorResponse(
+      new SluiceError('SLUICE_UNAUTHORIZED', 'x'),
+      undefined,
+      'private, no-store',
+    );
+    assert.equal(unauthorized.status, 401);
+    assert.equal(unauthorized.headers['Cache-Control'], 'private, no-store');
+  });
+});
