@@ -95,66 +95,35 @@ export class TokenBucketRule implements RuleAlgorithm {
     const asked = cost === 0 ? 1 : cost;
     const after = queued + asked * unit;
 
-    if (asked > this.burst) {
-      // More than the bucket can ever hold: refuse without waiting advice that would never come true.
-      const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
-      return makeDecision(
-        false,
-        name,
-        rate,
-        this.burst,
-        remaining,
-        cost,
-        Infinity,
-        Math.ceil(queued / rate),
-        this.periodMs,
-      );
-    }
-    if (after <= tolerance) {
-      if (cost === 0) {
-        return makeDecision(
-          true,
-          name,
-          rate,
-          this.burst,
-          Math.floor((tolerance - queued) / unit),
-          0,
-          0,
-          Math.ceil(queued / rate),
-          this.periodMs,
-        );
-      }
-      if (commit) state.value = scaledNow + after;
+    if (after <= tolerance && asked <= this.burst) {
+      // Admitted. A peek (cost 0) reports the bucket as it is and changes nothing.
+      const used = cost === 0 ? queued : after;
+      if (commit && cost !== 0) state.value = scaledNow + after;
       return makeDecision(
         true,
         name,
         rate,
         this.burst,
-        Math.floor((tolerance - after) / unit),
+        Math.floor((tolerance - used) / unit),
         cost,
         0,
-        Math.ceil(after / rate),
+        Math.ceil(used / rate),
         this.periodMs,
       );
     }
     const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
-    const retryAfterMs = Math.ceil((after - tolerance) / rate);
+    const resetMs = Math.ceil(queued / rate);
+    if (asked > this.burst) {
+      // More than the bucket can ever hold: refuse without waiting advice that would never come true.
+      return makeDecision(false, name, rate, this.burst, remaining, cost, Infinity, resetMs, this.periodMs);
+    }
     if (commit && this.penalty && cost > 0) {
       // Debt is capped at one extra full refill, so a penalty can never lock a key out for good.
       const charged = after < 2 * tolerance ? after : 2 * tolerance;
       state.value = scaledNow + charged;
     }
-    return makeDecision(
-      false,
-      name,
-      rate,
-      this.burst,
-      remaining,
-      cost,
-      retryAfterMs,
-      Math.ceil(queued / rate),
-      this.periodMs,
-    );
+    const retryAfterMs = Math.ceil((after - tolerance) / rate);
+    return makeDecision(false, name, rate, this.burst, remaining, cost, retryAfterMs, resetMs, this.periodMs);
   }
 }
 
