@@ -19,16 +19,12 @@ import {
   isSluiceError,
   manualClock,
   tokenBucket,
-  type Decision,
   type Limiter,
   type LimiterOptions,
   type ManualClock,
-  type Rule,
-  type RuleBuckets,
-  type Store,
-  type TakeEntry,
 } from '../../src/index.js';
 import type { KeyResult, RateLimitOptions } from '../../src/adapters/node.js';
+import { FailingStore } from '../support/failing-store.js';
 
 /** A route with its own limit. */
 export type LimitedRoute = 'POST /api/things' | 'POST /api/messages';
@@ -150,38 +146,6 @@ function problemError(status: keyof typeof errorBodies): Snapshot {
     headers: { 'content-type': PROBLEM, 'cache-control': 'no-store' },
     body: { type: 'about:blank', title, status, detail, code },
   };
-}
-
-type FailMode = 'ok' | 'reject' | 'hang';
-
-/**
- * A deliberately failing asynchronous store over a MemoryStore (the test double of
- * test/limiter/failure.test.ts): the subject is what each adapter answers, not a store.
- */
-class FailingStore implements Store {
-  readonly kind = 'flaky';
-  mode: FailMode = 'ok';
-  private readonly inner = new MemoryStore();
-
-  bind(name: string, rule: Rule): RuleBuckets {
-    const buckets = this.inner.bind(name, rule);
-    return {
-      name,
-      rule,
-      take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
-      reset: (key) => this.run(() => buckets.resetSync(key)),
-    };
-  }
-
-  takeAll(_entries: readonly TakeEntry[], _now: number): Promise<Decision[]> {
-    return Promise.reject(new Error('not used by this suite'));
-  }
-
-  private run<T>(fn: () => T): Promise<T> {
-    if (this.mode === 'reject') return Promise.reject(new Error('ECONNREFUSED'));
-    if (this.mode === 'hang') return new Promise<T>(() => {});
-    return Promise.resolve(fn());
-  }
 }
 
 /** Log lines, recorded so that the suite stays quiet and can check them (F1). */

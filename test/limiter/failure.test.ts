@@ -4,73 +4,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  MemoryStore,
-  createCascade,
-  createLimiter,
-  isSluiceError,
-  manualClock,
-  tokenBucket,
-  type Decision,
-  type Rule,
-  type RuleBuckets,
-  type Store,
-  type TakeEntry,
-} from '../../src/index.js';
-
-type Mode = 'ok' | 'reject' | 'hang' | 'throw' | 'driver-error';
-
-/** An asynchronous store over a MemoryStore that fails as told. */
-class FailingStore implements Store {
-  readonly kind = 'flaky';
-  mode: Mode = 'ok';
-  calls = 0;
-  private readonly inner = new MemoryStore();
-
-  bind(name: string, rule: Rule): RuleBuckets {
-    const buckets = this.inner.bind(name, rule);
-    return {
-      name,
-      rule,
-      take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
-      reset: (key) => this.run(() => buckets.resetSync(key)),
-    };
-  }
-
-  takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
-    return this.run(() =>
-      this.inner.takeAllSync(
-        entries.map((e) => ({ ...e, buckets: this.innerBuckets(e) })),
-        now,
-      ),
-    );
-  }
-
-  private innerBuckets(entry: TakeEntry): RuleBuckets {
-    // The inner store knows its own bucket objects by name.
-    return (this.inner as unknown as { rules: Map<string, RuleBuckets> }).rules.get(entry.buckets.name)!;
-  }
-
-  private run<T>(fn: () => T): Promise<T> {
-    this.calls++;
-    switch (this.mode) {
-      case 'ok':
-        return Promise.resolve(fn());
-      case 'reject':
-        return Promise.reject(new Error('ECONNREFUSED'));
-      case 'hang':
-        return new Promise<T>(() => {});
-      case 'throw':
-        throw new Error('synchronous driver bug');
-      case 'driver-error':
-        return Promise.reject(
-          Object.assign(new Error("READONLY You can't write against a read only replica."), {
-            name: 'ReplyError',
-          }),
-        );
-    }
-  }
-}
+import { FailingStore } from '../support/failing-store.js';
+import { createCascade, createLimiter, isSluiceError, manualClock, tokenBucket } from '../../src/index.js';
 
 function recordingLogger() {
   const lines: { details: Record<string, unknown>; message: string }[] = [];

@@ -1,0 +1,65 @@
+/**
+ * A store that fails on command, over a MemoryStore: the test double for what limiters, guards
+ * and adapters do when a store fails. Stores themselves are never mocked in their own tests.
+ */
+import {
+  MemoryStore,
+  type Decision,
+  type Rule,
+  type RuleBuckets,
+  type Store,
+  type SyncRuleBuckets,
+  type TakeEntry,
+} from '../../src/index.js';
+
+/** How the store answers: normally, rejecting, never, throwing synchronously, or with a driver's own error. */
+export type FailMode = 'ok' | 'reject' | 'hang' | 'throw' | 'driver-error';
+
+export class FailingStore implements Store {
+  readonly kind = 'flaky';
+  mode: FailMode = 'ok';
+  /** Store calls made, failing or not. */
+  calls = 0;
+  private readonly inner = new MemoryStore();
+  private readonly bound = new Map<string, SyncRuleBuckets>();
+
+  bind(name: string, rule: Rule): RuleBuckets {
+    const buckets = this.inner.bind(name, rule);
+    this.bound.set(name, buckets);
+    return {
+      name,
+      rule,
+      take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
+      reset: (key) => this.run(() => buckets.resetSync(key)),
+    };
+  }
+
+  takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+    return this.run(() =>
+      this.inner.takeAllSync(
+        entries.map((entry) => ({ ...entry, buckets: this.bound.get(entry.buckets.name)! })),
+        now,
+      ),
+    );
+  }
+
+  private run<T>(fn: () => T): Promise<T> {
+    this.calls++;
+    switch (this.mode) {
+      case 'ok':
+        return Promise.resolve(fn());
+      case 'reject':
+        return Promise.reject(new Error('ECONNREFUSED'));
+      case 'hang':
+        return new Promise<T>(() => {});
+      case 'throw':
+        throw new Error('synchronous driver bug');
+      case 'driver-error':
+        return Promise.reject(
+          Object.assign(new Error("READONLY You can't write against a read only replica."), {
+            name: 'ReplyError',
+          }),
+        );
+    }
+  }
+}
