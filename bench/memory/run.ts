@@ -177,7 +177,9 @@ const sluiceHeap = await heapGrowth(contenders[0]!.make);
 const rlfHeap = await heapGrowth(contenders[4]!.make);
 
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 100) / 100);
-console.log(`decisions per second (median over ${ROUNDS} rotated rounds of the median batch of 10,000; real clock; no refusals)`);
+console.log(
+  `decisions per second (median over ${ROUNDS} rotated rounds of the median batch of 10,000; real clock; no refusals)`,
+);
 console.table(
   contenders.map((c) => ({
     contender: c.name,
