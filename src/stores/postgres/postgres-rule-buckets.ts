@@ -177,38 +177,50 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private send(batch: Batch): void {
     batch.sent = true;
     this.running++;
-    const size = batch.groups.size;
-    const buckets = new Array<string>(size);
-    const costs = new Array<number>(size);
-    const counts = new Array<number>(size);
-    const limits = new Array<number | undefined>(size);
-    let i = 0;
-    for (const group of batch.groups.values()) {
-      buckets[i] = group.bucket;
-      costs[i] = group.cost;
-      counts[i] = group.waiters.length;
-      limits[i] = group.limit;
-      i++;
+    const groups = batch.groups;
+    let statement = this.statements.single;
+    let values: unknown[];
+    if (groups.size === 1) {
+      // A lone bucket (the common case below saturation): scalar parameters, cached plan.
+      const group = groups.values().next().value as Group;
+      values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch.now);
+    } else {
+      statement = this.statements.batch;
+      const size = groups.size;
+      const buckets = new Array<string>(size);
+      const costs = new Array<number>(size);
+      const counts = new Array<number>(size);
+      const limits = new Array<number>(size);
+      let i = 0;
+      for (const group of groups.values()) {
+        buckets[i] = group.bucket;
+        costs[i] = group.cost;
+        counts[i] = group.waiters.length;
+        limits[i] = this.limitOf(group.limit);
+        i++;
+      }
+      values = this.values(buckets, costs, counts, limits, batch.now);
     }
-    const { text, name } = this.statements.batch;
-    this.context.client.query(text, this.values(buckets, costs, counts, limits, batch.now), name).then(
+    this.context.client.query(statement.text, values, statement.name).then(
       (rows) => this.answer(batch, rows),
       (error: unknown) => this.fail(batch, storeError(error)),
     );
   }
 
+  private limitOf(limit: number | undefined): number {
+    return limit === undefined ? (this.rule as { limit: number }).limit : limit;
+  }
+
+  /** The statement's parameters: the rule's, then the per-bucket ones (scalars or arrays). */
   private values(
-    buckets: string[],
-    costs: number[],
-    counts: number[],
-    limits: (number | undefined)[],
+    buckets: string | string[],
+    costs: number | number[],
+    counts: number | number[],
+    limits: number | undefined | number[],
     now: number,
   ): unknown[] {
     const values: unknown[] = [...this.params, buckets, costs, counts];
-    if (this.kind === 'calendar-quota') {
-      const fallback = (this.rule as { limit: number }).limit;
-      values.push(limits.map((l) => (l === undefined ? fallback : l)));
-    }
+    if (this.kind === 'calendar-quota') values.push(Array.isArray(limits) ? limits : this.limitOf(limits));
     if (this.context.clock === 'caller') values.push(now);
     return values;
   }

@@ -41,6 +41,12 @@ export interface AccountSql {
 /** Statements of one kind of rule. */
 export interface RuleStatements {
   readonly batch: Statement;
+  /**
+   * The batch statement for one bucket: the same parameters as scalars instead of arrays. Its
+   * plan has no array of unknown length, so PostgreSQL settles on a cached generic plan instead
+   * of planning every execution (planning cost more than executing a lone take).
+   */
+  readonly single: Statement;
   readonly account: Statement | undefined;
   readonly reset: Statement;
 }
@@ -67,6 +73,8 @@ interface Shape {
   readonly prelude: string;
   /** `unnest(…)` source of a batch: bucket, cost, n[, quota], ord. */
   readonly batchSource: string;
+  /** The same columns from scalar parameters (one bucket). */
+  readonly singleSource: string;
   /** The account take's single row, given `f.session`. */
   readonly accountSource: string;
   readonly stateColumn: string;
@@ -132,6 +140,7 @@ ORDER BY s.ord`);
   };
   return {
     batch: make(shape.batchSource, shape.nowParam.batch, false),
+    single: make(shape.singleSource, shape.nowParam.batch, false),
     account: account === undefined ? undefined : make(shape.accountSource, shape.nowParam.account, true),
     reset: statement(`DELETE FROM ${shape.table} WHERE rule = $1 AND bucket = $2`),
   };
@@ -156,6 +165,7 @@ export function tokenBucketStatements(
       prelude: `SELECT (NOW - ${SCALED_EPOCH_MS}) * $2::bigint AS sn`,
       batchSource: `SELECT x.bucket, x.cost, x.n, x.ord, NULL::text AS account
   FROM unnest($6::text[], $7::bigint[], $8::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, ord)`,
+      singleSource: `SELECT $6::text AS bucket, $7::bigint AS cost, $8::bigint AS n, 1::bigint AS ord, NULL::text AS account`,
       accountSource: `SELECT CASE WHEN f.session THEN $6::text ELSE $8::text END AS bucket, $7::bigint AS cost,
     1::bigint AS n, 1::bigint AS ord, CASE WHEN f.session THEN $6::text END AS account
   FROM f`,
@@ -208,6 +218,8 @@ export function calendarQuotaStatements(
   ) e`,
       batchSource: `SELECT x.bucket, x.cost, x.n, x.quota, x.ord, NULL::text AS account
   FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, quota, ord)`,
+      singleSource: `SELECT $4::text AS bucket, $5::bigint AS cost, $6::bigint AS n, $7::bigint AS quota, 1::bigint AS ord,
+    NULL::text AS account`,
       accountSource: `SELECT CASE WHEN f.session THEN $4::text ELSE $7::text END AS bucket, $5::bigint AS cost,
     1::bigint AS n, $6::bigint AS quota, 1::bigint AS ord, CASE WHEN f.session THEN $4::text END AS account
   FROM f`,
