@@ -71,7 +71,12 @@ interface Shape {
   readonly table: string;
   /** The `p` CTE: per-statement values (scaled now, or today's date and reset). */
   readonly prelude: string;
-  /** `unnest(…)` source of a batch: bucket, cost, n[, quota], ord. */
+  /**
+   * `unnest(…)` source of a batch: bucket, cost, n[, quota], ord. Its `LIMIT cardinality(…)`
+   * keeps every row, but a generic plan then estimates one row instead of ten, so PostgreSQL
+   * keeps the cached generic plan (primary-key probes in a nested loop) rather than planning
+   * every batch anew: planning a custom plan cost more than executing a batch of a few keys.
+   */
   readonly batchSource: string;
   /** The same columns from scalar parameters (one bucket). */
   readonly singleSource: string;
@@ -164,7 +169,8 @@ export function tokenBucketStatements(
       table: names.tokenBuckets,
       prelude: `SELECT (NOW - ${SCALED_EPOCH_MS}) * $2::bigint AS sn`,
       batchSource: `SELECT x.bucket, x.cost, x.n, x.ord, NULL::text AS account
-  FROM unnest($6::text[], $7::bigint[], $8::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, ord)`,
+  FROM unnest($6::text[], $7::bigint[], $8::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, ord)
+  LIMIT cardinality($6::text[])`,
       singleSource: `SELECT $6::text AS bucket, $7::bigint AS cost, $8::bigint AS n, 1::bigint AS ord, NULL::text AS account`,
       accountSource: `SELECT CASE WHEN f.session THEN $6::text ELSE $8::text END AS bucket, $7::bigint AS cost,
     1::bigint AS n, 1::bigint AS ord, CASE WHEN f.session THEN $6::text END AS account
@@ -217,7 +223,8 @@ export function calendarQuotaStatements(
     SELECT ${epochMs(`${names.dayStart}($2::text, b.d)`)} AS start_ms, ${epochMs(`${names.dayStart}($2::text, b.d + 1)`)} AS end_ms
   ) e`,
       batchSource: `SELECT x.bucket, x.cost, x.n, x.quota, x.ord, NULL::text AS account
-  FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, quota, ord)`,
+  FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, quota, ord)
+  LIMIT cardinality($4::text[])`,
       singleSource: `SELECT $4::text AS bucket, $5::bigint AS cost, $6::bigint AS n, $7::bigint AS quota, 1::bigint AS ord,
     NULL::text AS account`,
       accountSource: `SELECT CASE WHEN f.session THEN $4::text ELSE $7::text END AS bucket, $5::bigint AS cost,
