@@ -56,7 +56,7 @@ export interface RedisStoreOptions {
   maxPending?: number;
   /**
    * The most decisions (keys) one script call carries. Decisions waiting are spread over up to
-   * 4 calls in flight (at least 64 per call), so that Node turns one reply into decisions while
+   * 8 calls in flight (at least 16 per call), so that Node turns one reply into decisions while
    * Redis runs the next call; this caps a call, and so how long one script blocks Redis.
    * @default 1024
    */
