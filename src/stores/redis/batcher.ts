@@ -5,9 +5,14 @@ import { decisionScript, decisionScriptSha } from './scripts.js';
 
 /** What the batcher needs from one rule's buckets. */
 export interface BatchRule {
-  /** The rule's parameters for the script, for a decision at about `now` (see scripts.ts). */
-  spec(now: number): string;
-  /** Builds the decision from the script's numbers (`retryAfterMs` -1 = Infinity). */
+  /**
+   * The rule's parameters for the script, for a decision at about `now` (see scripts.ts): the
+   * same array for as long as they do not change, so that a call sends each rule once.
+   */
+  spec(now: number): readonly string[];
+  /** A calendar quota: its entries carry a limit, its replies the window (4 integers, not 3). */
+  readonly quota: boolean;
+  /** Builds the decision from the script's numbers (`windowMs` 0 for a token bucket: its period). */
   decision(
     allowed: boolean,
     remaining: number,
@@ -71,6 +76,8 @@ class Batch {
     readonly requests: Pending[],
     readonly keys: string[],
     readonly args: string[],
+    /** The length of the reply expected. */
+    readonly replyLength: number,
   ) {}
 }
 
@@ -89,8 +96,9 @@ const MAX_IN_FLIGHT = 8;
  * burst still goes in calls of `queued / free`.
  */
 const SPLIT = 16;
-/** Integers per entry in the script's reply. */
-const ENTRY = 5;
+/** Integers in the script's reply per entry of a token bucket, and of a calendar quota. */
+const BUCKET_REPLY = 3;
+const QUOTA_REPLY = 4;
 
 /**
  * Groups the decisions that arrive together into one script call per tick (per hash slot on a
@@ -228,27 +236,48 @@ export class Batcher {
   private send(requests: Pending[]): void {
     const { serverClock, slackMs } = this.settings;
     const keys: string[] = [];
-    const args: string[] = [String(slackMs)];
+    // The rules' parameters first, each once (see scripts.ts), then the entries.
+    const args: string[] = [serverClock ? '' : String(slackMs), ''];
+    const refs = new Map<readonly string[], string>();
+    const entries: string[] = [];
+    let replyLength = 1;
     const estimate = Date.now() + this.skew;
     let deadline = Infinity;
     for (const request of requests) {
       const now = serverClock ? estimate : request.now;
-      const nowArg = serverClock ? '' : String(request.now);
       if (request.deadline < deadline) deadline = request.deadline;
       const group = request.group;
       if (group === null) {
         const rule = request.rule as BatchRule;
         keys.push(request.key);
-        args.push('0', nowArg, rule.spec(now), String(request.cost), limitArg(request.limit));
+        entries.push(specRef(rule, now, args, refs));
+        if (!serverClock) entries.push(String(request.now));
+        entries.push(String(request.cost));
+        if (rule.quota) {
+          entries.push(limitArg(request.limit));
+          replyLength += QUOTA_REPLY;
+        } else {
+          replyLength += BUCKET_REPLY;
+        }
       } else {
-        args.push(String(group.length), nowArg);
+        entries.push(String(-group.length));
+        if (!serverClock) entries.push(String(request.now));
         for (const entry of group) {
+          const rule = entry.rule;
           keys.push(entry.key);
-          args.push(entry.rule.spec(now), String(entry.cost), limitArg(entry.limit));
+          entries.push(specRef(rule, now, args, refs), String(entry.cost));
+          if (rule.quota) {
+            entries.push(limitArg(entry.limit));
+            replyLength += QUOTA_REPLY;
+          } else {
+            replyLength += BUCKET_REPLY;
+          }
         }
       }
     }
-    const batch = new Batch(requests, keys, args);
+    args[1] = String(args.length - 2);
+    for (let i = 0; i < entries.length; i++) args.push(entries[i]!);
+    const batch = new Batch(requests, keys, args, replyLength);
     this.inFlight++;
     batch.timer = setTimeout(() => this.expire(batch), Math.max(0, deadline - Date.now()));
     batch.timer.unref?.();
@@ -301,7 +330,7 @@ export class Batcher {
   private receive(batch: Batch, reply: unknown): void {
     if (!this.finish(batch)) return;
     const requests = batch.requests;
-    if (!Array.isArray(reply) || reply.length !== 1 + ENTRY * batch.keys.length) {
+    if (!Array.isArray(reply) || reply.length !== batch.replyLength) {
       const error = unavailable('answered the decision script with an unexpected reply');
       for (const request of requests) this.settle(request, error);
       return;
@@ -310,27 +339,22 @@ export class Batcher {
     if (this.settings.serverClock) this.skew = serverNow - Date.now();
     let o = 1;
     for (const request of requests) {
-      const status = Number(reply[o]);
-      if (status < 0) {
-        o += ENTRY * request.size;
-        this.refuse(request, status);
-        continue;
-      }
       const group = request.group;
+      // -3 in the first entry: a group the script did not evaluate.
+      const failed = Number(reply[o]) === -3;
       if (group === null) {
-        this.settle(
-          request,
-          undefined,
-          decisionAt(reply, o, request.rule as BatchRule, request.cost, request.limit),
-        );
-        o += ENTRY;
+        const rule = request.rule as BatchRule;
+        if (failed) this.refuse(request, -3);
+        else this.settle(request, undefined, decisionAt(reply, o, rule, request.cost, request.limit));
+        o += rule.quota ? QUOTA_REPLY : BUCKET_REPLY;
       } else {
         const decisions: Decision[] = [];
         for (const entry of group) {
-          decisions.push(decisionAt(reply, o, entry.rule, entry.cost, entry.limit));
-          o += ENTRY;
+          if (!failed) decisions.push(decisionAt(reply, o, entry.rule, entry.cost, entry.limit));
+          o += entry.rule.quota ? QUOTA_REPLY : BUCKET_REPLY;
         }
-        this.settle(request, undefined, decisions);
+        if (failed) this.refuse(request, -3);
+        else this.settle(request, undefined, decisions);
       }
     }
   }
@@ -364,16 +388,28 @@ function decisionAt(
   cost: number,
   limit: number | undefined,
 ): Decision {
-  const retry = Number(reply[o + 2]);
+  const retry = Number(reply[o]);
   return rule.decision(
-    Number(reply[o]) === 1,
+    retry === 0,
     Number(reply[o + 1]),
     retry < 0 ? Infinity : retry,
-    Number(reply[o + 3]),
-    Number(reply[o + 4]),
+    Number(reply[o + 2]),
+    rule.quota ? Number(reply[o + 3]) : 0,
     cost,
     limit,
   );
+}
+
+/** The index in ARGV of `rule`'s parameters, adding them to `args` the first time. */
+function specRef(rule: BatchRule, now: number, args: string[], refs: Map<readonly string[], string>): string {
+  const spec = rule.spec(now);
+  let ref = refs.get(spec);
+  if (ref === undefined) {
+    ref = String(args.length + 1);
+    refs.set(spec, ref);
+    for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
+  }
+  return ref;
 }
 
 function limitArg(limit: number | undefined): string {

@@ -292,9 +292,10 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   private readonly store: RedisStore;
   /** `<prefix><name>:`, the start of every key of this rule. */
   private readonly keyPrefix: string;
-  private readonly bucketSpec: string;
+  readonly quota: boolean;
+  private readonly bucketSpec: readonly string[];
   private readonly days: CalendarDays | undefined;
-  private daySpec = '';
+  private daySpec: readonly string[] = [];
   private dayStart = 0;
   private dayEnd = -1;
 
@@ -304,10 +305,11 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     this.name = name;
     this.rule = rule as Rule;
     this.keyPrefix = `${store.prefix}${name}:`;
+    this.quota = rule?.kind === 'calendar-quota';
     this.bucketSpec =
       rule?.kind === 'token-bucket'
-        ? `1 ${rule.limit} ${rule.periodMs} ${rule.burst} ${rule.penalty ? 1 : 0}`
-        : '';
+        ? ['1', String(rule.limit), String(rule.periodMs), String(rule.burst), rule.penalty ? '1' : '0']
+        : [];
     // Our own calendar, so that looking at yesterday and tomorrow never evicts the window the
     // rule's calendar (shared with a memory store) has cached.
     this.days = rule?.kind === 'calendar-quota' ? new CalendarDays(rule.timeZone) : undefined;
@@ -325,7 +327,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   }
 
   /** @internal */
-  spec(now: number): string {
+  spec(now: number): readonly string[] {
     if (this.days === undefined) return this.bucketSpec;
     if (now >= this.dayStart && now < this.dayEnd) return this.daySpec;
     // The script picks the day holding the server's time among yesterday, today and tomorrow
@@ -336,7 +338,15 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     const before = days.startOf(start - 1);
     const after = days.endOf(end);
     const rule = this.rule;
-    this.daySpec = `2 ${rule.penalty ? 1 : 0} ${rule.limit} ${before} ${start} ${end} ${after}`;
+    this.daySpec = [
+      '2',
+      rule.penalty ? '1' : '0',
+      String(rule.limit),
+      String(before),
+      String(start),
+      String(end),
+      String(after),
+    ];
     this.dayStart = start;
     this.dayEnd = end;
     return this.daySpec;
@@ -363,7 +373,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
         cost,
         retryAfterMs,
         resetMs,
-        windowMs,
+        rule.periodMs,
       );
     }
     const quota = limit === undefined ? rule.limit : limit;
