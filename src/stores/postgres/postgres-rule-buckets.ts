@@ -262,12 +262,17 @@ export class PostgresRuleBuckets implements RuleBuckets {
     batch.done = true;
     clearTimeout(batch.timer);
     if (batch.sent) {
-      this.running--;
-      const next = this.pending;
-      if (next !== undefined) {
-        this.pending = undefined;
-        this.send(next);
-      }
+      // The slot is freed one turn of the event loop later: callers answered just now usually
+      // take again at once (in the microtasks this answer runs), and their takes then join the
+      // waiting statement instead of leaving one by one. Fewer, larger statements and commits.
+      setImmediate(() => {
+        this.running--;
+        const next = this.pending;
+        if (next !== undefined) {
+          this.pending = undefined;
+          this.send(next);
+        }
+      });
     }
     return true;
   }
