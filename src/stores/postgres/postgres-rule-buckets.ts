@@ -228,17 +228,20 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private answer(batch: Batch, rows: readonly PostgresRow[]): void {
     if (!this.finish(batch)) return;
     const replay = new DecisionReplay(this.rule, this.name, this.scale);
-    let i = 0;
-    for (const group of batch.groups.values()) {
-      const row = rows[i++];
-      if (row === undefined) {
-        for (const waiter of group.waiters)
-          waiter.reject(storeError(new Error('statement returned too few rows')));
-        continue;
-      }
+    const groups = batch.groups;
+    // One row per bucket, in no particular order (see statements.ts).
+    let answered = 0;
+    for (const row of rows) {
+      const group = groups.get(row.bucket as string);
+      if (group === undefined || group.waiters.length === 0) continue;
+      answered++;
       replay.start(row);
       for (const waiter of group.waiters) waiter.resolve(replay.next(group.cost, group.limit));
+      group.waiters.length = 0;
     }
+    if (answered === groups.size) return;
+    const error = storeError(new Error('statement returned too few rows'));
+    for (const group of groups.values()) for (const waiter of group.waiters) waiter.reject(error);
   }
 
   private fail(batch: Batch, error: unknown): void {

@@ -11,7 +11,8 @@ import type { SchemaNames } from './migrations.js';
  * WAL flushes.
  *
  * Statements return the state before the take(s): queued scaled time (token bucket) or the
- * count used today (quota). The decision itself is then computed by the same core code the
+ * count used today (quota), one row per bucket, named by `bucket`, in no particular order (the
+ * written rows straight from RETURNING, the others from the snapshot: no join back, no sort). The decision itself is then computed by the same core code the
  * memory store runs, so numbers agree exactly.
  *
  * A batch holds distinct buckets of one rule, each with `n` takes of one cost; the closed forms
@@ -72,7 +73,7 @@ interface Shape {
   /** The `p` CTE: per-statement values (scaled now, or today's date and reset). */
   readonly prelude: string;
   /**
-   * `unnest(…)` source of a batch: bucket, cost, n[, quota], ord. Its `LIMIT cardinality(…)`
+   * `unnest(…)` source of a batch: bucket, cost, n[, quota]. Its `LIMIT cardinality(…)`
    * keeps every row, but a generic plan then estimates one row instead of ten, so PostgreSQL
    * keeps the cached generic plan (primary-key probes in a nested loop) rather than planning
    * every batch anew: planning a custom plan cost more than executing a batch of a few keys.
@@ -139,9 +140,12 @@ w AS (
     account_bucket = COALESCE(t.account_bucket, excluded.account_bucket)
   RETURNING t.bucket, t.prev
 )
-SELECT ${shape.output(`CASE WHEN w.bucket IS NULL THEN s.old ELSE w.prev END`)}${withAccount ? ', f.session' : ''}
-FROM s LEFT JOIN w ON w.bucket = s.bucket${withAccount ? ' CROSS JOIN f' : ''}
-ORDER BY s.ord`);
+SELECT w.bucket, ${shape.output('w.prev')}${withAccount ? ', f.session' : ''}
+FROM w CROSS JOIN p AS s${withAccount ? ' CROSS JOIN f' : ''}
+UNION ALL
+SELECT s.bucket, ${shape.output('s.old')}${withAccount ? ', f.session' : ''}
+FROM s${withAccount ? ' CROSS JOIN f' : ''}
+WHERE (${shape.writes}) IS NOT TRUE`);
   };
   return {
     batch: make(shape.batchSource, shape.nowParam.batch, false),
@@ -168,12 +172,12 @@ export function tokenBucketStatements(
     {
       table: names.tokenBuckets,
       prelude: `SELECT (NOW - ${SCALED_EPOCH_MS}) * $2::bigint AS sn`,
-      batchSource: `SELECT x.bucket, x.cost, x.n, x.ord, NULL::text AS account
-  FROM unnest($6::text[], $7::bigint[], $8::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, ord)
+      batchSource: `SELECT x.bucket, x.cost, x.n, NULL::text AS account
+  FROM unnest($6::text[], $7::bigint[], $8::bigint[]) AS x(bucket, cost, n)
   LIMIT cardinality($6::text[])`,
-      singleSource: `SELECT $6::text AS bucket, $7::bigint AS cost, $8::bigint AS n, 1::bigint AS ord, NULL::text AS account`,
+      singleSource: `SELECT $6::text AS bucket, $7::bigint AS cost, $8::bigint AS n, NULL::text AS account`,
       accountSource: `SELECT CASE WHEN f.session THEN $6::text ELSE $8::text END AS bucket, $7::bigint AS cost,
-    1::bigint AS n, 1::bigint AS ord, CASE WHEN f.session THEN $6::text END AS account
+    1::bigint AS n, CASE WHEN f.session THEN $6::text END AS account
   FROM f`,
       stateColumn: 'tat',
       extra: `, GREATEST(i.cost, 1) * $3::bigint AS cu`,
@@ -222,13 +226,12 @@ export function calendarQuotaStatements(
   CROSS JOIN LATERAL (
     SELECT ${epochMs(`${names.dayStart}($2::text, b.d)`)} AS start_ms, ${epochMs(`${names.dayStart}($2::text, b.d + 1)`)} AS end_ms
   ) e`,
-      batchSource: `SELECT x.bucket, x.cost, x.n, x.quota, x.ord, NULL::text AS account
-  FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS x(bucket, cost, n, quota, ord)
+      batchSource: `SELECT x.bucket, x.cost, x.n, x.quota, NULL::text AS account
+  FROM unnest($4::text[], $5::bigint[], $6::bigint[], $7::bigint[]) AS x(bucket, cost, n, quota)
   LIMIT cardinality($4::text[])`,
-      singleSource: `SELECT $4::text AS bucket, $5::bigint AS cost, $6::bigint AS n, $7::bigint AS quota, 1::bigint AS ord,
-    NULL::text AS account`,
+      singleSource: `SELECT $4::text AS bucket, $5::bigint AS cost, $6::bigint AS n, $7::bigint AS quota, NULL::text AS account`,
       accountSource: `SELECT CASE WHEN f.session THEN $4::text ELSE $7::text END AS bucket, $5::bigint AS cost,
-    1::bigint AS n, $6::bigint AS quota, 1::bigint AS ord, CASE WHEN f.session THEN $4::text END AS account
+    1::bigint AS n, $6::bigint AS quota, CASE WHEN f.session THEN $4::text END AS account
   FROM f`,
       stateColumn: 'count',
       extra: '',
