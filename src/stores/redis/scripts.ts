@@ -44,14 +44,14 @@ import { createHash } from 'node:crypto';
  * time to full (bucket) or to reset (quota): an idle key vanishes exactly when forgetting it
  * changes nothing.
  *
- * The script is flat (no closures or tables of tables built per call; `redis.call` and library
- * functions in locals) and decides inline: its own work is a few µs per call plus well under a
- * µs per decision, next to the ~2–3 µs of the `SET … PX` that creates or updates each key.
+ * The script is flat: no closures and no table per key built per call (the keys' states live in
+ * one array), `redis.call` and library functions in locals, divisions by `%` instead of calls to
+ * `math.floor`, every decision inline. Most of its time goes to Redis itself: `MGET`, and the
+ * `SET … PX` that creates or updates each key (~1–3 µs each).
  */
 export const decisionScript = `
 local call = redis.call
 local tonumber = tonumber
-local floor = math.floor
 local find = string.find
 local sub = string.sub
 local format = string.format
@@ -65,13 +65,16 @@ local a = 3 + tonumber(argv[2])
 local P = {}
 for x = 3, a - 1 do P[x] = tonumber(argv[x]) end
 
--- Every key is read once (MGET, in chunks; GET would fail on a key of another type). The state of key is held parsed
--- in sa[key] (ms or day start; false: absent) and sb[key] (fraction or count). A key of another
--- type reads as absent (MGET returns nil for it), and an unreadable value too: both are
--- repaired by the write that follows.
+-- Every key is read once (MGET, in chunks; GET would fail on a key of another type) and gets a
+-- slot in S, 4 values from S[base + 1]: the key, its state a (ms or day start; false when
+-- absent), b (fraction or count) and the TTL to write it with (false: unchanged). E[x] is the
+-- base of KEYS[x]'s slot. A key of another type reads as absent (MGET returns nil for it), and
+-- an unreadable value too: both are repaired by the write that follows.
 local nkeys = #keys
-local sa = {}
-local sb = {}
+local S = {}
+local E = {}
+local slots = {}
+local u = 0
 local i = 1
 while i <= nkeys do
   local j = i + 999
@@ -79,48 +82,57 @@ while i <= nkeys do
   local values = call('MGET', unpack(keys, i, j))
   for x = i, j do
     local key = keys[x]
-    if sa[key] == nil then
+    local e = slots[key]
+    if not e then
+      e = u
+      u = u + 4
+      slots[key] = e
       local v = values[x - i + 1]
-      local ta, tb = false, 0
+      local sa, sb = false, 0
       if v then
         local c = find(v, ':', 1, true)
         if c then
-          ta = tonumber(sub(v, 1, c - 1))
-          tb = tonumber(sub(v, c + 1))
-          if not (ta and tb) then ta = false end
+          sa = tonumber(sub(v, 1, c - 1))
+          sb = tonumber(sub(v, c + 1))
+          if not (sa and sb) then sa = false end
         end
       end
-      sa[key] = ta
-      sb[key] = tb
+      S[e + 1] = key
+      S[e + 2] = sa
+      S[e + 3] = sb
+      S[e + 4] = false
     end
+    E[x] = e
   end
   i = j + 1
 end
 
--- Keys written, in order, with their TTL: written once each at the end.
-local ttls = {}
-local dirty = {}
-local nd = 0
 local out = { 0 }
 local o = 1
 local k = 1
 local total = #argv
 local now = 0
-local serverNow = nil
--- An all-or-nothing group's new states, reply offsets and TTLs, applied when all admit.
-local wa, wb, wt, wo = {}, {}, {}, {}
+-- An all-or-nothing group's new states and reply offsets (4 values per entry), applied when
+-- every entry admits.
+local W
 while a <= total do
   local n = tonumber(argv[a])
   local single = n > 0
-  if single then n = 1 else n = -n; a = a + 1 end
+  if single then
+    n = 1
+  else
+    n = -n
+    a = a + 1
+    if not W then W = {} end
+  end
   if caller then
     if single then now = tonumber(argv[a + 1]) else now = tonumber(argv[a]); a = a + 1 end
-  elseif not serverNow then
+  elseif k == 1 then
     -- No redis.replicate_commands(): Redis >= 5 replicates a script's effects, not the script,
     -- so reading TIME before writing is allowed.
     local t = call('TIME')
-    serverNow = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-    now = serverNow
+    local us = tonumber(t[2])
+    now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
   end
   local admitted = true
   local failed = false
@@ -128,69 +140,69 @@ while a <= total do
     local p = tonumber(argv[a])
     local cost
     if single and caller then cost = tonumber(argv[a + 2]); a = a + 3 else cost = tonumber(argv[a + 1]); a = a + 2 end
-    local key = keys[k]
+    local e = E[k]
     k = k + 1
-    wo[x] = o
     local asked = cost
     if cost == 0 then asked = 1 end
+    -- The new state (na false: none) and its TTL.
     local na = false
     local nb, ttl
+    local retry
     if P[p] == 1 then
-      -- core/gcra.ts, decide(). Exact floor division of whole numbers held in doubles: the
-      -- quotient of a double division may round up across an integer; the remainder tells, and
-      -- corrects it.
-      local rate, unit, burst = P[p + 1], P[p + 2], P[p + 3]
-      local tolerance = burst * unit
+      -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
+      -- a - floor(a / b) * b, and the quotient of a double division may round up across an
+      -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.
+      local rate, unit = P[p + 1], P[p + 2]
+      local tolerance = P[p + 3] * unit
       local queued = 0
-      local sta = sa[key]
-      if sta and sta >= now then queued = (sta - now) * rate + sb[key] end
+      local sa = S[e + 2]
+      if sa and sa >= now then queued = (sa - now) * rate + S[e + 3] end
       local after = queued + asked * unit
-      local remaining = 0
-      if queued < tolerance then
-        local d = tolerance - queued
-        remaining = floor(d / unit)
-        local r = d - remaining * unit
-        if r < 0 then remaining = remaining - 1 elseif r >= unit then remaining = remaining + 1 end
-      end
-      local retry, reset
-      if asked <= burst and after <= tolerance and cost > 0 then
-        local q = floor(after / rate)
-        local r = after - q * rate
-        if r < 0 then q = q - 1; r = r + rate elseif r >= rate then q = q + 1; r = r - rate end
+      local remaining, reset
+      if cost > 0 and after <= tolerance then
+        -- Admitted and charged (after <= tolerance implies cost <= burst).
+        local r = after % rate
+        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+        local q = (after - r) / rate
         ttl = q
         if r > 0 then ttl = q + 1 end
         local d = tolerance - after
-        remaining = floor(d / unit)
-        local r2 = d - remaining * unit
-        if r2 < 0 then remaining = remaining - 1 elseif r2 >= unit then remaining = remaining + 1 end
+        local r2 = d % unit
+        if r2 < 0 then r2 = r2 + unit elseif r2 >= unit then r2 = r2 - unit end
+        remaining = (d - r2) / unit
         retry = 0
         reset = ttl
         na = now + q
         nb = r
       else
-        local q = floor(queued / rate)
-        local r = queued - q * rate
-        if r < 0 then q = q - 1; r = r + rate elseif r >= rate then q = q + 1; r = r - rate end
-        reset = q
-        if r > 0 then reset = q + 1 end
-        if asked > burst then
+        remaining = 0
+        if queued < tolerance then
+          local d = tolerance - queued
+          local r = d % unit
+          if r < 0 then r = r + unit elseif r >= unit then r = r - unit end
+          remaining = (d - r) / unit
+        end
+        local r = queued % rate
+        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+        reset = (queued - r) / rate
+        if r > 0 then reset = reset + 1 end
+        if asked > P[p + 3] then
           retry = -1
         elseif after <= tolerance then
           retry = 0
         else
-          local e = after - tolerance
-          q = floor(e / rate)
-          r = e - q * rate
-          if r < 0 then q = q - 1; r = r + rate elseif r >= rate then q = q + 1; r = r - rate end
-          retry = q
-          if r > 0 then retry = q + 1 end
+          local d = after - tolerance
+          r = d % rate
+          if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+          retry = (d - r) / rate
+          if r > 0 then retry = retry + 1 end
           if single and P[p + 4] == 1 and cost > 0 then
             -- Debt is capped at one extra full refill (core/gcra.ts).
             local charged = after
             if charged > 2 * tolerance then charged = 2 * tolerance end
-            q = floor(charged / rate)
-            r = charged - q * rate
-            if r < 0 then q = q - 1; r = r + rate elseif r >= rate then q = q + 1; r = r - rate end
+            r = charged % rate
+            if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+            local q = (charged - r) / rate
             ttl = q
             if r > 0 then ttl = q + 1 end
             na = now + q
@@ -201,27 +213,26 @@ while a <= total do
       out[o + 1] = retry
       out[o + 2] = remaining
       out[o + 3] = reset
-      o = o + 3
-      if retry ~= 0 then admitted = false end
     else
       -- core/quota.ts, decide()
       local limit = tonumber(argv[a])
       a = a + 1
       local q = limit or P[p + 2]
-      local s, e
+      local s, f
       local b1, b2 = P[p + 4], P[p + 5]
       if now >= b1 and now < b2 then
-        s, e = b1, b2
+        s, f = b1, b2
       elseif now >= P[p + 3] and now < b1 then
-        s, e = P[p + 3], b1
+        s, f = P[p + 3], b1
       elseif now >= b2 and now < P[p + 6] then
-        s, e = b2, P[p + 6]
+        s, f = b2, P[p + 6]
       end
-      local retry, left, reset = -3, 0, 0
+      local left, reset = 0, 0
+      retry = -3
       if s then
         local used = 0
-        if sa[key] == s then used = sb[key] end
-        reset = e - now
+        if S[e + 2] == s then used = S[e + 3] end
+        reset = f - now
         if used < q then left = q - used end
         if asked > q then
           retry = -1
@@ -235,50 +246,52 @@ while a <= total do
           retry = reset
           if single and P[p + 1] == 1 and cost > 0 then na, nb, ttl = s, used + cost, reset end
         end
+        out[o + 4] = f - s
       else
         failed = true
+        out[o + 4] = 0
       end
       out[o + 1] = retry
       out[o + 2] = left
       out[o + 3] = reset
-      out[o + 4] = e and e - s or 0
-      o = o + 4
-      if retry ~= 0 then admitted = false end
     end
     if single then
       if na then
-        sa[key] = na
-        sb[key] = nb
-        if not ttls[key] then nd = nd + 1; dirty[nd] = key end
-        ttls[key] = ttl
+        S[e + 2] = na
+        S[e + 3] = nb
+        S[e + 4] = ttl
       end
     else
-      wa[x] = na
-      wb[x] = nb
-      wt[x] = ttl
+      local w = 4 * x
+      W[w - 3] = na
+      W[w - 2] = nb
+      W[w - 1] = ttl
+      W[w] = o
     end
+    if retry ~= 0 then admitted = false end
+    if P[p] == 1 then o = o + 3 else o = o + 4 end
   end
   if not single then
     if failed then
       -- Not evaluated: the server's day lies outside the days sent; nothing changes.
-      for x = 1, n do out[wo[x] + 1] = -3 end
+      for x = 1, n do out[W[4 * x] + 1] = -3 end
     elseif admitted then
       for x = 1, n do
-        if wa[x] then
-          local key = keys[k - n + x - 1]
-          sa[key] = wa[x]
-          sb[key] = wb[x]
-          if not ttls[key] then nd = nd + 1; dirty[nd] = key end
-          ttls[key] = wt[x]
+        local w = 4 * x
+        if W[w - 3] then
+          local e = E[k - n + x - 1]
+          S[e + 2] = W[w - 3]
+          S[e + 3] = W[w - 2]
+          S[e + 4] = W[w - 1]
         end
       end
     end
   end
 end
 out[1] = now
-for x = 1, nd do
-  local key = dirty[x]
-  call('SET', key, format('%d:%d', sa[key], sb[key]), 'PX', ttls[key] + slack)
+for e = 0, u - 4, 4 do
+  local ttl = S[e + 4]
+  if ttl then call('SET', S[e + 1], format('%d:%d', S[e + 2], S[e + 3]), 'PX', ttl + slack) end
 end
 return out
 `;
