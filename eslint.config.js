@@ -1,16 +1,66 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// Layer boundaries (ARCHITECTURE.md): imports point down. Each entry forbids a layer
-// from importing the layers above it.
+// Layer boundaries (ARCHITECTURE.md): imports point down. Each entry forbids a layer from
+// importing the layers above it; `browser` and `pure` layers may not import node: modules either.
 const layers = [
-  { files: ['src/core/**'], above: ['store', 'stores', 'keys', 'http', 'adapters', 'client', 'server'] },
-  { files: ['src/store.ts', 'src/stores/**'], above: ['keys', 'http', 'adapters', 'client', 'server'] },
-  { files: ['src/keys/**'], above: ['stores', 'http', 'adapters', 'client', 'server'] },
-  { files: ['src/http/**'], above: ['adapters', 'client', 'server'] },
-  { files: ['src/adapters/**'], above: ['server', 'client'] },
-  { files: ['src/client/**'], above: ['store', 'stores', 'keys', 'http', 'adapters', 'server'] },
+  {
+    name: 'core',
+    files: ['src/core/**'],
+    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'client', 'server'],
+    pure: true,
+  },
+  {
+    name: 'stores',
+    files: ['src/store.ts', 'src/stores/**'],
+    above: ['limiter', 'keys', 'http', 'adapters', 'client', 'server'],
+  },
+  { name: 'limiter', files: ['src/limiter/**'], above: ['keys', 'http', 'adapters', 'client', 'server'] },
+  {
+    name: 'keys',
+    files: ['src/keys/**'],
+    above: ['stores', 'limiter', 'http', 'adapters', 'client', 'server'],
+  },
+  { name: 'http', files: ['src/http/**'], above: ['adapters', 'client', 'server'] },
+  { name: 'adapters', files: ['src/adapters/**'], above: ['server', 'client'] },
+  {
+    name: 'client',
+    files: ['src/client/**'],
+    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'server'],
+    browser: true,
+  },
 ];
+
+/** Import patterns naming a layer: its folder, or for `store` the contract file. */
+const layerPatterns = (layer) => (layer === 'store' ? ['**/store', '**/store.js'] : [`**/${layer}/**`]);
+
+const layerRules = layers.map(({ name, files, above, pure, browser }) => ({
+  files,
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: above.flatMap(layerPatterns),
+            message: `imports point down: ${name}/ imports none of ${above.join(', ')}`,
+          },
+          ...(pure
+            ? [
+                {
+                  group: ['node:*', 'fs', 'net', 'http', 'crypto'],
+                  message: 'core/ is pure: no I/O, no node: modules',
+                },
+              ]
+            : []),
+          ...(browser
+            ? [{ group: ['node:*'], message: 'client/ runs in browsers too: no node: modules' }]
+            : []),
+        ],
+      },
+    ],
+  },
+}));
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'bench/node_modules/**', 'bench/results/**', '.tmp/**'] },
@@ -43,74 +93,5 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
-  ...layers.map(({ files, above }) => ({
-    files,
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: above.flatMap((layer) => [
-            {
-              group: [`**/${layer}`, `**/${layer}.js`, `**/${layer}/**`],
-              message: `imports point down: '${layer}' is a layer above`,
-            },
-          ]),
-        },
-      ],
-    },
-  })),
-  {
-    files: ['src/client/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '**/store',
-                '**/store.js',
-                '**/stores/**',
-                '**/keys/**',
-                '**/http/**',
-                '**/adapters/**',
-                '**/server/**',
-              ],
-              message: 'client/ imports only from core/',
-            },
-            { group: ['node:*'], message: 'client/ runs in browsers too: no node: modules' },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['src/core/**'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: [
-                '**/store',
-                '**/store.js',
-                '**/stores/**',
-                '**/keys/**',
-                '**/http/**',
-                '**/adapters/**',
-                '**/client/**',
-                '**/server/**',
-              ],
-              message: 'core/ imports nothing from the layers above',
-            },
-            {
-              group: ['node:*', 'fs', 'net', 'http', 'crypto'],
-              message: 'core/ is pure: no I/O, no node: modules',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ...layerRules,
 );
