@@ -134,6 +134,9 @@ describe('PostgresStore', { skip }, () => {
 
   describe('ADR-0057 accounts', () => {
     let store: PostgresStore;
+    /** ADR-0057's report quota: 10 a day, under a fresh name. */
+    const reportsQuota = () =>
+      createLimiter({ name: name(), rule: calendarQuota({ limit: 10 }), store, timeout: 10_000 });
     let nextUser = 1000;
     const rows = async (bucket: string) =>
       Number(
@@ -150,12 +153,7 @@ describe('PostgresStore', { skip }, () => {
     });
 
     it('C7/E3: an existing user charges the account bucket; a deleted one falls back to the IP bucket', async () => {
-      const reports = createLimiter({
-        name: name(),
-        rule: calendarQuota({ limit: 10 }),
-        store,
-        timeout: 10_000,
-      });
+      const reports = reportsQuota();
       const id = await newUser();
       const session = await store.takeForAccount(reports, {
         userId: id,
@@ -177,12 +175,7 @@ describe('PostgresStore', { skip }, () => {
     });
 
     it('E3: a take racing a deletion that runs first waits, then falls back to anon (real transactions)', async () => {
-      const reports = createLimiter({
-        name: name(),
-        rule: calendarQuota({ limit: 10 }),
-        store,
-        timeout: 10_000,
-      });
+      const reports = reportsQuota();
       const id = await newUser();
       const deleter = await pool.connect();
       try {
@@ -205,12 +198,7 @@ describe('PostgresStore', { skip }, () => {
     });
 
     it('E3: a take that runs first is deleted with the user (real transactions)', async () => {
-      const reports = createLimiter({
-        name: name(),
-        rule: calendarQuota({ limit: 10 }),
-        store,
-        timeout: 10_000,
-      });
+      const reports = reportsQuota();
       const id = await newUser();
       // The take's statement runs inside a transaction held open, so the deletion must wait for it.
       const holder = await pool.connect();
@@ -279,12 +267,7 @@ describe('PostgresStore', { skip }, () => {
     });
 
     it('F2/C6: deleting a user removes every bucket of every secret generation, in every rule; others stay', async () => {
-      const quota = createLimiter({
-        name: name(),
-        rule: calendarQuota({ limit: 10 }),
-        store,
-        timeout: 10_000,
-      });
+      const quota = reportsQuota();
       const bucket = createLimiter({
         name: name(),
         rule: tokenBucket({ limit: 5, period: '1h' }),
