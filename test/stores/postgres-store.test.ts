@@ -4,6 +4,12 @@ import type pg from 'pg';
 import { calendarQuota, createLimiter, isSluiceError, manualClock, tokenBucket } from '../../src/index.js';
 import { CalendarDays } from '../../src/core/calendar.js';
 import { PostgresStore, type PostgresClient } from '../../src/stores/postgres/index.js';
+import { schemaNames } from '../../src/stores/postgres/migrations.js';
+import {
+  calendarQuotaStatements,
+  takeAllStatement,
+  tokenBucketStatements,
+} from '../../src/stores/postgres/statements.js';
 import { skipUnlessReachable } from '../support/services.js';
 import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '../support/postgres.js';
 
@@ -367,6 +373,78 @@ describe('PostgresStore', { skip }, () => {
     }
   });
 
+  it('E3: every statement probes its rows by primary key, even before the table has statistics', async () => {
+    // With a plain join and no statistics yet, the planner hash-joined against every row of the
+    // rule, and each decision cost time in proportion to the table.
+    const plans = runSchema('plans');
+    const store = new PostgresStore({ client: pool, schema: plans, timeout: 10_000 });
+    await store.migrate();
+    const client = await pool.connect();
+    try {
+      const n = schemaNames(plans);
+      const fill = async (rows: number) => {
+        await client.query(
+          `INSERT INTO ${n.tokenBuckets} (rule, bucket, tat) SELECT 'r', 'k' || g, 0 FROM generate_series(1, ${rows}) g ON CONFLICT DO NOTHING`,
+        );
+        await client.query(
+          `INSERT INTO ${n.quotaCounters} (rule, bucket, day, count) SELECT 'r', 'k' || g, current_date, 0 FROM generate_series(1, ${rows}) g ON CONFLICT DO NOTHING`,
+        );
+      };
+      // A new table that autovacuum has not analyzed yet (it waits up to a minute): no column
+      // statistics, so the planner guesses that few rows have rule = 'r'.
+      for (const table of [n.tokenBuckets, n.quotaCounters]) {
+        await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+      }
+      await fill(2_000);
+      // Custom plans: the planner sees the values and the stale (empty) statistics.
+      await client.query('SET plan_cache_mode = force_custom_plan');
+      const token = tokenBucketStatements(n, 'server', undefined);
+      const quota = calendarQuotaStatements(n, 'server', undefined);
+      const tokenRule = ['r', 1, 1000, 10_000, false];
+      const quotaRule = ['r', 'UTC', false];
+      const keys = Array.from({ length: 15 }, (_, i) => `k${i * 7 + 1}`);
+      const ones = keys.map(() => 1);
+      const cases: [string, string, unknown[]][] = [
+        ['token batch', token.batch.text, [...tokenRule, keys, ones, ones]],
+        ['token single', token.single.text, [...tokenRule, 'k1', 1, 1]],
+        ['quota batch', quota.batch.text, [...quotaRule, keys, ones, ones, keys.map(() => 5)]],
+        ['quota single', quota.single.text, [...quotaRule, 'k1', 1, 1, 5]],
+        [
+          'all or nothing',
+          takeAllStatement(n, 'server').text,
+          [
+            keys.map((_, i) => i),
+            keys.map(() => 'r'),
+            keys,
+            ones,
+            ones,
+            keys.map(() => 1000),
+            keys.map(() => 10_000),
+            keys.map((_, i) => 100 + i),
+            keys.map(() => 'r'),
+            keys,
+            ones,
+            keys.map(() => 5),
+            keys.map(() => 'UTC'),
+          ],
+        ],
+      ];
+      for (const [label, text, values] of cases) {
+        const plan = (await client.query(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows[0]['QUERY PLAN'];
+        const reads = relationNodes(plan[0].Plan).filter((node) => node['Node Type'] !== 'ModifyTable');
+        assert.ok(reads.length > 0, `${label}: the plan reads the table`);
+        for (const node of reads) {
+          const how = `${label}: ${node['Relation Name']} read by ${node['Node Type']} on ${node['Index Cond'] ?? node['Recheck Cond']}`;
+          assert.match(node['Node Type'], /^(Index Scan|Index Only Scan|Bitmap Heap Scan)$/, how);
+          assert.match(String(node['Index Cond'] ?? node['Recheck Cond']), /bucket = /, how);
+        }
+      }
+    } finally {
+      client.release();
+      await dropSchema(pool, plans);
+    }
+  });
+
   describe('failures (D2)', () => {
     it('E3: a missing schema is SLUICE_STORE_SCHEMA telling to run migrate()', async () => {
       const store = new PostgresStore({ client: pool, schema: runSchema('missing'), timeout: 10_000 });
@@ -454,4 +532,18 @@ async function waitForLockWaiters(pool: pg.Pool, n: number, app?: string): Promi
     if (rows[0].n >= n) return;
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+interface PlanNode {
+  readonly 'Node Type': string;
+  readonly 'Relation Name'?: string;
+  readonly 'Index Cond'?: string;
+  readonly 'Recheck Cond'?: string;
+  readonly Plans?: readonly PlanNode[];
+}
+
+/** Every node of an EXPLAIN (FORMAT JSON) plan that reads or writes a sluice table. */
+function relationNodes(node: PlanNode): PlanNode[] {
+  const own = /^(token_buckets|quota_counters)$/.test(node['Relation Name'] ?? '') ? [node] : [];
+  return [...own, ...(node.Plans ?? []).flatMap(relationNodes)];
 }

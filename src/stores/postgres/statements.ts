@@ -18,6 +18,11 @@ import type { SchemaNames } from './migrations.js';
  * A batch holds distinct buckets of one rule, each with `n` takes of one cost; the closed forms
  * below equal `n` sequential takes. Rows are locked in "C" order of the bucket, the order every
  * multi-row write uses, so two batches cannot deadlock.
+ *
+ * Every read of a bucket is a LATERAL subquery probing the primary key. With a plain join the
+ * planner may hash-join against every row of the rule when its statistics are stale, as they are
+ * while the table grows; each statement then cost time in proportion to the table, and a bench
+ * on 100,000 keys slowed to a quarter (docs/postgres.md). A lateral probe cannot become a scan.
  */
 
 /** Origin of scaled time: 2025-01-01T00:00:00Z. Fixed, so every node scales time alike. */
@@ -127,7 +132,8 @@ m AS (
 ${accountCtes}i AS (${source}),
 s AS (
   SELECT i.*, p.*, t.${shape.stateColumn} AS old${shape.extra}
-  FROM i CROSS JOIN p LEFT JOIN ${shape.table} t ON ${shape.joinOn}
+  FROM i CROSS JOIN p
+  LEFT JOIN LATERAL (SELECT t.${shape.stateColumn} FROM ${shape.table} t WHERE ${shape.joinOn} LIMIT 1) t ON true
 ),
 w AS (
   INSERT INTO ${shape.table} AS t (${shape.keyColumns}, ${shape.stateColumn}, prev, account_bucket)
@@ -275,7 +281,8 @@ te AS (
     AS x(ord, rule, bucket, cost, rate, unit, tol) CROSS JOIN n
 ),
 ts AS (
-  SELECT te.ord, t.tat AS old FROM te LEFT JOIN ${T} t ON t.rule = te.rule AND t.bucket = te.bucket
+  SELECT te.ord, t.tat AS old FROM te
+  LEFT JOIN LATERAL (SELECT t.tat FROM ${T} t WHERE t.rule = te.rule AND t.bucket = te.bucket LIMIT 1) t ON true
 ),
 qe AS (
   SELECT y.*, ${epochMs(`${names.dayStart}(y.tz, y.d)`)} AS start_ms, ${epochMs(`${names.dayStart}(y.tz, y.d + 1)`)} AS end_ms
@@ -286,7 +293,8 @@ qe AS (
   ) y
 ),
 qs AS (
-  SELECT qe.ord, c.count AS old FROM qe LEFT JOIN ${Q} c ON c.rule = qe.rule AND c.bucket = qe.bucket AND c.day = qe.d
+  SELECT qe.ord, c.count AS old FROM qe
+  LEFT JOIN LATERAL (SELECT c.count FROM ${Q} c WHERE c.rule = qe.rule AND c.bucket = qe.bucket AND c.day = qe.d LIMIT 1) c ON true
 ),
 -- Decided on the snapshot first: when some entry refuses there, the answer is that refusal
 -- (true at the snapshot's instant) and nothing is locked, so refusals never queue on row locks.
@@ -300,9 +308,9 @@ sok AS (
   ) z
 ),
 tl AS (
-  SELECT t.rule, t.bucket, t.tat FROM ${T} t JOIN te ON t.rule = te.rule AND t.bucket = te.bucket
-  WHERE (SELECT sok.ok FROM sok)
-  ORDER BY t.rule, t.bucket FOR UPDATE OF t
+  SELECT l.rule, l.bucket, l.tat
+  FROM (SELECT te.rule, te.bucket FROM te WHERE (SELECT sok.ok FROM sok) ORDER BY te.rule COLLATE "C", te.bucket COLLATE "C") e
+  CROSS JOIN LATERAL (SELECT t.rule, t.bucket, t.tat FROM ${T} t WHERE t.rule = e.rule AND t.bucket = e.bucket FOR UPDATE OF t) l
 ),
 td AS (
   SELECT te.*, v.old, GREATEST(v.old, te.sn) - te.sn AS q
@@ -310,10 +318,11 @@ td AS (
   CROSS JOIN LATERAL (SELECT CASE WHEN (SELECT sok.ok FROM sok) THEN tl.tat ELSE ts.old END AS old) v
 ),
 ql AS (
-  SELECT c.rule, c.bucket, c.day, c.count FROM ${Q} c
-  JOIN qe ON c.rule = qe.rule AND c.bucket = qe.bucket AND c.day = qe.d
-  WHERE (SELECT sok.ok FROM sok)
-  ORDER BY c.rule, c.bucket, c.day FOR UPDATE OF c
+  SELECT l.rule, l.bucket, l.day, l.count
+  FROM (SELECT qe.rule, qe.bucket, qe.d FROM qe WHERE (SELECT sok.ok FROM sok) ORDER BY qe.rule COLLATE "C", qe.bucket COLLATE "C", qe.d) e
+  CROSS JOIN LATERAL (
+    SELECT c.rule, c.bucket, c.day, c.count FROM ${Q} c WHERE c.rule = e.rule AND c.bucket = e.bucket AND c.day = e.d FOR UPDATE OF c
+  ) l
 ),
 qd AS (
   SELECT qe.*, v.old, COALESCE(v.old, 0) AS used
