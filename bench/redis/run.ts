@@ -10,8 +10,11 @@
  *   decisions that arrive together batched into one script call;
  * - rlf:    rate-limiter-flexible RateLimiterRedis (ioredis), await consume(key).
  * Cells: 1, 16 and 256 calls in flight (closed loop: each "user" awaits its decision, then asks
- * again) × 1 hot key and 100,000 keys (uniformly random, generated before timing); a warm-up,
- * then CELL_MS of measurement; p50/p99 from every call's latency. Limits are set so that no
+ * again) × 1 hot key and 100,000 keys (uniformly random, generated before timing). Each cell runs
+ * ROUNDS rounds in which the contenders take turns (a warm-up, then CELL_MS of measurement each,
+ * in an order that rotates per round); a figure is the median over rounds of the round's rate,
+ * p50 or p99 (from every call's latency). The PING baseline takes its turns in the 1-in-flight
+ * hot-key cell, next to the decisions it is compared with. Limits are set so that no
  * decision refuses: the admitted path (a read and a write) is what every request pays.
  * Baselines: a bare PING round trip at 1 in flight (p50), and `redis-benchmark` running EVALSHA of
  * a trivial script, pipelined (the server's ceiling for one script call per decision).
@@ -24,8 +27,10 @@ import { createLimiter, tokenBucket } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 
 const url = process.env.SLUICE_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const CELL_MS = Number(process.env.CELL_MS ?? 2500);
-const WARMUP_MS = 400;
+const CELL_MS = Number(process.env.CELL_MS ?? 1000);
+/** Rounds per cell; contenders alternate within each round, in a rotating order. */
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+const WARMUP_MS = 200;
 const KEYS = 100_000;
 const IN_FLIGHT = [1, 16, 256] as const;
 const run = `bench-${process.pid.toString(36)}-${Date.now().toString(36)}`;
@@ -94,6 +99,16 @@ async function measure(
   };
 }
 
+/** Per figure, the median over rounds. */
+function medianCell(cells: Cell[]): Cell {
+  const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
+  return {
+    opsPerSec: median(cells.map((c) => c.opsPerSec)),
+    p50: median(cells.map((c) => c.p50)),
+    p99: median(cells.map((c) => c.p99)),
+  };
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -132,10 +147,6 @@ async function main(): Promise<void> {
 
   // Baseline: a bare PING round trip, one in flight.
   const pingClient = await connect();
-  const ping = await measure(() => pingClient.ping(), 1, keysHot);
-  pingClient.disconnect();
-  console.log(`ping        1 in flight: p50 ${ping.p50} ms, ${ping.opsPerSec} round trips/s`);
-
   const sluiceClient = await connect();
   const rlfClient = await connect();
   // 1e9 tokens per hour: one token is 3.6 µs, so keys live (TTL = time to full) and nothing refuses.
@@ -157,22 +168,47 @@ async function main(): Promise<void> {
     { name: 'sluice', decide: (key) => limiter.take(key) },
     { name: 'rlf', decide: (key) => rlf.consume(key) },
   ];
+  const pingContender: Contender = { name: 'ping', decide: () => pingClient.ping() };
 
+  let ping: Cell | undefined;
   for (const inFlight of IN_FLIGHT) {
     for (const [shape, keys] of [
       ['hot', keysHot],
       ['many', keysMany],
     ] as const) {
-      for (const contender of contenders) {
-        const cell = await measure(contender.decide, inFlight, keys);
-        results[`${contender.name}_${inFlight}_${shape}`] = cell;
+      // The bare PING is measured next to the 1-in-flight hot-key decisions it is compared with.
+      const here = inFlight === 1 && shape === 'hot' ? [...contenders, pingContender] : contenders;
+      const rounds = new Map<string, Cell[]>();
+      for (let round = 0; round < ROUNDS; round++) {
+        for (let i = 0; i < here.length; i++) {
+          // A machine's speed drifts: alternating short rounds in a rotating order gives every
+          // contender the same conditions, and the median discards a disturbed round.
+          const contender = here[(i + round) % here.length]!;
+          const cell = await measure(contender.decide, inFlight, keys);
+          const list = rounds.get(contender.name) ?? [];
+          list.push(cell);
+          rounds.set(contender.name, list);
+        }
+      }
+      for (const [name, cells] of rounds) {
+        const cell = medianCell(cells);
+        if (name === 'ping') {
+          ping = cell;
+          console.log(
+            `ping      1 in flight:             ${String(cell.opsPerSec).padStart(7)} round trips/s  p50 ${cell.p50} ms`,
+          );
+          continue;
+        }
+        results[`${name}_${inFlight}_${shape}`] = cell;
         console.log(
-          `${contender.name.padEnd(7)} ${String(inFlight).padStart(3)} in flight, ${shape.padEnd(4)} keys: ` +
+          `${name.padEnd(7)} ${String(inFlight).padStart(3)} in flight, ${shape.padEnd(4)} keys: ` +
             `${String(cell.opsPerSec).padStart(7)} decisions/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms`,
         );
       }
     }
   }
+  pingClient.disconnect();
+  if (ping === undefined) throw new Error('unreachable: ping is measured in the first cell');
 
   const sha = String(await admin.script('LOAD', 'return 1'));
   const ceiling = redisBenchmarkCeiling(admin, sha);

@@ -12,7 +12,18 @@ import {
   type RedisClient,
   type RedisStoreOptions,
 } from '../../src/stores/redis/index.js';
-import { calendarQuota, createLimiter, isSluiceError, manualClock, tokenBucket } from '../../src/index.js';
+import fc from 'fast-check';
+import {
+  MemoryStore,
+  calendarQuota,
+  createLimiter,
+  isSluiceError,
+  manualClock,
+  tokenBucket,
+  type Decision,
+  type Limiter,
+  type Store,
+} from '../../src/index.js';
 import { takeFromProcesses } from '../support/redis-processes.js';
 
 const skip = await skipUnlessReachable('redis', redisUrl);
@@ -219,6 +230,67 @@ describe('RedisStore on one Redis', { skip }, () => {
     }
   });
 
+  it('E2: a lone take (its own script) and a take sharing a batch decide exactly as the memory store', async () => {
+    // Sequential awaits send each take alone (singleDecisionScript); a take issued next to
+    // another goes in a batch (decisionScript). Both must equal the core, step by step.
+    const rules = {
+      bucket: tokenBucket({ limit: 3, period: '10s', burst: 5 }),
+      debt: tokenBucket({ limit: 2, period: '1s', penalty: true }),
+      quota: calendarQuota({ limit: 4 }),
+      quotaDebt: calendarQuota({ limit: 3, penalty: true, timeZone: 'Europe/Berlin' }),
+    };
+    const names = Object.keys(rules) as (keyof typeof rules)[];
+    const step = fc.record({
+      rule: fc.constantFrom(...names),
+      key: fc.constantFrom('a', 'b'),
+      // Mostly small steps on one rule's keys, so that buckets run empty and refusals charge.
+      cost: fc.oneof(
+        { arbitrary: fc.constant(1), weight: 3 },
+        { arbitrary: fc.integer({ min: 0, max: 6 }), weight: 1 },
+      ),
+      limit: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+      advanceMs: fc.oneof(
+        { arbitrary: fc.constant(0), weight: 3 },
+        { arbitrary: fc.integer({ min: 1, max: 3_000 }), weight: 2 },
+        { arbitrary: fc.integer({ min: 1, max: 30 * 3_600_000 }), weight: 1 },
+      ),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 25 }), async (steps) => {
+        const clock = manualClock(Date.UTC(2026, 2, 28, 20));
+        const limiters = (target: Store) =>
+          Object.fromEntries(
+            names.map((name) => [
+              name,
+              createLimiter({ name, rule: rules[name], store: target, clock, timeout: 2000 }),
+            ]),
+          ) as Record<keyof typeof rules, Limiter>;
+        const memory = limiters(new MemoryStore());
+        const lone = limiters(store({ clock: 'caller' }));
+        const batched = limiters(store({ clock: 'caller' }));
+        const neighbour = batched.bucket;
+        for (const { rule, key, cost, limit, advanceMs } of steps) {
+          clock.set(clock() + advanceMs);
+          const options = { cost, ...(rule.startsWith('quota') && limit !== undefined ? { limit } : {}) };
+          const expected = await memory[rule].take(key, options);
+          const alone = await lone[rule].take(key, options);
+          const [shared] = await Promise.all([batched[rule].take(key, options), neighbour.peek('neighbour')]);
+          for (const [label, got] of [
+            ['lone', alone],
+            ['batched', shared!],
+          ] as const) {
+            assert.deepEqual(
+              pick(got),
+              pick(expected),
+              `${label} ${rule} ${key} cost ${cost} limit ${limit} at ${new Date(clock()).toISOString()}`,
+            );
+          }
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   it('bad input: a key of another type or an unreadable value is repaired (read as absent, overwritten); its batch neighbours are decided', async () => {
     const s = store();
     const limiter = createLimiter({
@@ -321,3 +393,16 @@ describe('RedisStore on one Redis', { skip }, () => {
     );
   });
 });
+
+/** The numbers of a decision (its `source` and name aside). */
+function pick(d: Decision) {
+  return {
+    allowed: d.allowed,
+    remaining: d.remaining,
+    retryAfterMs: d.retryAfterMs,
+    resetMs: d.resetMs,
+    limit: d.limit,
+    cost: d.cost,
+    windowMs: d.windowMs,
+  };
+}

@@ -14,4 +14,9 @@ export {
   type NodeRedisLike,
 } from './redis-client.js';
 export { keySlot } from './key-slot.js';
-export { decisionScript, decisionScriptSha } from './scripts.js';
+export {
+  decisionScript,
+  decisionScriptSha,
+  singleDecisionScript,
+  singleDecisionScriptSha,
+} from './scripts.js';

@@ -49,6 +49,110 @@ import { createHash } from 'node:crypto';
  * `math.floor`, every decision inline. Most of its time goes to Redis itself: `MGET`, and the
  * `SET … PX` that creates or updates each key (~1–3 µs each).
  */
+/**
+ * The token bucket's decision, core/gcra.ts's decide() in Lua, spliced into both scripts. Reads
+ * the locals `now`, `cost`, `asked` (cost, or 1 for a peek), `sa`/`sb` (the key's state; `sa`
+ * false when absent), `rate`, `unit`, `burst`, `penalty`, `single`; sets `retry`, `remaining`,
+ * `reset` and, when the take charges, `na`/`nb`/`ttl` (the new state and its TTL).
+ */
+const TOKEN_DECISION = `  -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
+  -- a - floor(a / b) * b, and the quotient of a double division may round up across an
+  -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.
+  local tolerance = burst * unit
+  local queued = 0
+  if sa and sa >= now then queued = (sa - now) * rate + sb end
+  local after = queued + asked * unit
+  if cost > 0 and after <= tolerance then
+    -- Admitted and charged (after <= tolerance implies cost <= burst).
+    local r = after % rate
+    if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+    local q = (after - r) / rate
+    ttl = q
+    if r > 0 then ttl = q + 1 end
+    local d = tolerance - after
+    local r2 = d % unit
+    if r2 < 0 then r2 = r2 + unit elseif r2 >= unit then r2 = r2 - unit end
+    remaining = (d - r2) / unit
+    retry = 0
+    reset = ttl
+    na = now + q
+    nb = r
+  else
+    remaining = 0
+    if queued < tolerance then
+      local d = tolerance - queued
+      local r = d % unit
+      if r < 0 then r = r + unit elseif r >= unit then r = r - unit end
+      remaining = (d - r) / unit
+    end
+    local r = queued % rate
+    if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+    reset = (queued - r) / rate
+    if r > 0 then reset = reset + 1 end
+    if asked > burst then
+      retry = -1
+    elseif after <= tolerance then
+      retry = 0
+    else
+      local d = after - tolerance
+      r = d % rate
+      if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+      retry = (d - r) / rate
+      if r > 0 then retry = retry + 1 end
+      if single and penalty == 1 and cost > 0 then
+        -- Debt is capped at one extra full refill (core/gcra.ts).
+        local charged = after
+        if charged > 2 * tolerance then charged = 2 * tolerance end
+        r = charged % rate
+        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+        local q = (charged - r) / rate
+        ttl = q
+        if r > 0 then ttl = q + 1 end
+        na = now + q
+        nb = r
+      end
+    end
+  end
+`;
+
+/**
+ * The calendar quota's decision, core/quota.ts's decide() in Lua, spliced into both scripts.
+ * Reads `now`, `cost`, `asked`, `sa`/`sb`, `q` (the limit), `b0`..`b3` (day starts), `penalty`,
+ * `single`; sets `retry` (-3 when no day sent holds `now`), `remaining`, `reset`, `window` and,
+ * when the take charges, `na`/`nb`/`ttl`.
+ */
+const QUOTA_DECISION = `  -- core/quota.ts, decide(): the local day holding now, among the four sent.
+  local s, f
+  if now >= b1 and now < b2 then
+    s, f = b1, b2
+  elseif now >= b0 and now < b1 then
+    s, f = b0, b1
+  elseif now >= b2 and now < b3 then
+    s, f = b2, b3
+  end
+  remaining, reset, window = 0, 0, 0
+  retry = -3
+  if s then
+    local used = 0
+    if sa == s then used = sb end
+    reset = f - now
+    window = f - s
+    if used < q then remaining = q - used end
+    if asked > q then
+      retry = -1
+    elseif asked <= remaining then
+      retry = 0
+      if cost > 0 then
+        remaining = remaining - cost
+        na, nb, ttl = s, used + cost, reset
+      end
+    else
+      retry = reset
+      if single and penalty == 1 and cost > 0 then na, nb, ttl = s, used + cost, reset end
+    end
+  end
+`;
+
 export const decisionScript = `
 local call = redis.call
 local tonumber = tonumber
@@ -147,112 +251,24 @@ while a <= total do
     -- The new state (na false: none) and its TTL.
     local na = false
     local nb, ttl
-    local retry
+    local retry, remaining, reset
     if P[p] == 1 then
-      -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
-      -- a - floor(a / b) * b, and the quotient of a double division may round up across an
-      -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.
-      local rate, unit = P[p + 1], P[p + 2]
-      local tolerance = P[p + 3] * unit
-      local queued = 0
-      local sa = S[e + 2]
-      if sa and sa >= now then queued = (sa - now) * rate + S[e + 3] end
-      local after = queued + asked * unit
-      local remaining, reset
-      if cost > 0 and after <= tolerance then
-        -- Admitted and charged (after <= tolerance implies cost <= burst).
-        local r = after % rate
-        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
-        local q = (after - r) / rate
-        ttl = q
-        if r > 0 then ttl = q + 1 end
-        local d = tolerance - after
-        local r2 = d % unit
-        if r2 < 0 then r2 = r2 + unit elseif r2 >= unit then r2 = r2 - unit end
-        remaining = (d - r2) / unit
-        retry = 0
-        reset = ttl
-        na = now + q
-        nb = r
-      else
-        remaining = 0
-        if queued < tolerance then
-          local d = tolerance - queued
-          local r = d % unit
-          if r < 0 then r = r + unit elseif r >= unit then r = r - unit end
-          remaining = (d - r) / unit
-        end
-        local r = queued % rate
-        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
-        reset = (queued - r) / rate
-        if r > 0 then reset = reset + 1 end
-        if asked > P[p + 3] then
-          retry = -1
-        elseif after <= tolerance then
-          retry = 0
-        else
-          local d = after - tolerance
-          r = d % rate
-          if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
-          retry = (d - r) / rate
-          if r > 0 then retry = retry + 1 end
-          if single and P[p + 4] == 1 and cost > 0 then
-            -- Debt is capped at one extra full refill (core/gcra.ts).
-            local charged = after
-            if charged > 2 * tolerance then charged = 2 * tolerance end
-            r = charged % rate
-            if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
-            local q = (charged - r) / rate
-            ttl = q
-            if r > 0 then ttl = q + 1 end
-            na = now + q
-            nb = r
-          end
-        end
-      end
-      out[o + 1] = retry
+      local rate, unit, burst, penalty = P[p + 1], P[p + 2], P[p + 3], P[p + 4]
+      local sa, sb = S[e + 2], S[e + 3]
+${TOKEN_DECISION}      out[o + 1] = retry
       out[o + 2] = remaining
       out[o + 3] = reset
     else
-      -- core/quota.ts, decide()
       local limit = tonumber(argv[a])
       a = a + 1
       local q = limit or P[p + 2]
-      local s, f
-      local b1, b2 = P[p + 4], P[p + 5]
-      if now >= b1 and now < b2 then
-        s, f = b1, b2
-      elseif now >= P[p + 3] and now < b1 then
-        s, f = P[p + 3], b1
-      elseif now >= b2 and now < P[p + 6] then
-        s, f = b2, P[p + 6]
-      end
-      local left, reset = 0, 0
-      retry = -3
-      if s then
-        local used = 0
-        if S[e + 2] == s then used = S[e + 3] end
-        reset = f - now
-        if used < q then left = q - used end
-        if asked > q then
-          retry = -1
-        elseif asked <= left then
-          retry = 0
-          if cost > 0 then
-            left = left - cost
-            na, nb, ttl = s, used + cost, reset
-          end
-        else
-          retry = reset
-          if single and P[p + 1] == 1 and cost > 0 then na, nb, ttl = s, used + cost, reset end
-        end
-        out[o + 4] = f - s
-      else
-        failed = true
-        out[o + 4] = 0
-      end
+      local penalty, b0, b1, b2, b3 = P[p + 1], P[p + 3], P[p + 4], P[p + 5], P[p + 6]
+      local sa, sb = S[e + 2], S[e + 3]
+      local window
+${QUOTA_DECISION}      if retry == -3 then failed = true end
+      out[o + 4] = window
       out[o + 1] = retry
-      out[o + 2] = left
+      out[o + 2] = remaining
       out[o + 3] = reset
     end
     if single then
@@ -296,5 +312,70 @@ end
 return out
 `;
 
+/**
+ * The script of a batch that holds one single take, the usual case below saturation: the same
+ * decision as {@link decisionScript} (the same Lua, spliced from one source) and the same reply,
+ * without the batch's bookkeeping (rule table, key slots, groups). It costs Redis about half as
+ * much: what a lone decision waits for is this script and the round trip.
+ *
+ * ARGV: `cost`, the rule's parameters (`1, limit, periodMs, burst, penalty` or `2, penalty, limit,
+ * b0, b1, b2, b3`), for a quota the call's `limit` (empty for the rule's own), and on the caller's
+ * clock only, `slack` and `now` (see {@link decisionScript}). Few arguments: each costs Redis and
+ * the client a little on every call. One key.
+ */
+export const singleDecisionScript = `
+local call = redis.call
+local argv = ARGV
+local key = KEYS[1]
+local token = argv[2] == '1'
+-- The caller's clock's two arguments come last, after the token's 6 or the quota's 9.
+local clock = 10
+if token then clock = 7 end
+local slack = tonumber(argv[clock])
+local now
+if slack then
+  now = tonumber(argv[clock + 1])
+else
+  slack = 0
+  local t = call('TIME')
+  local us = tonumber(t[2])
+  now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
+end
+-- A key of another type reads as absent (MGET, not GET), an unreadable value too.
+local sa, sb = false, 0
+local v = call('MGET', key)[1]
+if v then
+  local colon = string.find(v, ':', 1, true)
+  if colon then
+    sa = tonumber(string.sub(v, 1, colon - 1))
+    sb = tonumber(string.sub(v, colon + 1))
+    if not (sa and sb) then sa, sb = false, 0 end
+  end
+end
+local cost = tonumber(argv[1])
+local asked = cost
+if cost == 0 then asked = 1 end
+local single = true
+local na = false
+local nb, ttl
+local retry, remaining, reset
+local out
+if token then
+  local rate, unit, burst, penalty = tonumber(argv[3]), tonumber(argv[4]), tonumber(argv[5]), tonumber(argv[6])
+${TOKEN_DECISION}  out = { now, retry, remaining, reset }
+else
+  local penalty = tonumber(argv[3])
+  local q = tonumber(argv[9]) or tonumber(argv[4])
+  local b0, b1, b2, b3 = tonumber(argv[5]), tonumber(argv[6]), tonumber(argv[7]), tonumber(argv[8])
+  local window
+${QUOTA_DECISION}  out = { now, retry, remaining, reset, window }
+end
+if na then call('SET', key, string.format('%d:%d', na, nb), 'PX', ttl + slack) end
+return out
+`;
+
 /** SHA1 of {@link decisionScript}, computed here so that EVALSHA needs no SCRIPT LOAD first. */
 export const decisionScriptSha: string = createHash('sha1').update(decisionScript).digest('hex');
+
+/** SHA1 of {@link singleDecisionScript}. */
+export const singleDecisionScriptSha: string = createHash('sha1').update(singleDecisionScript).digest('hex');
