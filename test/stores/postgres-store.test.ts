@@ -106,6 +106,31 @@ describe('PostgresStore', { skip }, () => {
     }
   });
 
+  it('A4/E3: 16 callers taking in turn over 40 keys: every key admits exactly its burst, every caller gets its own answer', async () => {
+    // Closed-loop callers on many keys: the coalescing batches, holds back and splits statements.
+    const store = new PostgresStore({ client: pool, schema, timeout: 60_000 });
+    const t = createLimiter({
+      name: name(),
+      rule: tokenBucket({ limit: 5, period: '1d' }),
+      store,
+      timeout: 60_000,
+    });
+    const admitted = new Map<string, number>();
+    let answered = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, caller) => {
+        for (let i = 0; i < 40; i++) {
+          const key = `k${(caller * 7 + i * 3) % 40}`;
+          const d = await t.take(key);
+          answered++;
+          if (d.allowed) admitted.set(key, (admitted.get(key) ?? 0) + 1);
+        }
+      }),
+    );
+    assert.equal(answered, 640);
+    for (let k = 0; k < 40; k++) assert.equal(admitted.get(`k${k}`), 5, `k${k}`);
+  });
+
   it("A2: PostgreSQL's local days equal src/core/calendar.ts, DST days and repeated midnights included", async () => {
     const zones = [
       'UTC',
