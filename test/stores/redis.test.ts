@@ -231,8 +231,8 @@ describe('RedisStore on one Redis', { skip }, () => {
   });
 
   it('E2: a lone take (its own script) and a take sharing a batch decide exactly as the memory store', async () => {
-    // Sequential awaits send each take alone (singleDecisionScript); a take issued next to
-    // another goes in a batch (decisionScript). Both must equal the core, step by step.
+    // Sequential awaits send each take alone (singleDecisionScript); takes issued together go in
+    // one batch (decisionScript, as a run of alike takes). Both must equal the core, step by step.
     const rules = {
       bucket: tokenBucket({ limit: 3, period: '10s', burst: 5 }),
       debt: tokenBucket({ limit: 2, period: '1s', penalty: true }),
@@ -268,22 +268,22 @@ describe('RedisStore on one Redis', { skip }, () => {
         const memory = limiters(new MemoryStore());
         const lone = limiters(store({ clock: 'caller' }));
         const batched = limiters(store({ clock: 'caller' }));
-        const neighbour = batched.bucket;
         for (const { rule, key, cost, limit, advanceMs } of steps) {
           clock.set(clock() + advanceMs);
           const options = { cost, ...(rule.startsWith('quota') && limit !== undefined ? { limit } : {}) };
-          const expected = await memory[rule].take(key, options);
-          const alone = await lone[rule].take(key, options);
-          const [shared] = await Promise.all([batched[rule].take(key, options), neighbour.peek('neighbour')]);
-          for (const [label, got] of [
-            ['lone', alone],
-            ['batched', shared!],
-          ] as const) {
-            assert.deepEqual(
-              pick(got),
-              pick(expected),
-              `${label} ${rule} ${key} cost ${cost} limit ${limit} at ${new Date(clock()).toISOString()}`,
-            );
+          // Two takes of one key: one after the other alone, or issued together (one call, a run).
+          const expected = [await memory[rule].take(key, options), await memory[rule].take(key, options)];
+          const alone = [await lone[rule].take(key, options), await lone[rule].take(key, options)];
+          // A peek of another rule first, so the call also holds a plain single entry.
+          const [, ...shared] = await Promise.all([
+            batched[rule === 'debt' ? 'bucket' : 'debt'].peek('other'),
+            batched[rule].take(key, options),
+            batched[rule].take(key, options),
+          ]);
+          for (let i = 0; i < 2; i++) {
+            const at = `${rule} ${key} cost ${cost} limit ${limit} at ${new Date(clock()).toISOString()} take ${i + 1}`;
+            assert.deepEqual(pick(alone[i]!), pick(expected[i]!), `lone ${at}`);
+            assert.deepEqual(pick(shared[i]!), pick(expected[i]!), `batched ${at}`);
           }
         }
       }),

@@ -265,23 +265,43 @@ export class Batcher {
     let replyLength = 1;
     const estimate = Date.now() + this.skew;
     let deadline = Infinity;
+    // Consecutive single takes alike (rule, cost, limit, and `now` on the caller's clock) go as
+    // one run: their keys, and their entry once.
+    let run: Pending | undefined;
+    let runLength = 0;
+    const closeRun = () => {
+      if (run === undefined) return;
+      const rule = run.rule as BatchRule;
+      if (runLength > 1) entries.push('0', String(runLength));
+      entries.push(specRef(rule, serverClock ? estimate : run.now, args, refs));
+      if (!serverClock) entries.push(String(run.now));
+      entries.push(String(run.cost));
+      if (rule.quota) entries.push(limitArg(run.limit));
+      run = undefined;
+    };
     for (const request of requests) {
-      const now = serverClock ? estimate : request.now;
       if (request.deadline < deadline) deadline = request.deadline;
       const group = request.group;
       if (group === null) {
         const rule = request.rule as BatchRule;
         keys.push(request.key);
-        entries.push(specRef(rule, now, args, refs));
-        if (!serverClock) entries.push(String(request.now));
-        entries.push(String(request.cost));
-        if (rule.quota) {
-          entries.push(limitArg(request.limit));
-          replyLength += QUOTA_REPLY;
-        } else {
-          replyLength += BUCKET_REPLY;
+        replyLength += rule.quota ? QUOTA_REPLY : BUCKET_REPLY;
+        if (
+          run !== undefined &&
+          run.rule === rule &&
+          run.cost === request.cost &&
+          run.limit === request.limit &&
+          (serverClock || run.now === request.now)
+        ) {
+          runLength++;
+          continue;
         }
+        closeRun();
+        run = request;
+        runLength = 1;
       } else {
+        closeRun();
+        const now = serverClock ? estimate : request.now;
         entries.push(String(-group.length));
         if (!serverClock) entries.push(String(request.now));
         for (const entry of group) {
@@ -297,6 +317,7 @@ export class Batcher {
         }
       }
     }
+    closeRun();
     args[1] = String(args.length - 2);
     for (let i = 0; i < entries.length; i++) args.push(entries[i]!);
     this.start(new Batch(requests, keys, args, replyLength, false), deadline);

@@ -19,6 +19,9 @@ import { createHash } from 'node:crypto';
  *   ARGV of its rule's first parameter.
  *   - a single take (a refusal may be charged when the rule has a penalty): `ref`, [`now`],
  *     then the rest of its entry;
+ *   - a run of `c` single takes with one entry (one rule, cost, limit [and `now`]), for the next
+ *     `c` keys: `0, c`, then the entry as for a single take. Concurrent takes mostly look alike,
+ *     and every argument costs the client and Redis a little: a run of 32 sends 6 instead of 64;
  *   - an all-or-nothing take of `n` entries (charged only if every entry admits): `-n`, [`now`],
  *     then `n` entries.
  *   `now` (ms since the Unix epoch) is there only on the caller's clock.
@@ -221,9 +224,13 @@ local now = 0
 local W
 while a <= total do
   local n = tonumber(argv[a])
-  local single = n > 0
-  if single then
+  local single = n >= 0
+  if n > 0 then
     n = 1
+  elseif n == 0 then
+    -- A run: the next argv[a + 1] keys, each a single take with this one entry.
+    n = tonumber(argv[a + 1])
+    a = a + 2
   else
     n = -n
     a = a + 1
@@ -240,10 +247,14 @@ while a <= total do
   end
   local admitted = true
   local failed = false
+  local p, cost, limit
   for x = 1, n do
-    local p = tonumber(argv[a])
-    local cost
-    if single and caller then cost = tonumber(argv[a + 2]); a = a + 3 else cost = tonumber(argv[a + 1]); a = a + 2 end
+    -- A group's entries each have their own fields; a run's takes share the first's.
+    if x == 1 or not single then
+      p = tonumber(argv[a])
+      if single and caller then cost = tonumber(argv[a + 2]); a = a + 3 else cost = tonumber(argv[a + 1]); a = a + 2 end
+      if P[p] ~= 1 then limit = tonumber(argv[a]); a = a + 1 end
+    end
     local e = E[k]
     k = k + 1
     local asked = cost
@@ -259,8 +270,6 @@ ${TOKEN_DECISION}      out[o + 1] = retry
       out[o + 2] = remaining
       out[o + 3] = reset
     else
-      local limit = tonumber(argv[a])
-      a = a + 1
       local q = limit or P[p + 2]
       local penalty, b0, b1, b2, b3 = P[p + 1], P[p + 3], P[p + 4], P[p + 5], P[p + 6]
       local sa, sb = S[e + 2], S[e + 3]
