@@ -35,7 +35,7 @@ interface Group {
 interface Batch {
   readonly groups: Map<string, Group>;
   readonly now: number;
-  /** When its takes time out (Date.now() ms): set once, kept when a batch is split. */
+  /** When its takes time out, on the monotonic clock (performance.now()); kept when a batch is split. */
   readonly deadline: number;
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Answered, failed or timed out: later outcomes are ignored. */
@@ -171,13 +171,13 @@ export class PostgresRuleBuckets implements RuleBuckets {
   ): Batch {
     const groups = new Map<string, Group>();
     groups.set(bucket, { bucket, cost, limit, waiters: [waiter] });
-    return this.batchOf(groups, now, Date.now() + this.context.timeoutMs);
+    return this.batchOf(groups, now, performance.now() + this.context.timeoutMs);
   }
 
   private batchOf(groups: Map<string, Group>, now: number, deadline: number): Batch {
     const batch: Batch = { groups, now, deadline, timer: undefined, done: false, sent: false };
     // The bound covers waiting for a slot and the statement itself.
-    batch.timer = setTimeout(() => this.expire(batch), Math.max(0, deadline - Date.now()));
+    batch.timer = setTimeout(() => this.expire(batch), Math.max(0, deadline - performance.now()));
     batch.timer.unref?.();
     return batch;
   }

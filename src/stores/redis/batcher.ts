@@ -65,6 +65,7 @@ class Pending {
     readonly group: readonly BatchEntry[] | null,
     readonly now: number,
     readonly slot: number,
+    /** When it times out, on the monotonic clock (performance.now()): wall-clock jumps do not matter. */
     readonly deadline: number,
   ) {}
 
@@ -180,7 +181,7 @@ export class Batcher {
     if (this.pending + size > maxPending) {
       return Promise.reject(unavailable(`has ${this.pending} decisions waiting (maxPending ${maxPending})`));
     }
-    const request = new Pending(rule, key, cost, limit, group, now, slot, Date.now() + timeoutMs);
+    const request = new Pending(rule, key, cost, limit, group, now, slot, performance.now() + timeoutMs);
     const promise = new Promise<Decision | Decision[]>((resolve, reject) => {
       request.resolve = resolve as (value: never) => void;
       request.reject = reject;
@@ -206,7 +207,7 @@ export class Batcher {
     const cluster = this.settings.client.cluster;
     while (this.queue.length > 0 && (cluster || this.inFlight < MAX_IN_FLIGHT)) {
       const queue = this.queue;
-      const now = Date.now();
+      const now = performance.now();
       // Spread what waits over the free calls, at least SPLIT per call: moderate load gets
       // several calls in flight (Redis and Node overlap), a burst drains in one round.
       let queued = 0;
@@ -354,7 +355,7 @@ export class Batcher {
   private arm(at: number): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(this.onTimer, Math.max(0, at - Date.now()));
+    this.timer = setTimeout(this.onTimer, Math.max(0, at - performance.now()));
     this.timer.unref?.();
   }
 
@@ -362,7 +363,7 @@ export class Batcher {
   private expireDue(): void {
     this.timer = undefined;
     this.timerAt = Infinity;
-    const now = Date.now();
+    const now = performance.now();
     let next = Infinity;
     const flying = this.flying;
     this.flying = [];
