@@ -7,9 +7,11 @@
  * contenders write on every decision). Scenarios: 1 in flight on many keys, 16 in flight on many
  * keys (uniform over 100,000), 16 in flight on one hot key. Each contender gets its own pg Pool
  * of 20 connections and its own fresh schema or table, dropped afterwards. sluice runs with its
- * defaults (logged tables, coalescing on) and, separately, with `unloggedTokenBuckets`.
+ * defaults (logged tables, coalescing on) and, separately, with `unloggedTokenBuckets`. Each
+ * scenario runs BENCH_ROUNDS rounds (3) in which the contenders take turns, BENCH_SECONDS (1.5)
+ * each, in an order that rotates per round; a figure is the median over rounds.
  *
- * Usage: npm run bench:postgres   (SLUICE_POSTGRES_URL, BENCH_SECONDS to override)
+ * Usage: npm run bench:postgres   (SLUICE_POSTGRES_URL, BENCH_SECONDS, BENCH_ROUNDS to override)
  */
 import pg from 'pg';
 import { RateLimiterPostgres } from 'rate-limiter-flexible';
@@ -17,7 +19,9 @@ import { createLimiter, tokenBucket } from '../../src/index.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 
 const url = process.env.SLUICE_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+const seconds = Number(process.env.BENCH_SECONDS ?? 1.5);
+/** Rounds per scenario; the figure is the median over rounds. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const run = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 const KEYS = 100_000;
 
@@ -111,6 +115,10 @@ async function measure(
   };
 }
 
+function median(values: number[]): number {
+  return [...values].sort((a, b) => a - b)[values.length >> 1]!;
+}
+
 const scenarios = [
   { id: '1', inFlight: 1, hot: false },
   { id: '16_many', inFlight: 16, hot: false },
@@ -118,20 +126,39 @@ const scenarios = [
 ] as const;
 
 const results: Record<string, number> = {};
-for (const contender of [rlf(), sluice('sluice', false), sluice('sluice_unlogged', true)]) {
-  const decide = await contender.setup();
-  try {
+const contenders = [rlf(), sluice('sluice', false), sluice('sluice_unlogged', true)];
+const deciders: Decide[] = [];
+try {
+  for (const contender of contenders) {
+    const decide = await contender.setup();
     await measure(decide, 16, false); // warm-up: connections, prepared statements
-    for (const s of scenarios) {
-      const { rate, p99 } = await measure(decide, s.inFlight, s.hot);
+    deciders.push(decide);
+  }
+  for (const s of scenarios) {
+    const rates = new Map<string, number[]>();
+    const p99s = new Map<string, number[]>();
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < contenders.length; i++) {
+        // Contenders take turns in a rotating order: the database and the machine drift (WAL,
+        // checkpoints, autovacuum, other tenants), and each contender should see the same drift.
+        const k = (i + round) % contenders.length;
+        const { rate, p99 } = await measure(deciders[k]!, s.inFlight, s.hot);
+        const name = contenders[k]!.name;
+        rates.set(name, [...(rates.get(name) ?? []), rate]);
+        p99s.set(name, [...(p99s.get(name) ?? []), p99]);
+      }
+    }
+    for (const contender of contenders) {
+      const rate = median(rates.get(contender.name)!);
+      const p99 = median(p99s.get(contender.name)!);
       results[`${contender.name}_${s.id}`] = rate;
       console.log(
         `${contender.name.padEnd(16)} ${s.id.padEnd(8)} ${String(rate).padStart(7)} decisions/s  p99 ${p99} ms`,
       );
     }
-  } finally {
-    await contender.teardown();
   }
+} finally {
+  for (const contender of contenders) await contender.teardown();
 }
 const ratio = (a: string, b: string) => Number(((results[a] ?? 0) / (results[b] ?? 1)).toFixed(2));
 console.log(
