@@ -53,6 +53,32 @@ import { createHash } from 'node:crypto';
  * `SET … PX` that creates or updates each key (~1–3 µs each).
  */
 /**
+ * The server's clock in whole ms (`now`), from `TIME`, spliced into both scripts. No
+ * redis.replicate_commands(): Redis >= 5 replicates a script's effects, not the script, so reading
+ * TIME before writing is allowed.
+ */
+const SERVER_NOW = `local t = call('TIME')
+local us = tonumber(t[2])
+now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
+`;
+
+/**
+ * A key's state from its value `v` (MGET's: nil for an absent key or one of another type), spliced
+ * into both scripts: `sa` (ms or day start; false when absent or unreadable) and `sb` (fraction or
+ * count). What cannot be read is absent, and the write that follows repairs it.
+ */
+const READ_STATE = `local sa, sb = false, 0
+if v then
+  local colon = find(v, ':', 1, true)
+  if colon then
+    sa = tonumber(sub(v, 1, colon - 1))
+    sb = tonumber(sub(v, colon + 1))
+    if not (sa and sb) then sa, sb = false, 0 end
+  end
+end
+`;
+
+/**
  * The token bucket's decision, core/gcra.ts's decide() in Lua, spliced into both scripts. Reads
  * the locals `now`, `cost`, `asked` (cost, or 1 for a peek), `sa`/`sb` (the key's state; `sa`
  * false when absent), `rate`, `unit`, `burst`, `penalty`, `single`; sets `retry`, `remaining`,
@@ -195,16 +221,7 @@ while i <= nkeys do
       u = u + 4
       slots[key] = e
       local v = values[x - i + 1]
-      local sa, sb = false, 0
-      if v then
-        local c = find(v, ':', 1, true)
-        if c then
-          sa = tonumber(sub(v, 1, c - 1))
-          sb = tonumber(sub(v, c + 1))
-          if not (sa and sb) then sa = false end
-        end
-      end
-      S[e + 1] = key
+${READ_STATE}      S[e + 1] = key
       S[e + 2] = sa
       S[e + 3] = sb
       S[e + 4] = false
@@ -239,12 +256,7 @@ while a <= total do
   if caller then
     if single then now = tonumber(argv[a + 1]) else now = tonumber(argv[a]); a = a + 1 end
   elseif k == 1 then
-    -- No redis.replicate_commands(): Redis >= 5 replicates a script's effects, not the script,
-    -- so reading TIME before writing is allowed.
-    local t = call('TIME')
-    local us = tonumber(t[2])
-    now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
-  end
+${SERVER_NOW}  end
   local admitted = true
   local failed = false
   local p, cost, limit
@@ -336,6 +348,8 @@ return out
  */
 export const singleDecisionScript = `
 local call = redis.call
+local find = string.find
+local sub = string.sub
 local argv = ARGV
 local key = KEYS[1]
 local token = argv[2] == '1'
@@ -348,22 +362,10 @@ if slack then
   now = tonumber(argv[clock + 1])
 else
   slack = 0
-  local t = call('TIME')
-  local us = tonumber(t[2])
-  now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
-end
--- A key of another type reads as absent (MGET, not GET), an unreadable value too.
-local sa, sb = false, 0
+${SERVER_NOW}end
+-- MGET, not GET: a key of another type reads as absent instead of failing.
 local v = call('MGET', key)[1]
-if v then
-  local colon = string.find(v, ':', 1, true)
-  if colon then
-    sa = tonumber(string.sub(v, 1, colon - 1))
-    sb = tonumber(string.sub(v, colon + 1))
-    if not (sa and sb) then sa, sb = false, 0 end
-  end
-end
-local cost = tonumber(argv[1])
+${READ_STATE}local cost = tonumber(argv[1])
 local asked = cost
 if cost == 0 then asked = 1 end
 local single = true
