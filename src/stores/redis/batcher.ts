@@ -77,8 +77,6 @@ class Pending {
 /** One script call in flight. */
 class Batch {
   done = false;
-  /** When its decisions time out: the earliest deadline among them. */
-  deadline = Infinity;
   constructor(
     readonly requests: Pending[],
     readonly keys: string[],
@@ -87,6 +85,8 @@ class Batch {
     readonly replyLength: number,
     /** Sent with {@link singleDecisionScript} (one single take) rather than the batch script. */
     readonly single: boolean,
+    /** When its decisions time out: the earliest deadline among them. */
+    readonly deadline: number,
   ) {}
 }
 
@@ -323,7 +323,7 @@ export class Batcher {
     closeRun();
     args[1] = String(args.length - 2);
     for (let i = 0; i < entries.length; i++) args.push(entries[i]!);
-    this.start(new Batch(requests, keys, args, replyLength, false), deadline);
+    this.start(new Batch(requests, keys, args, replyLength, false, deadline));
   }
 
   /** A lone single take: {@link singleDecisionScript}, the same decision for less work. */
@@ -338,19 +338,18 @@ export class Batcher {
     if (rule.quota) args.push(limitArg(request.limit));
     if (!serverClock) args.push(String(slackMs), String(request.now));
     const replyLength = 1 + (rule.quota ? QUOTA_REPLY : BUCKET_REPLY);
-    this.start(new Batch(requests, [request.key], args, replyLength, true), request.deadline);
+    this.start(new Batch(requests, [request.key], args, replyLength, true, request.deadline));
   }
 
-  private start(batch: Batch, deadline: number): void {
+  private start(batch: Batch): void {
     this.inFlight++;
-    batch.deadline = deadline;
     // Compacted once finished calls are most of the list: amortised O(1) per call.
     if (this.flying.length >= 2 * this.inFlight + 64) this.flying = this.flying.filter((b) => !b.done);
     this.flying.push(batch);
     // One timer for every call in flight, armed for the earliest deadline. Deadlines mostly grow
     // with each call, so the armed timer usually already fires first and nothing is scheduled
     // here: a lone decision does not pay for creating and clearing a timer of its own.
-    if (deadline < this.timerAt) this.arm(deadline);
+    if (batch.deadline < this.timerAt) this.arm(batch.deadline);
     this.call(batch, false);
   }
 
