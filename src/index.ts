@@ -7,7 +7,8 @@ export { calendarQuota, CalendarQuotaRule, type CalendarQuotaOptions } from './c
 export type { Rule } from './core/rule.js';
 export type { BucketState } from './core/state.js';
 export type { Decision, AllowedDecision, RefusedDecision } from './core/decision.js';
-export { parseDuration, type Duration, type DurationUnit } from './core/duration.js';
+export { parseDuration, parseTimerDuration, type Duration, type DurationUnit } from './core/duration.js';
+export { MAX_COUNT, MAX_TOKEN_RATE, MAX_TIMER_MS } from './core/bounds.js';
 export { systemClock, manualClock, type Clock, type ManualClock } from './core/clock.js';
 export { SluiceError, isSluiceError, errorCodes, type SluiceErrorCode } from './core/errors.js';
 export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './store.js';

@@ -11,6 +11,7 @@
  * strings, costs whole numbers >= 0, `limit` (quota only) a positive whole number or undefined.
  */
 import type { Decision } from './core/decision.js';
+import { SluiceError } from './core/errors.js';
 import type { Rule } from './core/rule.js';
 
 /** One rule's buckets in one store. */
@@ -55,9 +56,20 @@ export interface Store {
    */
   bind(name: string, rule: Rule): RuleBuckets;
   /**
+   * Frees a bound rule: its name may be bound again, and a store that keeps buckets in this
+   * process (memory) drops them. A shared store keeps what other processes share: the buckets
+   * in Redis or PostgreSQL stay and expire as usual. Unbinding a name that is not bound does
+   * nothing. Later calls on the freed buckets are rejected with `SLUICE_CONFIG`.
+   */
+  unbind(name: string): void;
+  /**
    * All or nothing, atomically: every entry is charged if every entry admits, otherwise none is.
    * Returns one decision per entry, in order. When some entry refuses, the decisions of the
    * others say what they would have done; nothing was charged.
+   *
+   * The same bucket (one rule's buckets and one key) may appear only once: a list that names it
+   * twice is rejected with `SLUICE_ARGUMENT` before anything is charged (see
+   * {@link assertDistinctEntries}).
    */
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]>;
   /**
@@ -67,6 +79,27 @@ export interface Store {
   readonly timeoutMs?: number;
   /** Releases connections or other resources the store owns (never the client you passed in). */
   close?(): Promise<void>;
+}
+
+/**
+ * Rejects an all-or-nothing list that names one bucket twice (same rule, same key): charging it
+ * "once" or "twice" would each surprise someone, so neither is done. Every store calls this first.
+ * @throws SluiceError `SLUICE_ARGUMENT` (the message never repeats the key)
+ */
+export function assertDistinctEntries(entries: readonly TakeEntry[]): void {
+  if (entries.length < 2) return;
+  for (let i = 1; i < entries.length; i++) {
+    const a = entries[i] as TakeEntry;
+    for (let j = 0; j < i; j++) {
+      const b = entries[j] as TakeEntry;
+      if (a.buckets === b.buckets && a.key === b.key) {
+        throw new SluiceError(
+          'SLUICE_ARGUMENT',
+          `an all-or-nothing take names the same bucket twice (rule ${JSON.stringify(a.buckets.name)}, entries ${j} and ${i}); each bucket may appear once`,
+        );
+      }
+    }
+  }
 }
 
 /** A store that can also decide synchronously (the memory store). */

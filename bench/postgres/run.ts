@@ -45,7 +45,7 @@ function sluice(name: string, unlogged: boolean): Contender {
       const store = new PostgresStore({
         client: pool,
         schema,
-        timeout: 10_000,
+        timeout: '10s',
         ...(inFlight === undefined ? {} : { batch: { inFlight } }),
       });
       await store.migrate({ unloggedTokenBuckets: unlogged });
@@ -53,7 +53,7 @@ function sluice(name: string, unlogged: boolean): Contender {
         name: 'bench',
         rule: tokenBucket({ limit: 1_000_000_000, period: '1s' }),
         store,
-        timeout: 10_000,
+        timeout: '10s',
       });
       return (key) => limiter.take(key);
     },

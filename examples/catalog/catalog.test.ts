@@ -131,6 +131,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     const down: Store = {
       kind: 'down',
       bind: (name, rule) => ({ name, rule, take: failure, reset: failure }),
+      unbind: () => {},
       takeAll: failure,
     };
     const { write, get, app } = await catalog(t, down);

@@ -1,4 +1,4 @@
-import { parseDuration, type Duration } from '../core/duration.js';
+import { parseTimerDuration, type Duration } from '../core/duration.js';
 import { SluiceError, configError, describeValue } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { abortableSleep, type Sleep } from './sleep.js';
@@ -185,7 +185,7 @@ function definedOnly(options: RetryOptions): RetryOptions {
 
 function duration(option: string, value: unknown): number {
   try {
-    return parseDuration(value, option);
+    return parseTimerDuration(value, option);
   } catch (error) {
     // The brief of this module: every bad option is SLUICE_CONFIG, durations included.
     throw new SluiceError('SLUICE_CONFIG', (error as Error).message, { cause: error });

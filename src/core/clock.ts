@@ -13,8 +13,11 @@ export const systemClock: Clock = Date.now;
 
 /** A clock that only moves when told to; see {@link manualClock}. */
 export interface ManualClock extends Clock {
-  /** Moves the clock forward by a duration (`"1m"`, `500`). */
-  advance(by: Duration): number;
+  /**
+   * Moves the clock forward by a duration (`"1m"`) or a number of milliseconds (`500`): a test
+   * clock counts in ms, so a bare number here is unambiguous, unlike a rule's period.
+   */
+  advance(by: Duration | number): number;
   /** Sets the clock to an instant (ms since the Unix epoch, or a Date). */
   set(to: number | Date): number;
 }
@@ -32,7 +35,13 @@ export function manualClock(start: number | Date = 0): ManualClock {
   let now = toMs(start);
   const clock = (() => now) as ManualClock;
   clock.advance = (by) => {
-    now += parseDuration(by, 'manualClock.advance');
+    if (typeof by === 'number') {
+      if (!Number.isSafeInteger(by) || by < 0)
+        throw configError('manualClock.advance', 'a whole number of ms >= 0 or a duration string', by);
+      now += by;
+    } else {
+      now += parseDuration(by, 'manualClock.advance');
+    }
     return now;
   };
   clock.set = (to) => {

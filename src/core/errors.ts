@@ -23,6 +23,12 @@ export const errorCodes = {
   SLUICE_STORE_UNAVAILABLE: { status: 503, title: 'Rate-limit store unavailable' },
   /** The store did not answer within the rule's timeout. */
   SLUICE_STORE_TIMEOUT: { status: 503, title: 'Rate-limit store timed out' },
+  /**
+   * More decisions are waiting for the store than it may have outstanding: load, not a failure.
+   * Never admitted under `failure: 'open'`; the insurance limiter decides when there is one,
+   * otherwise the request gets a 503 with a Retry-After.
+   */
+  SLUICE_STORE_OVERLOADED: { status: 503, title: 'Rate-limit store overloaded' },
   /** The store's schema or scripts are missing (for PostgreSQL: run `migrate()`). */
   SLUICE_STORE_SCHEMA: { status: 503, title: 'Rate-limit store not prepared' },
   /** An offered API key or credential was refused; there is no fallback to a weaker identity. */
@@ -39,6 +45,11 @@ export type SluiceErrorCode = keyof typeof errorCodes;
  * try { tokenBucket({ limit: 0, period: '1m' }) }
  * catch (e) { if (e instanceof SluiceError && e.code === 'SLUICE_CONFIG') console.error(e.message) }
  */
+// A brand registered in the global symbol registry: the ESM and the CommonJS builds of sluice
+// (both loaded in one mixed application) define two SluiceError classes, so `instanceof` alone
+// would fail across them; the brand is the same symbol in both.
+const sluiceErrorBrand = Symbol.for('sluice.error');
+
 export class SluiceError extends Error {
   /** Stable machine-readable code. */
   readonly code: SluiceErrorCode;
@@ -54,12 +65,27 @@ export class SluiceError extends Error {
     this.name = 'SluiceError';
     this.code = code;
     this.status = options?.status ?? errorCodes[code].status;
+    Object.defineProperty(this, sluiceErrorBrand, { value: true });
+  }
+
+  /** True for a SluiceError from any copy of sluice (ESM or CommonJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[sluiceErrorBrand] === true
+    );
   }
 }
 
 /** True when `error` is a {@link SluiceError}, optionally with the given code. */
 export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError {
-  return error instanceof SluiceError && (code === undefined || error.code === code);
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as Record<symbol, unknown>)[sluiceErrorBrand] === true &&
+    (code === undefined || (error as SluiceError).code === code)
+  );
 }
 
 /** Describes a received value for an error message without echoing user data at length. */

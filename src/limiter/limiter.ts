@@ -5,7 +5,7 @@ import { checkOptionKeys } from '../core/options.js';
 import type { Rule } from '../core/rule.js';
 import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
 import { MemoryStore } from '../stores/memory.js';
-import { parseDuration, type Duration } from '../core/duration.js';
+import { parseTimerDuration, type Duration } from '../core/duration.js';
 import {
   FailureHandler,
   consoleLogger,
@@ -162,14 +162,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   if (typeof clock !== 'function')
     throw configError(`limiter ${JSON.stringify(name)} clock`, 'a function returning ms', clock);
-  const { failure = 'closed', closedStatus = 503, timeout = 100, logger = consoleLogger } = options;
+  const { failure = 'closed', closedStatus = 503, timeout = '100ms', logger = consoleLogger } = options;
   if (!failurePolicies.includes(failure)) {
     throw configError(`limiter ${JSON.stringify(name)} failure`, '"closed", "open" or "insurance"', failure);
   }
   if (closedStatus !== 503 && closedStatus !== 500) {
     throw configError(`limiter ${JSON.stringify(name)} closedStatus`, '503 or 500', closedStatus);
   }
-  const timeoutMs = parseDuration(timeout, `limiter ${JSON.stringify(name)} timeout`);
+  const timeoutMs = parseTimerDuration(timeout, `limiter ${JSON.stringify(name)} timeout`);
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     throw configError(
       `limiter ${JSON.stringify(name)} logger`,

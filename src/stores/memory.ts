@@ -72,6 +72,10 @@ export class MemoryStore implements SyncStore {
     return buckets === undefined ? 0 : buckets.size;
   }
 
+  unbind(name: string): void {
+    this.rules.delete(name);
+  }
+
   takeAllSync(entries: readonly TakeEntry[], now: number): Decision[] {
     const decisions: Decision[] = [];
     let admitted = true;

@@ -27,8 +27,8 @@ describe('retry options', () => {
     assert.equal(retryDefaults.deadline, '60s');
   });
 
-  it('G1: reads durations as numbers or strings, and undefined as the default', () => {
-    const o = resolveRetryOptions({ deadline: '2m', maxDelay: 1500, maxAttempts: undefined });
+  it('G1: reads durations as strings with a unit, and undefined as the default', () => {
+    const o = resolveRetryOptions({ deadline: '2m', maxDelay: '1500ms', maxAttempts: undefined });
     assert.equal(o.deadlineMs, 120_000);
     assert.equal(o.maxDelayMs, 1500);
     assert.equal(o.maxAttempts, 4);
@@ -40,12 +40,13 @@ describe('retry options', () => {
       [{ maxAttempts: 2.5 }, 'maxAttempts', '2.5'],
       [{ maxAttempts: Number.POSITIVE_INFINITY }, 'maxAttempts', 'Infinity'],
       [{ maxAttempts: '3' as unknown as number }, 'maxAttempts', '"3"'],
-      [{ deadline: -1 }, 'deadline', '-1'],
-      [{ deadline: '10x' as unknown as number }, 'deadline', '"10x"'],
-      [{ maxDelay: 0 }, 'maxDelay', '0'],
-      [{ maxDelay: 2 ** 31 }, 'maxDelay', String(2 ** 31)],
-      [{ baseDelay: Number.NaN }, 'baseDelay', 'NaN'],
-      [{ jitter: '1.5s' as unknown as number }, 'jitter', '"1.5s"'],
+      [{ deadline: -1 as never }, 'deadline', 'bare number'],
+      [{ deadline: '10x' as never }, 'deadline', '"10x"'],
+      [{ maxDelay: '0ms' }, 'maxDelay', '0'],
+      [{ maxDelay: `${2 ** 31}ms` }, 'maxDelay', 'at most'],
+      [{ baseDelay: Number.NaN as never }, 'baseDelay', 'bare number'],
+      [{ baseDelay: 500 as never }, 'baseDelay', '"500ms"'],
+      [{ jitter: '1.5s' as never }, 'jitter', '"1.5s"'],
       [{ retryUnavailable: 'yes' as unknown as boolean }, 'retryUnavailable', '"yes"'],
       [{ maxBodyBytes: -1 }, 'maxBodyBytes', '-1'],
       [{ idempotencyKeyHeader: 'Idempotency Key' }, 'idempotencyKeyHeader', '"Idempotency Key"'],
@@ -75,7 +76,7 @@ describe('retry options', () => {
       return new Response('');
     };
     try {
-      await assert.rejects(retryingFetch('http://127.0.0.1:9/', undefined, { jitter: 0 }), {
+      await assert.rejects(retryingFetch('http://127.0.0.1:9/', undefined, { jitter: '0ms' }), {
         code: 'SLUICE_CONFIG',
       });
     } finally {

@@ -56,8 +56,8 @@ describe('retry on 429', () => {
   it('G1: without Retry-After backs off exponentially with full jitter, capped per wait', async () => {
     const { server, time, api } = await retrying([tooMany()], {
       maxAttempts: 6,
-      baseDelay: 1000,
-      maxDelay: 3000,
+      baseDelay: '1s',
+      maxDelay: '3s',
       random: sequence(0.5, 0.5, 0.5, 0.999, 0),
     });
     const res = await api(server.url);
@@ -78,7 +78,10 @@ describe('retry on 429', () => {
   });
 
   it('G1: caps a jittered wait at maxDelay, never below Retry-After', async () => {
-    const { server, time, api } = await retrying([tooMany('2'), ok], { maxDelay: 2200, random: () => 0.9 });
+    const { server, time, api } = await retrying([tooMany('2'), ok], {
+      maxDelay: '2200ms',
+      random: () => 0.9,
+    });
     await api(server.url);
     assert.deepEqual(time.waits, [2200]);
   });

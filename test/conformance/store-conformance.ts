@@ -69,7 +69,7 @@ export function storeConformance(target: ConformanceTarget): void {
       clock = manualClock(start);
     }
     function limiter(rule: Rule, name = `r${++counter}`): Limiter {
-      return createLimiter({ name, rule, store, clock, timeout: target.timeout ?? 100 });
+      return createLimiter({ name, rule, store, clock, timeout: target.timeout ?? '100ms' });
     }
     async function takeMany(l: Limiter, key: string, n: number, cost = 1): Promise<Decision[]> {
       const out: Decision[] = [];
@@ -229,7 +229,7 @@ export function storeConformance(target: ConformanceTarget): void {
 
       it('A3: retryAfterSeconds rounds up and is at least 1', async () => {
         await fresh();
-        const l = limiter(tokenBucket({ limit: 1, period: 1500 }));
+        const l = limiter(tokenBucket({ limit: 1, period: '1500ms' }));
         await l.take('k');
         const d = await l.take('k');
         assert.equal(d.retryAfterMs, 1500);

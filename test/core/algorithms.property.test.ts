@@ -134,7 +134,7 @@ describe('token bucket against a literal counter', () => {
           const clock = manualClock(start);
           const limiter = createLimiter({
             name: 'p',
-            rule: tokenBucket({ limit, period, burst }),
+            rule: tokenBucket({ limit, period: `${period}ms`, burst }),
             store: new MemoryStore(),
             clock,
           });

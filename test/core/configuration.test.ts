@@ -8,6 +8,7 @@ import {
   isSluiceError,
   manualClock,
   parseDuration,
+  parseTimerDuration,
   tokenBucket,
   type SluiceErrorCode,
 } from '../../src/index.js';
@@ -28,7 +29,27 @@ describe('durations', () => {
     assert.equal(parseDuration('1h', 'p'), 3_600_000);
     assert.equal(parseDuration('1d', 'p'), 86_400_000);
     assert.equal(parseDuration(' 2 h ', 'p'), 7_200_000);
-    assert.equal(parseDuration(1234, 'p'), 1234);
+  });
+
+  it('rejects a bare number, suggesting the string to write', () => {
+    throwsCode(() => parseDuration(60, 'tokenBucket period'), 'SLUICE_DURATION', /"60s".*"60ms"/);
+    throwsCode(() => tokenBucket({ limit: 1, period: 60 as never }), 'SLUICE_DURATION', /period/);
+  });
+
+  it('rejects a timer duration of 2^31 ms or more (a timer would fire after 1 ms)', () => {
+    assert.equal(parseTimerDuration('2147483647ms', 't'), 2 ** 31 - 1);
+    throwsCode(() => parseTimerDuration('25d', 'timeout'), 'SLUICE_DURATION', /timeout.*at most/);
+    throwsCode(
+      () =>
+        createLimiter({
+          name: 'x',
+          rule: tokenBucket({ limit: 1, period: '1s' }),
+          store: new MemoryStore(),
+          timeout: '25d',
+        }),
+      'SLUICE_DURATION',
+      /timeout/,
+    );
   });
 
   it('rejects unknown units, fractions, zero, negatives, NaN and non-strings, naming the option', () => {
@@ -43,6 +64,7 @@ describe('durations', () => {
       0,
       -5,
       1.5,
+      1234,
       Number.NaN,
       Infinity,
       null,

@@ -17,13 +17,13 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
     name: 'postgres (pg)',
     skip,
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
-    timeout: 10_000,
+    timeout: '10s',
     async setup() {
       pool = testPool();
       await createAppSchema(pool, schema);
       await new PostgresStore({ client: pool, schema }).migrate();
     },
-    create: async () => new PostgresStore({ client: pool, schema, clock: 'caller', timeout: 10_000 }),
+    create: async () => new PostgresStore({ client: pool, schema, clock: 'caller', timeout: '10s' }),
     async teardown() {
       await dropSchema(pool, schema);
       await pool.end();
@@ -37,13 +37,13 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
     name: 'postgres (postgres.js)',
     skip,
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
-    timeout: 10_000,
+    timeout: '10s',
     async setup() {
       sql = postgres(postgresUrl, { max: 20, onnotice: () => {} });
       await sql.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
       await new PostgresStore({ client: sql, schema }).migrate();
     },
-    create: async () => new PostgresStore({ client: sql, schema, clock: 'caller', timeout: 10_000 }),
+    create: async () => new PostgresStore({ client: sql, schema, clock: 'caller', timeout: '10s' }),
     async teardown() {
       await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await sql.end();

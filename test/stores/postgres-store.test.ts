@@ -33,26 +33,26 @@ describe('PostgresStore', { skip }, () => {
   });
 
   it("E3/A5: the default server clock ignores the caller's now", async () => {
-    const store = new PostgresStore({ client: pool, schema, timeout: 10_000 });
+    const store = new PostgresStore({ client: pool, schema, timeout: '10s' });
     const clock = manualClock(Date.UTC(2000, 0, 1));
     const l = createLimiter({
       name: name(),
       rule: tokenBucket({ limit: 1, period: '1d' }),
       store,
       clock,
-      timeout: 10_000,
+      timeout: '10s',
     });
     assert.equal((await l.take('k')).allowed, true);
     // A caller clock this far ahead would have refilled the bucket; the server's did not move.
     clock.advance('30d');
     assert.equal((await l.take('k')).allowed, false);
-    const caller = new PostgresStore({ client: pool, schema, clock: 'caller', timeout: 10_000 });
+    const caller = new PostgresStore({ client: pool, schema, clock: 'caller', timeout: '10s' });
     const c = createLimiter({
       name: name(),
       rule: tokenBucket({ limit: 1, period: '1d' }),
       store: caller,
       clock,
-      timeout: 10_000,
+      timeout: '10s',
     });
     assert.equal((await c.take('k')).allowed, true);
     clock.advance('30d');
@@ -68,14 +68,14 @@ describe('PostgresStore', { skip }, () => {
       },
       transaction: () => Promise.reject(new Error('not used')),
     };
-    const store = new PostgresStore({ client: counting, schema, timeout: 10_000 });
+    const store = new PostgresStore({ client: counting, schema, timeout: '10s' });
     const t = createLimiter({
       name: name(),
       rule: tokenBucket({ limit: 2, period: '1h' }),
       store,
-      timeout: 10_000,
+      timeout: '10s',
     });
-    const q = createLimiter({ name: name(), rule: calendarQuota({ limit: 2 }), store, timeout: 10_000 });
+    const q = createLimiter({ name: name(), rule: calendarQuota({ limit: 2 }), store, timeout: '10s' });
     for (let i = 0; i < 4; i++) await t.take('k');
     await t.peek('k');
     for (let i = 0; i < 3; i++) await q.take('k');
@@ -87,16 +87,16 @@ describe('PostgresStore', { skip }, () => {
       const store = new PostgresStore({
         client: pool,
         schema,
-        timeout: 60_000,
+        timeout: '1m',
         ...(batch === false ? { batch } : {}),
       });
       const t = createLimiter({
         name: name(),
         rule: tokenBucket({ limit: 100, period: '1d' }),
         store,
-        timeout: 60_000,
+        timeout: '1m',
       });
-      const q = createLimiter({ name: name(), rule: calendarQuota({ limit: 37 }), store, timeout: 60_000 });
+      const q = createLimiter({ name: name(), rule: calendarQuota({ limit: 37 }), store, timeout: '1m' });
       const [ts, qs] = await Promise.all([
         Promise.all(Array.from({ length: 1000 }, () => t.take('hot'))),
         Promise.all(Array.from({ length: 1000 }, () => q.take('hot'))),
@@ -108,12 +108,12 @@ describe('PostgresStore', { skip }, () => {
 
   it('A4/E3: 16 callers taking in turn over 40 keys: every key admits exactly its burst, every caller gets its own answer', async () => {
     // Closed-loop callers on many keys: the coalescing batches, holds back and splits statements.
-    const store = new PostgresStore({ client: pool, schema, timeout: 60_000 });
+    const store = new PostgresStore({ client: pool, schema, timeout: '1m' });
     const t = createLimiter({
       name: name(),
       rule: tokenBucket({ limit: 5, period: '1d' }),
       store,
-      timeout: 60_000,
+      timeout: '1m',
     });
     const admitted = new Map<string, number>();
     let answered = 0;
@@ -167,7 +167,7 @@ describe('PostgresStore', { skip }, () => {
     let store: PostgresStore;
     /** ADR-0057's report quota: 10 a day, under a fresh name. */
     const reportsQuota = () =>
-      createLimiter({ name: name(), rule: calendarQuota({ limit: 10 }), store, timeout: 10_000 });
+      createLimiter({ name: name(), rule: calendarQuota({ limit: 10 }), store, timeout: '10s' });
     let nextUser = 1000;
     const rows = async (bucket: string) =>
       Number(
@@ -180,7 +180,7 @@ describe('PostgresStore', { skip }, () => {
       return id;
     };
     before(() => {
-      store = new PostgresStore({ client: pool, schema, users, timeout: 10_000 });
+      store = new PostgresStore({ client: pool, schema, users, timeout: '10s' });
     });
 
     it('C7/E3: an existing user charges the account bucket; a deleted one falls back to the IP bucket', async () => {
@@ -244,7 +244,7 @@ describe('PostgresStore', { skip }, () => {
         },
         transaction: () => Promise.reject(new Error('not used')),
       };
-      const heldStore = new PostgresStore({ client: held, schema, users, timeout: 10_000, batch: false });
+      const heldStore = new PostgresStore({ client: held, schema, users, timeout: '10s', batch: false });
       const heldReports = heldStore.bind(reports.name, reports.rule);
       const take = heldStore.takeForAccount(heldReports, {
         userId: id,
@@ -271,7 +271,7 @@ describe('PostgresStore', { skip }, () => {
         name: name(),
         rule: calendarQuota({ limit: 1000 }),
         store,
-        timeout: 30_000,
+        timeout: '30s',
       });
       const ids = await Promise.all(Array.from({ length: 20 }, () => newUser()));
       const takes = ids.flatMap((id) =>
@@ -303,7 +303,7 @@ describe('PostgresStore', { skip }, () => {
         name: name(),
         rule: tokenBucket({ limit: 5, period: '1h' }),
         store,
-        timeout: 10_000,
+        timeout: '10s',
       });
       const [id, other] = [await newUser(), await newUser()];
       for (const generation of ['v1:old-secret', 'v1:new-secret']) {
@@ -349,7 +349,7 @@ describe('PostgresStore', { skip }, () => {
       client: pool,
       schema: runSchema('prune'),
       clock: 'caller',
-      timeout: 10_000,
+      timeout: '10s',
     });
     await store.migrate();
     try {
@@ -360,7 +360,7 @@ describe('PostgresStore', { skip }, () => {
         rule: calendarQuota({ limit: 10 }),
         store,
         clock: () => now,
-        timeout: 10_000,
+        timeout: '10s',
       });
       const clock = manualClock(now - 100 * day);
       const old = createLimiter({
@@ -368,7 +368,7 @@ describe('PostgresStore', { skip }, () => {
         rule: calendarQuota({ limit: 10 }),
         store,
         clock,
-        timeout: 10_000,
+        timeout: '10s',
       });
       await old.take('a');
       clock.set(now - 10 * day);
@@ -379,14 +379,14 @@ describe('PostgresStore', { skip }, () => {
         rule: tokenBucket({ limit: 1, period: '1s' }),
         store,
         clock: () => now - 5000,
-        timeout: 10_000,
+        timeout: '10s',
       });
       const t2 = createLimiter({
         name: 't2',
         rule: tokenBucket({ limit: 1, period: '1d' }),
         store,
         clock: () => now,
-        timeout: 10_000,
+        timeout: '10s',
       });
       await t.take('full-again');
       await t2.take('still-empty');
@@ -402,7 +402,7 @@ describe('PostgresStore', { skip }, () => {
     // With a plain join and no statistics yet, the planner hash-joined against every row of the
     // rule, and each decision cost time in proportion to the table.
     const plans = runSchema('plans');
-    const store = new PostgresStore({ client: pool, schema: plans, timeout: 10_000 });
+    const store = new PostgresStore({ client: pool, schema: plans, timeout: '10s' });
     await store.migrate();
     const client = await pool.connect();
     try {
@@ -472,7 +472,7 @@ describe('PostgresStore', { skip }, () => {
 
   describe('failures (D2)', () => {
     it('E3: a missing schema is SLUICE_STORE_SCHEMA telling to run migrate()', async () => {
-      const store = new PostgresStore({ client: pool, schema: runSchema('missing'), timeout: 10_000 });
+      const store = new PostgresStore({ client: pool, schema: runSchema('missing'), timeout: '10s' });
       const l = store.bind('x', tokenBucket({ limit: 1, period: '1h' }));
       await assert.rejects(
         l.take('k', 1, Date.now(), undefined),
@@ -482,7 +482,7 @@ describe('PostgresStore', { skip }, () => {
 
     it('D2: an unreachable server is SLUICE_STORE_UNAVAILABLE, never a crash or a hang', async () => {
       const dead = testPool({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
-      const store = new PostgresStore({ client: dead, schema, timeout: 10_000 });
+      const store = new PostgresStore({ client: dead, schema, timeout: '10s' });
       const l = store.bind('x', tokenBucket({ limit: 1, period: '1h' }));
       await assert.rejects(l.take('k', 1, Date.now(), undefined), (e: unknown) =>
         isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'),
@@ -506,7 +506,7 @@ describe('PostgresStore', { skip }, () => {
         const viaServer = new PostgresStore({
           client: serverBound,
           schema,
-          timeout: 10_000,
+          timeout: '10s',
           batch: false,
         }).bind(l.name, rule);
         await assert.rejects(viaServer.take('locked', 1, Date.now(), undefined), (e: unknown) =>
@@ -539,7 +539,7 @@ describe('PostgresStore', { skip }, () => {
         );
       }
       assert.throws(
-        () => new PostgresStore({ client: pool, timeout: -1 }),
+        () => new PostgresStore({ client: pool, timeout: -1 as never }),
         (e: unknown) => isSluiceError(e, 'SLUICE_DURATION'),
       );
     });

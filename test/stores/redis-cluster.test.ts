@@ -60,14 +60,14 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
   });
 
   it('E2: with hashTag "key", buckets spread over every master; a cascade on one key runs in one script', async () => {
-    const store = new RedisStore({ client: client!, timeout: 2000, prefix: 'spread:' });
+    const store = new RedisStore({ client: client!, timeout: '2s', prefix: 'spread:' });
     const wide = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'wide',
       rule: tokenBucket({ limit: 5, period: '1h' }),
       store,
     });
-    const narrow = createLimiter({ timeout: 2000, name: 'narrow', rule: calendarQuota({ limit: 2 }), store });
+    const narrow = createLimiter({ timeout: '2s', name: 'narrow', rule: calendarQuota({ limit: 2 }), store });
     await Promise.all(Array.from({ length: 60 }, (_, i) => wide.take(`ip-${i}`)));
     for (const server of cluster!.servers) {
       const size = await rawCommand(server.port, 'DBSIZE');
@@ -80,15 +80,15 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
   });
 
   it('E2: an all-or-nothing take across slots is a configuration error; a hashTag function joins the keys', async () => {
-    const store = new RedisStore({ client: client!, timeout: 2000, prefix: 'xslot:' });
+    const store = new RedisStore({ client: client!, timeout: '2s', prefix: 'xslot:' });
     const a = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'a',
       rule: tokenBucket({ limit: 5, period: '1h' }),
       store,
     });
     const b = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'b',
       rule: tokenBucket({ limit: 2, period: '1h' }),
       store,
@@ -103,13 +103,13 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
       hashTag: (_name, key) => key.split('|')[0]!,
     });
     const ta = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'a',
       rule: tokenBucket({ limit: 5, period: '1h' }),
       store: tagged,
     });
     const tb = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'b',
       rule: tokenBucket({ limit: 2, period: '1h' }),
       store: tagged,
@@ -123,14 +123,14 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
   });
 
   it('F2: erase deletes a subject`s keys spread over several slots', async () => {
-    const store = new RedisStore({ client: client!, timeout: 2000, prefix: 'erase:' });
+    const store = new RedisStore({ client: client!, timeout: '2s', prefix: 'erase:' });
     const a = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'a',
       rule: tokenBucket({ limit: 5, period: '1h' }),
       store,
     });
-    const b = createLimiter({ timeout: 2000, name: 'b', rule: calendarQuota({ limit: 5 }), store });
+    const b = createLimiter({ timeout: '2s', name: 'b', rule: calendarQuota({ limit: 5 }), store });
     const keys = Array.from({ length: 10 }, (_, i) => `account:v${i}:x`);
     for (const key of keys) {
       await a.take(key);
@@ -145,7 +145,7 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
     try {
       const store = new RedisStore({ client: nodeCluster, prefix: 'node:' });
       const limiter = createLimiter({
-        timeout: 2000,
+        timeout: '2s',
         name: 'hot',
         rule: tokenBucket({ limit: 100, period: '1h' }),
         store,

@@ -15,7 +15,8 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 const skip = redisBinariesMissing();
 const silent = { warn() {} };
-const TIMEOUT = 100;
+const TIMEOUT_MS = 100;
+const TIMEOUT = `${TIMEOUT_MS}ms` as const;
 
 interface Connection {
   client: unknown;
@@ -68,7 +69,7 @@ for (const [clientName, connect] of clients) {
         rule: tokenBucket({ limit: burst, period: '1h' }),
         store,
         logger: silent,
-        timeout: 10_000, // the store's own timeout is under test here
+        timeout: '10s', // the store's own timeout is under test here
       });
 
     it('bad input: scripts lost (SCRIPT FLUSH) are reloaded by the NOSCRIPT fallback', async () => {
@@ -143,7 +144,7 @@ for (const [clientName, connect] of clients) {
       assert.equal(admittedWhileDown, 0);
       assert.equal(uncoded, 0);
       // Never a hang: the slowest call settled within the store timeout plus scheduling slack.
-      assert.ok(slowest < TIMEOUT + 400, `a call took ${slowest} ms`);
+      assert.ok(slowest < TIMEOUT_MS + 400, `a call took ${slowest} ms`);
       assert.deepEqual(unhandled, []);
     });
   });

@@ -80,7 +80,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   });
   let n = 0;
   const store = (options: Partial<RedisStoreOptions> = {}) =>
-    new RedisStore({ client: redis, prefix: `${prefix}${++n}:`, timeout: 2000, ...options });
+    new RedisStore({ client: redis, prefix: `${prefix}${++n}:`, timeout: '2s', ...options });
 
   it('E2: the SHA computed locally is the one SCRIPT LOAD returns', async () => {
     assert.equal(await redis.script('LOAD', decisionScript), decisionScriptSha);
@@ -89,7 +89,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('A5: on the server clock the caller`s now is ignored', async () => {
     const s = store();
     const limiter = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'srv',
       rule: tokenBucket({ limit: 3, period: '1h' }),
       store: s,
@@ -99,7 +99,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal(first.remaining, 2);
     // A caller clock a century away changes nothing: the script reads Redis TIME.
     const far = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'srv2',
       rule: tokenBucket({ limit: 3, period: '1h' }),
       store: s,
@@ -114,7 +114,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.ok(Math.abs(tatMs - (Number(serverSeconds) * 1000 + 20 * 60_000)) < 60_000, `tat ${tatMs}`);
     // Quotas count the server's day: its reset lies within the next 24 hours of server time.
     const quota = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'srvq',
       rule: calendarQuota({ limit: 5 }),
       store: s,
@@ -134,13 +134,13 @@ describe('RedisStore on one Redis', { skip }, () => {
     const s = store();
     const clock = manualClock(Date.UTC(2026, 0, 15, 12));
     const bucket = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'ttl-bucket',
       rule: tokenBucket({ limit: 10, period: '10m' }),
       store: s,
     });
     const quota = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'ttl-quota',
       rule: calendarQuota({ limit: 10 }),
       store: s,
@@ -168,12 +168,12 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('A7 + F2: reset(key) deletes one bucket; erase(keys, names) deletes a subject across rules and generations, without SCAN', async () => {
     const s = store();
     const a = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'era',
       rule: tokenBucket({ limit: 2, period: '1h' }),
       store: s,
     });
-    const b = createLimiter({ timeout: 2000, name: 'erb', rule: calendarQuota({ limit: 2 }), store: s });
+    const b = createLimiter({ timeout: '2s', name: 'erb', rule: calendarQuota({ limit: 2 }), store: s });
     const subject = ['account:v1:gen1hash', 'account:v2:gen2hash'];
     for (const key of [...subject, 'account:v2:other']) {
       await a.take(key);
@@ -207,7 +207,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     };
     const s = store({ client: counting });
     const limiter = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'batch',
       rule: tokenBucket({ limit: 5, period: '1h' }),
       store: s,
@@ -262,7 +262,7 @@ describe('RedisStore on one Redis', { skip }, () => {
           Object.fromEntries(
             names.map((name) => [
               name,
-              createLimiter({ name, rule: rules[name], store: target, clock, timeout: 2000 }),
+              createLimiter({ name, rule: rules[name], store: target, clock, timeout: '2s' }),
             ]),
           ) as Record<keyof typeof rules, Limiter>;
         const memory = limiters(new MemoryStore());
@@ -294,7 +294,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('bad input: a key of another type or an unreadable value is repaired (read as absent, overwritten); its batch neighbours are decided', async () => {
     const s = store();
     const limiter = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       logger: silent,
       name: 'wt',
       rule: tokenBucket({ limit: 5, period: '1h' }),
@@ -314,7 +314,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('D2: the queue is bounded: beyond maxPending a take fails at once with SLUICE_STORE_UNAVAILABLE', async () => {
     const s = store({ maxPending: 100 });
     const limiter = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'bound',
       rule: tokenBucket({ limit: 1000, period: '1h' }),
       store: s,
@@ -332,7 +332,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('keys over 128 characters are stored as a hash and never collide with a raw key', async () => {
     const s = store();
     const limiter = createLimiter({
-      timeout: 2000,
+      timeout: '2s',
       name: 'long',
       rule: tokenBucket({ limit: 1, period: '1h' }),
       store: s,
@@ -380,11 +380,11 @@ describe('RedisStore on one Redis', { skip }, () => {
       );
     }
     const s = store();
-    createLimiter({ timeout: 2000, name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store: s });
+    createLimiter({ timeout: '2s', name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store: s });
     assert.throws(
       () =>
         createLimiter({
-          timeout: 2000,
+          timeout: '2s',
           name: 'dup',
           rule: tokenBucket({ limit: 1, period: '1h' }),
           store: s,

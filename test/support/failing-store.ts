@@ -34,6 +34,11 @@ export class FailingStore implements Store {
     };
   }
 
+  unbind(name: string): void {
+    this.inner.unbind(name);
+    this.bound.delete(name);
+  }
+
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
     return this.run(() =>
       this.inner.takeAllSync(

@@ -18,12 +18,12 @@ const [mode, target, prefix, name, count, burst] = process.argv.slice(2) as [
   string,
 ];
 const client = mode === 'cluster' ? await ioredisCluster(JSON.parse(target)) : await ioredisClient(target);
-const store = new RedisStore({ client, prefix, timeout: 5000 });
+const store = new RedisStore({ client, prefix, timeout: '5s' });
 const limiter = createLimiter({
   name,
   rule: tokenBucket({ limit: Number(burst), period: '1h' }),
   store,
-  timeout: 5000,
+  timeout: '5s',
 });
 process.stdout.write('ready\n');
 process.stdin.once('data', async () => {

@@ -1,5 +1,5 @@
 import type { Decision } from '../../core/decision.js';
-import { parseDuration, type Duration } from '../../core/duration.js';
+import { parseDuration, parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, configError, describeValue } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
@@ -140,13 +140,13 @@ export class PostgresStore implements Store {
 
   constructor(options: PostgresStoreOptions) {
     checkOptionKeys('PostgresStore', options, storeKeys);
-    const { schema = 'sluice', clock = 'server', timeout = 100, batch = {} } = options;
+    const { schema = 'sluice', clock = 'server', timeout = '100ms', batch = {} } = options;
     this.client = toPostgresClient(options.client);
     this.names = schemaNames(schema);
     this.schema = schema;
     if (clock !== 'server' && clock !== 'caller')
       throw configError('PostgresStore clock', '"server" or "caller"', clock);
-    const timeoutMs = parseDuration(timeout, 'PostgresStore timeout');
+    const timeoutMs = parseTimerDuration(timeout, 'PostgresStore timeout');
     let inFlight = 0;
     let maxKeys = 1;
     if (batch !== false) {
@@ -219,6 +219,10 @@ export class PostgresStore implements Store {
     }
     this.rules.set(name, buckets);
     return buckets;
+  }
+
+  unbind(name: string): void {
+    this.rules.delete(name);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CalendarDays } from '../../core/calendar.js';
 import { makeDecision, type Decision } from '../../core/decision.js';
-import { parseDuration, type Duration } from '../../core/duration.js';
+import { parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, configError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
@@ -107,7 +107,7 @@ export class RedisStore implements Store {
     const {
       prefix = 'sluice:',
       clock = 'server',
-      timeout = 100,
+      timeout = '100ms',
       maxPending = 10_000,
       maxBatch = 1024,
       hashTag = 'key',
@@ -133,7 +133,7 @@ export class RedisStore implements Store {
     if (hashTag !== 'key' && hashTag !== 'store' && typeof hashTag !== 'function') {
       throw configError('RedisStore hashTag', '"key", "store" or a function (name, key) => tag', hashTag);
     }
-    this.timeoutMs = parseDuration(timeout, 'RedisStore timeout');
+    this.timeoutMs = parseTimerDuration(timeout, 'RedisStore timeout');
     this.client = redisClient(options.client);
     this.prefix = prefix;
     this.clock = clock;
@@ -172,6 +172,10 @@ export class RedisStore implements Store {
     const buckets = new RedisRuleBuckets(this, name, rule);
     this.rules.set(name, buckets);
     return buckets;
+  }
+
+  unbind(name: string): void {
+    this.rules.delete(name);
   }
 
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
