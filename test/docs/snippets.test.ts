@@ -34,6 +34,7 @@ const snippetEnv = {
   PGUSER: decodeURIComponent(postgres.username) || 'postgres',
   PGDATABASE: postgres.pathname.slice(1) || 'test',
   AUTH_SECRET: `doc-snippets-${runId}-a-secret-of-at-least-32-bytes`,
+  AUTH_SECRET_PREVIOUS: `doc-snippets-${runId}-the-secret-before-the-current`,
 };
 
 /** The services a snippet talks to, read from what it imports. */
