@@ -4,6 +4,7 @@
  * service is a failure, never a skip.
  */
 import { connect } from 'node:net';
+import { test } from 'node:test';
 
 export const redisUrl = process.env.SLUICE_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const postgresUrl = process.env.SLUICE_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -31,8 +32,18 @@ function reachable(host: string, port: number, timeoutMs = 1500): Promise<string
 }
 
 /**
- * `false` when the service answers; otherwise the skip reason. Under CI=true it throws instead,
- * so that a missing service fails the run.
+ * Makes a skip visible in the run's closing summary. Node's runner counts a suite declared with
+ * `describe(name, { skip })` as a suite, not as a skipped test (its tests are never registered),
+ * so a run without Redis would close with "skipped 0" and look complete. One skipped test per
+ * skipped service keeps the count honest; the suites still show the reason in their own lines.
+ */
+export function reportSkipped(reason: string): void {
+  test(`skipped: ${reason}`, { skip: reason }, () => {});
+}
+
+/**
+ * `false` when the service answers; otherwise the skip reason, also reported as one skipped
+ * test. Under CI=true it throws instead, so that a missing service fails the run.
  */
 export async function skipUnlessReachable(name: string, url: string): Promise<string | false> {
   const { hostname, port } = new URL(url);
@@ -40,5 +51,6 @@ export async function skipUnlessReachable(name: string, url: string): Promise<st
   if (problem === undefined) return false;
   const reason = `${name} at ${hostname}:${port} is unreachable (${problem})`;
   if (process.env.CI === 'true') throw new Error(`${reason}; under CI=true this is a failure, not a skip`);
+  reportSkipped(reason);
   return reason;
 }
