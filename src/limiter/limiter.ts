@@ -303,10 +303,17 @@ class RuleLimiter implements LimiterInternals {
     try {
       if (this.closed) throw closedError(this.name);
       checkKey(key);
-      return withTimeout(this.buckets.reset(key), this.timeoutMs, this.what);
     } catch (error) {
       return Promise.reject(error);
     }
+    let pending: Promise<void>;
+    try {
+      pending = this.buckets.reset(key);
+    } catch (error) {
+      return Promise.reject(this.handler.resetFailed(error));
+    }
+    const bounded = this.selfTimed ? pending : withTimeout(pending, this.timeoutMs, this.what);
+    return bounded.catch((error: unknown) => Promise.reject(this.handler.resetFailed(error)));
   }
 
   close(): void {

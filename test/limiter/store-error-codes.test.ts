@@ -120,3 +120,18 @@ describe('a store whose schema is missing', () => {
     assert.equal((await insured.take('k')).source, 'insurance');
   });
 });
+
+describe('a reset whose store fails', () => {
+  for (const failure of ['open', 'insurance', 'closed'] as const) {
+    it(`${failure}: rejects with SLUICE_STORE_UNAVAILABLE carrying the driver's code, never the raw driver error`, async () => {
+      const driverError = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+      const { limiter } = setup(failure, driverError);
+      await assert.rejects(limiter.reset('k'), (e: unknown) => {
+        assert.ok(isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'), `got ${String(e)}`);
+        assert.match(String(e.cause), /ECONNRESET/);
+        return true;
+      });
+      assert.equal(limiter.stats().storeFailures, 1);
+    });
+  }
+});
