@@ -390,14 +390,16 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     }
   }
 
-  // The memory store refuses a cost beyond the rule by itself, purely and without keeping a
-  // bucket for it, so the sync path needs no capacity check of its own.
   takeSync(key: string, options?: TakeOptions): Decision {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
     const cost = options === undefined ? 1 : costOf(options.cost);
     const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-    return this.buckets.takeSync(key, cost, readClock(this.clock), limit);
+    const now = readClock(this.clock);
+    // Refused the same way as on a shared store (which is never asked), so that a decision does
+    // not depend on the store behind the limiter.
+    if (cost > this.rule.capacityFor(limit)) return refusedForGood(this.rule, this.name, cost, now, limit);
+    return this.buckets.takeSync(key, cost, now, limit);
   }
 
   peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision {
