@@ -5,6 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { throwsCode } from './assertions.js';
 import { FailingStore } from '../support/failing-store.js';
 import {
   MAX_COUNT,
@@ -16,16 +17,7 @@ import {
   isSluiceError,
   manualClock,
   tokenBucket,
-  type SluiceErrorCode,
 } from '../../src/index.js';
-
-function throwsCode(fn: () => unknown, code: SluiceErrorCode, mentions?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(isSluiceError(e, code), `expected ${code}, got ${String(e)}`);
-    if (mentions !== undefined) assert.match((e as Error).message, mentions);
-    return true;
-  });
-}
 
 const outOfRange = [MAX_COUNT + 1, 2 ** 53, Number.MAX_VALUE];
 

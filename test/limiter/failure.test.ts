@@ -4,16 +4,9 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { recordingLogger } from './assertions.js';
 import { FailingStore } from '../support/failing-store.js';
 import { createCascade, createLimiter, isSluiceError, manualClock, tokenBucket } from '../../src/index.js';
-
-function recordingLogger() {
-  const lines: { details: Record<string, unknown>; message: string }[] = [];
-  return {
-    lines,
-    warn: (details: Record<string, unknown>, message: string) => lines.push({ details, message }),
-  };
-}
 
 const rule = () => tokenBucket({ limit: 2, period: '1m' });
 

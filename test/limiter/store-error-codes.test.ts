@@ -4,6 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { recordingLogger } from './assertions.js';
 import { FailingStore } from '../support/failing-store.js';
 import {
   SluiceError,
@@ -14,14 +15,6 @@ import {
   tokenBucket,
   type FailurePolicy,
 } from '../../src/index.js';
-
-function recordingLogger() {
-  const lines: { details: Record<string, unknown>; message: string }[] = [];
-  return {
-    lines,
-    warn: (details: Record<string, unknown>, message: string) => lines.push({ details, message }),
-  };
-}
 
 function setup(failure: FailurePolicy, error: unknown) {
   const store = new FailingStore();
