@@ -26,6 +26,7 @@ export {
   type LimiterOptions,
   type TakeOptions,
 } from './limiter/limiter.js';
+export type { FailurePolicy, LimiterStats, Logger } from './limiter/failure.js';
 export {
   createCascade,
   type Cascade,

@@ -7,8 +7,12 @@
  * store, atomically (A4): a shared store computes them on its own side (a Lua script, one SQL
  * statement) from its own clock (A5), so nodes with skewed clocks still enforce one limit.
  *
- * The caller (a limiter) has already validated the key and the cost: keys are non-empty
- * strings, costs whole numbers >= 0, `limit` (quota only) a positive whole number or undefined.
+ * The caller (a limiter) has already validated the key and the cost: keys are non-empty,
+ * well-formed UTF-16 strings; costs whole numbers from 0 to `MAX_COUNT` (10^12) and never more
+ * than the rule can admit (a token bucket's burst, the quota's limit: larger costs are refused
+ * without asking the store); `limit` (quota only) a whole number from 1 to `MAX_COUNT` or
+ * undefined. Rules keep their own bounds (`MAX_COUNT`, `MAX_TOKEN_RATE`; see `core/bounds.ts`).
+ * A store still rejects input it cannot take with `SLUICE_ARGUMENT`, never as its own failure.
  */
 import type { Decision } from './core/decision.js';
 import { SluiceError } from './core/errors.js';
@@ -73,8 +77,9 @@ export interface Store {
    */
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]>;
   /**
-   * Set by a store that bounds every call itself (rejecting with `SLUICE_STORE_TIMEOUT`): when
-   * this bound is no longer than the limiter's `timeout`, the limiter adds no timer of its own.
+   * Set by a store that bounds every call itself (rejecting with `SLUICE_STORE_TIMEOUT`), in ms.
+   * A limiter on this store takes it as its default `timeout` and adds no timer of its own; a
+   * limiter may set a shorter timeout, never a longer one (`SLUICE_CONFIG` at setup).
    */
   readonly timeoutMs?: number;
   /** Releases connections or other resources the store owns (never the client you passed in). */

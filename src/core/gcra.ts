@@ -1,5 +1,6 @@
 import { makeDecision, type Decision } from './decision.js';
 import { parseDuration, type Duration } from './duration.js';
+import { MAX_COUNT, MAX_TOKEN_RATE } from './bounds.js';
 import { SluiceError, configError } from './errors.js';
 import type { RuleAlgorithm } from './rule.js';
 import type { BucketState } from './state.js';
@@ -7,12 +8,16 @@ import { checkOptionKeys } from './options.js';
 
 /** Options of {@link tokenBucket}. */
 export interface TokenBucketOptions {
-  /** Tokens added per `period`: the sustained rate. A positive whole number. */
+  /**
+   * Tokens added per `period`: the sustained rate. A positive whole number, at most
+   * {@link MAX_TOKEN_RATE} (10^6); a higher rate is the same rate over a shorter period.
+   */
   limit: number;
   /** The period over which `limit` tokens refill, e.g. `"1h"` or `60_000`. */
   period: Duration;
   /**
-   * Capacity: the most that can be taken at once from a full bucket. A positive whole number.
+   * Capacity: the most that can be taken at once from a full bucket. A positive whole number,
+   * at most {@link MAX_COUNT} (10^12).
    * @default limit — "5 per hour" admits 5 at once, then one every 12 minutes (ADR-055).
    */
   burst?: number;
@@ -54,11 +59,16 @@ export class TokenBucketRule implements RuleAlgorithm {
   constructor(options: TokenBucketOptions) {
     checkOptionKeys('tokenBucket', options, tokenBucketKeys);
     const { limit, burst = limit, penalty = false } = options;
-    if (!Number.isSafeInteger(limit) || limit < 1)
-      throw configError('tokenBucket limit', 'a positive whole number', limit);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TOKEN_RATE) {
+      throw configError(
+        'tokenBucket limit',
+        `a whole number from 1 to ${MAX_TOKEN_RATE} (for a higher rate, use a shorter period)`,
+        limit,
+      );
+    }
     const periodMs = parseDuration(options.period, 'tokenBucket period');
-    if (!Number.isSafeInteger(burst) || burst < 1)
-      throw configError('tokenBucket burst', 'a whole number >= 1', burst);
+    if (!Number.isSafeInteger(burst) || burst < 1 || burst > MAX_COUNT)
+      throw configError('tokenBucket burst', `a whole number from 1 to ${MAX_COUNT}`, burst);
     if (typeof penalty !== 'boolean') throw configError('tokenBucket penalty', 'a boolean', penalty);
     if (!Number.isSafeInteger(burst * periodMs * 2)) {
       throw new SluiceError('SLUICE_CONFIG', 'tokenBucket burst × period is too large to count exactly');
@@ -69,6 +79,11 @@ export class TokenBucketRule implements RuleAlgorithm {
     this.penalty = penalty;
     this.unit = periodMs;
     this.tolerance = burst * periodMs;
+  }
+
+  /** The most one take can ever get: the burst, whatever the per-call limit (token buckets take none). */
+  capacityFor(_limit: number | undefined): number {
+    return this.burst;
   }
 
   /** A full bucket: the arrival time is now. */

@@ -1,5 +1,6 @@
 import { CalendarDays } from './calendar.js';
 import { makeDecision, type Decision } from './decision.js';
+import { MAX_COUNT } from './bounds.js';
 import { configError } from './errors.js';
 import { checkOptionKeys } from './options.js';
 import type { RuleAlgorithm } from './rule.js';
@@ -8,7 +9,8 @@ import type { BucketState } from './state.js';
 /** Options of {@link calendarQuota}. */
 export interface CalendarQuotaOptions {
   /**
-   * Units per calendar day. A positive whole number. A take may pass its own limit instead
+   * Units per calendar day. A whole number from 1 to {@link MAX_COUNT} (10^12). A take may pass
+   * its own limit instead
    * (a per-key limit from data, e.g. ADR-0057's `api_keys.daily_limit`).
    */
   limit: number;
@@ -45,13 +47,18 @@ export class CalendarQuotaRule implements RuleAlgorithm {
   constructor(options: CalendarQuotaOptions) {
     checkOptionKeys('calendarQuota', options, calendarQuotaKeys);
     const { limit, timeZone = 'UTC', penalty = false } = options;
-    if (!Number.isSafeInteger(limit) || limit < 1)
-      throw configError('calendarQuota limit', 'a positive whole number', limit);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_COUNT)
+      throw configError('calendarQuota limit', `a whole number from 1 to ${MAX_COUNT}`, limit);
     if (typeof penalty !== 'boolean') throw configError('calendarQuota penalty', 'a boolean', penalty);
     this.days = new CalendarDays(timeZone);
     this.limit = limit;
     this.timeZone = this.days.timeZone;
     this.penalty = penalty;
+  }
+
+  /** The most one take can ever get: the per-call limit, or the rule's. */
+  capacityFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
   }
 
   /** An untouched quota. */
@@ -69,8 +76,13 @@ export class CalendarQuotaRule implements RuleAlgorithm {
     commit: boolean,
   ): Decision {
     const quota = limit === undefined ? this.limit : limit;
-    const start = this.days.startOf(now);
-    const end = this.days.endOf(now);
+    const today = this.days.startOf(now);
+    // A clock stepped back (or a node whose clock lags the one that wrote the state) lands in a
+    // day earlier than the stored one: that take counts against the stored day, which never
+    // moves backwards, so stepping a clock back can neither reset a count nor spend a day twice.
+    const behind = state.window > today;
+    const start = behind ? state.window : today;
+    const end = behind ? this.days.endOf(start) : this.days.endOf(now);
     const resetMs = end - now;
     const windowMs = end - start;
     // A count from an earlier day is spent; the new day starts at zero.

@@ -11,6 +11,12 @@ export type Rule = TokenBucketRule | CalendarQuotaRule;
  * is true) update the state. No I/O, no clock: `now` is passed in.
  */
 export interface RuleAlgorithm {
+  /**
+   * The largest cost one take can ever be admitted with, under the per-call `limit` (quotas) or
+   * the rule's own: a larger cost is refused for good, whatever the state, so a limiter answers
+   * it without asking the store.
+   */
+  capacityFor(limit: number | undefined): number;
   /** The state of a key never seen before (a full bucket, an untouched quota) at `now`. */
   initialState(now: number, epoch: number): BucketState;
   /**

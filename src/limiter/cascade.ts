@@ -2,12 +2,13 @@ import type { Decision } from '../core/decision.js';
 import { SluiceError, configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { isSyncStore, type SyncStore, type TakeEntry } from '../store.js';
+import { checkKey, costOf, readClock } from './call-input.js';
 import { withTimeout } from './failure.js';
 import {
-  checkKey,
-  costOf,
+  assertOpen,
   decideOnFailure,
-  readClock,
+  isLimiterInternals,
+  refusedForGood,
   type Limiter,
   type LimiterInternals,
   type SyncLimiter,
@@ -35,6 +36,10 @@ export interface CascadeDecision {
    * The decisions made, in cascade order. With `first-refusal`, limits after the first refusal
    * were not asked and are missing. With `all-or-nothing`, all are present; on a refusal none
    * was charged and the admitting ones say what they would have done.
+   *
+   * In both modes, a cost larger than some limit can ever admit (its burst or quota) is refused
+   * before any store is asked and nothing is charged: `decisions` then holds only the refusals
+   * of those limits (`retryAfterMs` Infinity).
    */
   readonly decisions: readonly Decision[];
   /** Names of the limits that refused (empty when allowed). */
@@ -53,7 +58,10 @@ export type CascadeKeys = string | readonly string[];
 export interface Cascade {
   readonly mode: CascadeMode;
   readonly limiters: readonly Limiter[];
-  /** Takes `cost` (default 1) from every limit; see {@link CascadeMode}. */
+  /**
+   * Takes `cost` (default 1, a whole number from 0 to `MAX_COUNT`) from every limit; see
+   * {@link CascadeMode}. A closed limit makes it reject with `SLUICE_CONFIG`.
+   */
   take(keys: CascadeKeys, options?: { cost?: number }): Promise<CascadeDecision>;
 }
 
@@ -68,6 +76,11 @@ const cascadeKeys = ['mode'] as const;
 
 /**
  * Ordered limits, from wide to narrow, each keeping its own counter even when keys are equal (D6).
+ *
+ * A cascade owns nothing: its limiters are yours and may serve elsewhere too, so a cascade has
+ * no `close()`. Close the limiters themselves when done; a cascade holding a closed limiter
+ * rejects its takes with `SLUICE_CONFIG`. Each limiter may appear once (the same bucket charged
+ * twice in one take would be either a silent double charge or a silent single one).
  *
  * @example
  * const loginLimits = createCascade([perIp, perIpAndNick]);
@@ -87,8 +100,14 @@ export function createCascade(limiters: readonly Limiter[], options: CascadeOpti
   }
   const names = new Set<string>();
   for (const limiter of limiters) {
-    if (typeof limiter !== 'object' || limiter === null || typeof limiter.take !== 'function') {
+    if (!isLimiterInternals(limiter)) {
       throw configError('createCascade limiters', 'limiters made by createLimiter()', limiter);
+    }
+    if (limiter.closed) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `createCascade: limiter ${JSON.stringify(limiter.name)} is closed`,
+      );
     }
     if (names.has(limiter.name)) {
       throw new SluiceError(
@@ -120,6 +139,8 @@ class CascadeImpl implements Cascade {
   async take(keys: CascadeKeys, options?: { cost?: number }): Promise<CascadeDecision> {
     const cost = costOf(options?.cost);
     const list = this.keyList(keys);
+    const refused = this.refusedForGood(cost);
+    if (refused !== undefined) return refused;
     if (this.mode === 'all-or-nothing') return this.takeAllOrNothing(list, cost);
     const decisions: Decision[] = [];
     for (let i = 0; i < this.limiters.length; i++) {
@@ -154,6 +175,27 @@ class CascadeImpl implements Cascade {
     }
   }
 
+  /**
+   * When `cost` is more than some limit can ever admit, the cascade's refusal, decided purely:
+   * no store is asked and no limit is charged (not even the wide ones before it). Also checks
+   * that no limiter was closed, since an all-or-nothing take bypasses the limiters' own checks.
+   */
+  protected refusedForGood(cost: number): CascadeDecision | undefined {
+    let beyond = false;
+    for (const limiter of this.limiters) {
+      assertOpen(limiter);
+      if (cost > limiter.rule.capacityFor(undefined)) beyond = true;
+    }
+    if (!beyond) return undefined;
+    const decisions: Decision[] = [];
+    for (const limiter of this.limiters) {
+      if (cost > limiter.rule.capacityFor(undefined)) {
+        decisions.push(refusedForGood(limiter.rule, limiter.name, cost, readClock(limiter.clock), undefined));
+      }
+    }
+    return summarize(decisions);
+  }
+
   protected keyList(keys: CascadeKeys): readonly string[] {
     if (typeof keys === 'string' || !Array.isArray(keys)) {
       checkKey(keys);
@@ -185,6 +227,8 @@ class SyncCascadeImpl extends CascadeImpl implements SyncCascade {
   takeSync(keys: CascadeKeys, options?: { cost?: number }): CascadeDecision {
     const cost = costOf(options?.cost);
     const list = this.keyList(keys);
+    const refused = this.refusedForGood(cost);
+    if (refused !== undefined) return refused;
     if (this.mode === 'all-or-nothing') {
       const store = this.limiters[0]!.store as SyncStore;
       return summarize(store.takeAllSync(this.entries(list, cost), readClock(this.limiters[0]!.clock)));

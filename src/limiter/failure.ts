@@ -1,11 +1,15 @@
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
-import { SluiceError } from '../core/errors.js';
+import { SluiceError, isSluiceError } from '../core/errors.js';
 import type { SyncRuleBuckets } from '../store.js';
 
 /**
  * What a rule does when its store fails or does not answer in time (D2). A store failure is
- * never a 429: the client did nothing wrong.
+ * never a 429: the client did nothing wrong. Errors that are the caller's (a bad key, cost or
+ * limit, a closed limiter, a bad clock reading) are never store failures: they reach the caller
+ * as they are, whatever the policy. An overloaded store (`SLUICE_STORE_OVERLOADED`: too many
+ * decisions waiting) is load, not a failure: it is never admitted under `open`; the insurance
+ * limiter decides when there is one, otherwise the call throws it (503).
  * - `closed` (default): the call throws `SLUICE_STORE_UNAVAILABLE` / `SLUICE_STORE_TIMEOUT`
  *   (status 503, or 500 with `closedStatus`): nothing is admitted without a decision.
  * - `open`: the request is admitted (explicit opt-in), counted in `stats()` and logged at most
@@ -31,6 +35,8 @@ export interface LimiterStats {
   failOpenAdmits: number;
   /** Decisions made by the insurance limiter. */
   insuranceDecisions: number;
+  /** Store calls refused because the store had too many decisions waiting (not failures). */
+  overloads: number;
 }
 
 /** Logs through `console.warn` with a `[sluice]` prefix. */
@@ -42,7 +48,10 @@ export const consoleLogger: Logger = {
 
 const LOG_INTERVAL_MS = 60_000;
 
-/** True for errors that mean "the store could not decide" rather than "the caller erred". */
+/**
+ * True for errors that mean "the store could not decide" rather than "the caller erred" (a bad
+ * argument or key, a closed limiter, a bad clock reading: those propagate, never fail open).
+ */
 export function isStoreFailure(error: unknown): boolean {
   if (error instanceof SluiceError) return error.code.startsWith('SLUICE_STORE_');
   // Anything else escaping a store (a driver error it did not wrap) is the store failing too.
@@ -51,7 +60,13 @@ export function isStoreFailure(error: unknown): boolean {
 
 /** Applies a rule's {@link FailurePolicy} to one failed store call. */
 export class FailureHandler {
-  readonly stats: LimiterStats = { storeFailures: 0, timeouts: 0, failOpenAdmits: 0, insuranceDecisions: 0 };
+  readonly stats: LimiterStats = {
+    storeFailures: 0,
+    timeouts: 0,
+    failOpenAdmits: 0,
+    insuranceDecisions: 0,
+    overloads: 0,
+  };
   private lastLogAt = -Infinity;
   private failuresSinceLog = 0;
 
@@ -71,11 +86,12 @@ export class FailureHandler {
    */
   decide(error: unknown, key: string, cost: number, now: number, limit: number | undefined): Decision {
     if (!isStoreFailure(error)) throw error;
+    if (isSluiceError(error, 'SLUICE_STORE_OVERLOADED')) return this.overloaded(error, key, cost, now, limit);
     const stats = this.stats;
     stats.storeFailures++;
-    const timedOut = error instanceof SluiceError && error.code === 'SLUICE_STORE_TIMEOUT';
+    const timedOut = isSluiceError(error, 'SLUICE_STORE_TIMEOUT');
     if (timedOut) stats.timeouts++;
-    this.log(error);
+    this.log(error, `rate-limit store failing; policy "${this.policy}" applies`);
     if (this.policy === 'open') {
       stats.failOpenAdmits++;
       const capacity = this.insuranceCapacity(limit);
@@ -93,15 +109,66 @@ export class FailureHandler {
         windowMs: 0,
       };
     }
-    if (this.policy === 'insurance' && this.insurance !== undefined) {
-      stats.insuranceDecisions++;
-      return { ...this.insurance.takeSync(key, cost, now, limit), source: 'insurance' };
+    if (this.insurance !== undefined) return this.insured(key, cost, now, limit);
+    if (isSluiceError(error, 'SLUICE_STORE_SCHEMA')) {
+      // The store's own message says what to do ("run store.migrate()") and carries no request value.
+      throw new SluiceError(
+        'SLUICE_STORE_SCHEMA',
+        `limit ${JSON.stringify(this.name)}: ${error.message}; failing closed`,
+        { cause: error, status: this.closedStatus },
+      );
     }
     throw new SluiceError(
       timedOut ? 'SLUICE_STORE_TIMEOUT' : 'SLUICE_STORE_UNAVAILABLE',
       `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store could not decide (${describeFailure(error)}); failing closed`,
-      { cause: error, status: this.closedStatus },
+      { cause: withheldCause(error), status: this.closedStatus },
     );
+  }
+
+  /**
+   * The error for a reset whose store call failed. No policy can stand in for a reset (admitting
+   * means nothing here, and an insurance limiter cannot forget a key in the store), so it fails
+   * closed under every policy; it is counted and logged like any store failure.
+   */
+  resetFailed(error: unknown): SluiceError {
+    if (!isStoreFailure(error)) return error as SluiceError;
+    const code = isSluiceError(error) ? error.code : 'SLUICE_STORE_UNAVAILABLE';
+    if (code === 'SLUICE_STORE_OVERLOADED') this.stats.overloads++;
+    else this.stats.storeFailures++;
+    if (code === 'SLUICE_STORE_TIMEOUT') this.stats.timeouts++;
+    this.log(error, 'rate-limit store failing; a reset could not be done');
+    return new SluiceError(
+      code,
+      `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store could not reset a key (${describeFailure(error)})`,
+      { cause: withheldCause(error), status: code === 'SLUICE_STORE_OVERLOADED' ? 503 : this.closedStatus },
+    );
+  }
+
+  /**
+   * A store with too many decisions waiting is busy, not broken: admitting would let a flood
+   * through exactly when the store is saturated, so `open` does not apply. The insurance limiter
+   * decides when there is one; otherwise the caller gets a 503 it may retry shortly.
+   */
+  private overloaded(
+    error: SluiceError,
+    key: string,
+    cost: number,
+    now: number,
+    limit: number | undefined,
+  ): Decision {
+    this.stats.overloads++;
+    this.log(error, 'rate-limit store overloaded; no request is admitted without a decision');
+    if (this.insurance !== undefined) return this.insured(key, cost, now, limit);
+    throw new SluiceError(
+      'SLUICE_STORE_OVERLOADED',
+      `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store has too many decisions waiting; not admitted`,
+      { cause: error },
+    );
+  }
+
+  private insured(key: string, cost: number, now: number, limit: number | undefined): Decision {
+    this.stats.insuranceDecisions++;
+    return { ...(this.insurance as SyncRuleBuckets).takeSync(key, cost, now, limit), source: 'insurance' };
   }
 
   private insuranceCapacity(limit: number | undefined): { limit: number; capacity: number } {
@@ -112,14 +179,18 @@ export class FailureHandler {
     return { limit: quota, capacity: quota };
   }
 
-  /** At most one line a minute per limit, and never the key (F1). */
-  private log(error: unknown): void {
+  /**
+   * At most one line a minute per limit, and never the key (F1): the details carry the error's
+   * code; only a schema error adds its message, which the store writes without request values.
+   */
+  private log(error: unknown, message: string): void {
     this.failuresSinceLog++;
     const now = this.clock();
     if (now - this.lastLogAt < LOG_INTERVAL_MS) return;
     this.lastLogAt = now;
     const failures = this.failuresSinceLog;
     this.failuresSinceLog = 0;
+    const schema = isSluiceError(error, 'SLUICE_STORE_SCHEMA');
     this.logger.warn(
       {
         limit: this.name,
@@ -128,15 +199,38 @@ export class FailureHandler {
         failures,
         error: describeFailure(error),
       },
-      `rate-limit store failing; policy "${this.policy}" applies`,
+      schema ? `rate-limit store not prepared: ${error.message}; policy "${this.policy}" applies` : message,
     );
   }
 }
 
+/** An error's code (a SluiceError's, a driver's `code` such as a SQLSTATE) or its name: no message text. */
 function describeFailure(error: unknown): string {
   if (error instanceof SluiceError) return error.code;
-  if (error instanceof Error) return error.name;
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' || typeof code === 'number' ? `${error.name} ${code}` : error.name;
+  }
   return typeof error;
+}
+
+/**
+ * The cause to attach when failing closed. A SluiceError's message is sluice's own and names no
+ * request value. Any other error (a driver's, a custom store's) may quote the key or a
+ * statement's parameters in its message, so the cause keeps its name, code and stack frames
+ * and withholds the message.
+ */
+function withheldCause(error: unknown): unknown {
+  if (error instanceof SluiceError) return error;
+  // A thrown non-error value: its type is already in the message.
+  if (!(error instanceof Error)) return undefined;
+  const summary = `${describeFailure(error)} (message withheld: it may carry request data)`;
+  const withheld = new Error(summary);
+  withheld.name = error.name;
+  const stack = typeof error.stack === 'string' ? error.stack : '';
+  const frames = stack.indexOf('\n    at ');
+  withheld.stack = `${error.name}: ${summary}${frames === -1 ? '' : stack.slice(frames)}`;
+  return withheld;
 }
 
 /**

@@ -1,11 +1,13 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
-import { SluiceError, configError, describeValue } from '../core/errors.js';
+import { SluiceError, configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Rule } from '../core/rule.js';
 import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
 import { MemoryStore } from '../stores/memory.js';
-import { parseTimerDuration, type Duration } from '../core/duration.js';
+import type { Duration } from '../core/duration.js';
+import { checkKey, costOf, limitOf, readClock } from './call-input.js';
+import { resolveTimeout } from './store-timeout.js';
 import {
   FailureHandler,
   consoleLogger,
@@ -45,7 +47,13 @@ export interface LimiterOptions<S extends Store = Store> {
   /**
    * The longest a store call may take before the failure policy applies, so a hung store cannot
    * hang requests. Applies to asynchronous stores; the memory store decides synchronously.
-   * @default "100ms"
+   *
+   * One timeout, agreeing with the store's: a store that bounds its own calls (`RedisStore` and
+   * `PostgresStore` have a `timeout` option, exposed as `store.timeoutMs`) sets this default, so
+   * `new RedisStore({ client, timeout: '5s' })` waits 5 s. A shorter limiter timeout tightens
+   * that limiter only; a longer one is `SLUICE_CONFIG` at setup, because the store's own timer
+   * would cut every call first: set the store's `timeout` instead.
+   * @default the store's `timeoutMs` when it has one, else "100ms"
    */
   timeout?: Duration;
   /** Where store failures are logged (at most once a minute per limit, never a key). @default console */
@@ -54,11 +62,16 @@ export interface LimiterOptions<S extends Store = Store> {
 
 /** Per-call options of a take. */
 export interface TakeOptions {
-  /** Units to take: a whole number >= 0; 0 peeks. @default 1 */
+  /**
+   * Units to take: a whole number from 0 to `MAX_COUNT` (10^12); 0 peeks. A cost larger than
+   * the rule can ever admit (a token bucket's burst, a quota's limit) is refused at once
+   * (`retryAfterMs` Infinity) without asking the store. Anything else is `SLUICE_ARGUMENT`.
+   * @default 1
+   */
   cost?: number;
   /**
    * This call's limit instead of the rule's: a per-key limit from data (ADR-0057's
-   * `api_keys.daily_limit`). Calendar quotas only.
+   * `api_keys.daily_limit`). Calendar quotas only; a whole number from 1 to `MAX_COUNT`.
    */
   limit?: number;
 }
@@ -84,6 +97,16 @@ export interface Limiter {
   peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision>;
   /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket (A7). */
   reset(key: string): Promise<void>;
+  /**
+   * Frees the limiter's rule in its store (`store.unbind(name)`): a memory store drops its
+   * buckets, a shared store keeps them (other processes use them; they expire as usual), and
+   * the name can be bound again. After it, take, peek and reset reject with `SLUICE_CONFIG`.
+   * Closing twice does nothing. Use it for limiters made per tenant or per test, so that
+   * creating and dropping them does not grow the store.
+   */
+  close(): void;
+  /** True once {@link Limiter.close} has run. */
+  readonly closed: boolean;
   /** The failure policy. */
   readonly failure: FailurePolicy;
   /** The store timeout in ms. */
@@ -162,14 +185,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   if (typeof clock !== 'function')
     throw configError(`limiter ${JSON.stringify(name)} clock`, 'a function returning ms', clock);
-  const { failure = 'closed', closedStatus = 503, timeout = '100ms', logger = consoleLogger } = options;
+  const { failure = 'closed', closedStatus = 503, logger = consoleLogger } = options;
   if (!failurePolicies.includes(failure)) {
     throw configError(`limiter ${JSON.stringify(name)} failure`, '"closed", "open" or "insurance"', failure);
   }
   if (closedStatus !== 503 && closedStatus !== 500) {
     throw configError(`limiter ${JSON.stringify(name)} closedStatus`, '503 or 500', closedStatus);
   }
-  const timeoutMs = parseTimerDuration(timeout, `limiter ${JSON.stringify(name)} timeout`);
+  const timeoutMs = resolveTimeout(name, options.timeout, store);
   if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function') {
     throw configError(
       `limiter ${JSON.stringify(name)} logger`,
@@ -198,9 +221,42 @@ export interface LimiterInternals extends Limiter {
   ): Decision;
 }
 
+/** True for a limiter made by {@link createLimiter} (a cascade needs its failure policy). */
+export function isLimiterInternals(value: unknown): value is LimiterInternals {
+  return typeof value === 'object' && value !== null && decideOnFailure in value;
+}
+
+/**
+ * The refusal of a cost that `rule` can never admit (more than a token bucket's burst or a
+ * quota's limit): the pure algorithm's answer on an untouched bucket, with `retryAfterMs`
+ * Infinity. No store is asked: waiting cannot help, and a shared store need not count it.
+ */
+export function refusedForGood(
+  rule: Rule,
+  name: string,
+  cost: number,
+  now: number,
+  limit: number | undefined,
+): Decision {
+  return rule.decide(rule.initialState(now, now), now, now, name, cost, limit, false);
+}
+
+/** Throws when `limiter` has been closed; the message names the limit, never a key. */
+export function assertOpen(limiter: Limiter): void {
+  if (limiter.closed) throw closedError(limiter.name);
+}
+
+function closedError(name: string): SluiceError {
+  return new SluiceError(
+    'SLUICE_CONFIG',
+    `limiter ${JSON.stringify(name)} is closed: create a new limiter to use this rule again`,
+  );
+}
+
 class RuleLimiter implements LimiterInternals {
   readonly buckets: RuleBuckets;
   readonly failure: FailurePolicy;
+  closed = false;
   private readonly what: string;
   private readonly selfTimed: boolean;
 
@@ -215,11 +271,14 @@ class RuleLimiter implements LimiterInternals {
     this.buckets = store.bind(name, rule);
     this.failure = handler.policy;
     this.what = `the ${store.kind} store (limit ${JSON.stringify(name)})`;
-    this.selfTimed = typeof store.timeoutMs === 'number' && store.timeoutMs <= timeoutMs;
+    // The store's own bound is never longer than ours (see resolveTimeout); when it is the same,
+    // the store's timer is enough and a second one per call would only cost.
+    this.selfTimed = store.timeoutMs === timeoutMs;
   }
 
   take(key: string, options?: TakeOptions): Promise<Decision> {
     try {
+      if (this.closed) throw closedError(this.name);
       checkKey(key);
       const cost = options === undefined ? 1 : costOf(options.cost);
       const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
@@ -231,6 +290,7 @@ class RuleLimiter implements LimiterInternals {
 
   peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision> {
     try {
+      if (this.closed) throw closedError(this.name);
       checkKey(key);
       const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
       return this.decide(key, 0, readClock(this.clock), limit);
@@ -241,11 +301,25 @@ class RuleLimiter implements LimiterInternals {
 
   reset(key: string): Promise<void> {
     try {
+      if (this.closed) throw closedError(this.name);
       checkKey(key);
-      return withTimeout(this.buckets.reset(key), this.timeoutMs, this.what);
     } catch (error) {
       return Promise.reject(error);
     }
+    let pending: Promise<void>;
+    try {
+      pending = this.buckets.reset(key);
+    } catch (error) {
+      return Promise.reject(this.handler.resetFailed(error));
+    }
+    const bounded = this.selfTimed ? pending : withTimeout(pending, this.timeoutMs, this.what);
+    return bounded.catch((error: unknown) => Promise.reject(this.handler.resetFailed(error)));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.store.unbind(this.name);
   }
 
   stats(): Readonly<LimiterStats> {
@@ -263,6 +337,9 @@ class RuleLimiter implements LimiterInternals {
   }
 
   private decide(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+    if (cost > this.rule.capacityFor(limit)) {
+      return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, limit));
+    }
     let pending: Promise<Decision>;
     try {
       pending = this.buckets.take(key, cost, now, limit);
@@ -270,7 +347,6 @@ class RuleLimiter implements LimiterInternals {
       // A store that throws synchronously is failing like one that rejects.
       return settle(() => this.handler.decide(error, key, cost, now, limit));
     }
-    // A store that bounds its own calls within our timeout needs no second timer per call.
     const bounded = this.selfTimed ? pending : withTimeout(pending, this.timeoutMs, this.what);
     return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
   }
@@ -315,86 +391,27 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
   }
 
   takeSync(key: string, options?: TakeOptions): Decision {
+    if (this.closed) throw closedError(this.name);
     checkKey(key);
     const cost = options === undefined ? 1 : costOf(options.cost);
     const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-    return this.buckets.takeSync(key, cost, readClock(this.clock), limit);
+    const now = readClock(this.clock);
+    // Refused the same way as on a shared store (which is never asked), so that a decision does
+    // not depend on the store behind the limiter.
+    if (cost > this.rule.capacityFor(limit)) return refusedForGood(this.rule, this.name, cost, now, limit);
+    return this.buckets.takeSync(key, cost, now, limit);
   }
 
   peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision {
+    if (this.closed) throw closedError(this.name);
     checkKey(key);
     const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
     return this.buckets.takeSync(key, 0, readClock(this.clock), limit);
   }
 
   resetSync(key: string): void {
+    if (this.closed) throw closedError(this.name);
     checkKey(key);
     this.buckets.resetSync(key);
   }
-}
-
-/**
- * A key must be a non-empty string. A missing key is the developer's bug (500: never a 429,
- * never a pass); a non-string is bad client input that slipped through (400). The message never
- * repeats the key: keys may carry personal data (F1).
- */
-export function checkKey(key: unknown): asserts key is string {
-  if (typeof key === 'string') {
-    if (key.length > 0) return;
-    throw new SluiceError(
-      'SLUICE_KEY_MISSING',
-      'rate-limit key is an empty string: the key step produced no key',
-    );
-  }
-  if (key === undefined || key === null) {
-    throw new SluiceError(
-      'SLUICE_KEY_MISSING',
-      `rate-limit key is ${String(key)}: the key step produced no key`,
-    );
-  }
-  throw new SluiceError(
-    'SLUICE_KEY_INVALID',
-    `rate-limit key must be a string; received ${describeType(key)}`,
-  );
-}
-
-function describeType(value: unknown): string {
-  return Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
-/** Reads and checks the clock: a NaN or infinite reading would silently admit or deny. */
-export function readClock(clock: Clock): number {
-  // The wall clock always returns whole, finite ms: skip the checks on the hot path.
-  if (clock === systemClock) return Date.now();
-  const now = clock();
-  if (typeof now !== 'number' || !Number.isFinite(now)) {
-    throw new SluiceError(
-      'SLUICE_CLOCK',
-      `the clock returned ${describeValue(now)}; a clock returns finite ms since the Unix epoch`,
-    );
-  }
-  return Math.floor(now);
-}
-
-/** Checks a per-call cost: a whole number >= 0. */
-export function costOf(cost: unknown): number {
-  if (cost === undefined) return 1;
-  if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0) return cost;
-  throw new SluiceError(
-    'SLUICE_ARGUMENT',
-    `cost must be a whole number >= 0; received ${describeValue(cost)}`,
-  );
-}
-
-/** Checks a per-call limit: calendar quotas only, a positive whole number. */
-export function limitOf(limit: unknown, rule: Rule): number | undefined {
-  if (limit === undefined) return undefined;
-  if (rule.kind !== 'calendar-quota') {
-    throw new SluiceError('SLUICE_ARGUMENT', 'a per-call limit applies to calendar quotas only');
-  }
-  if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1) return limit;
-  throw new SluiceError(
-    'SLUICE_ARGUMENT',
-    `limit must be a positive whole number; received ${describeValue(limit)}`,
-  );
 }

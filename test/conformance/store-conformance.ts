@@ -10,7 +10,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  MAX_COUNT,
+  MAX_TOKEN_RATE,
   calendarQuota,
+  isSluiceError,
   createCascade,
   createLimiter,
   manualClock,
@@ -68,8 +71,15 @@ export function storeConformance(target: ConformanceTarget): void {
       store = await target.create();
       clock = manualClock(start);
     }
-    function limiter(rule: Rule, name = `r${++counter}`): Limiter {
-      return createLimiter({ name, rule, store, clock, timeout: target.timeout ?? '100ms' });
+    // Without a target timeout the limiter takes the store's own bound (or 100 ms without one).
+    function limiter(rule: Rule, name = `r${++counter}`, on: ManualClock | (() => number) = clock): Limiter {
+      return createLimiter({
+        name,
+        rule,
+        store,
+        clock: on,
+        ...(target.timeout === undefined ? {} : { timeout: target.timeout }),
+      });
     }
     async function takeMany(l: Limiter, key: string, n: number, cost = 1): Promise<Decision[]> {
       const out: Decision[] = [];
@@ -324,6 +334,99 @@ export function storeConformance(target: ConformanceTarget): void {
           assert.equal((await l.take('k')).allowed, true);
         });
       }
+
+      it('a clock stepped back across midnight counts against the stored day: 5 a day admits exactly 5', async () => {
+        const midnight = Date.UTC(2026, 4, 2);
+        await fresh(midnight + 500);
+        const l = limiter(calendarQuota({ limit: 5 }));
+        assert.equal(allowedCount(await takeMany(l, 'acct', 3)), 3);
+        clock.set(midnight - 500); // the clock steps back one second, into the day before
+        const behind = await takeMany(l, 'acct', 5);
+        assert.deepEqual(
+          behind.map((d) => [d.allowed, d.remaining]),
+          [
+            [true, 1],
+            [true, 0],
+            [false, 0],
+            [false, 0],
+            [false, 0],
+          ],
+        );
+        // Measured from now to the end of the stored day, which is 24 hours long.
+        assert.equal(behind[0]!.resetMs, 24 * HOUR + 500);
+        assert.equal(behind[0]!.windowMs, 24 * HOUR);
+        assert.equal(behind[2]!.retryAfterMs, 24 * HOUR + 500);
+        const peek = await l.peek('acct');
+        assert.equal(peek.allowed, false);
+        assert.equal(peek.remaining, 0);
+        clock.set(midnight + 1000); // forward again: still the same day, still spent
+        assert.equal(allowedCount(await takeMany(l, 'acct', 5)), 0);
+        clock.set(midnight + 24 * HOUR); // the next day starts fresh
+        assert.equal(allowedCount(await takeMany(l, 'acct', 6)), 5);
+      });
+
+      it('two nodes whose clocks are 1 s apart across midnight share one day: 5 a day admits exactly 5', async () => {
+        const midnight = Date.UTC(2026, 4, 2);
+        await fresh(midnight);
+        // Two nodes on one bucket look to the store like one limit whose clock readings alternate
+        // between theirs: node A reads 00:00:00.250, node B (1 s behind) 23:59:59.250.
+        let reading = 0;
+        const nodes = () => reading;
+        const l = limiter(calendarQuota({ limit: 5 }), undefined, nodes);
+        const ds: Decision[] = [];
+        for (let i = 0; i < 10; i++) {
+          reading = i % 2 === 0 ? midnight + 250 : midnight - 750;
+          ds.push(await l.take('acct'));
+        }
+        assert.equal(allowedCount(ds), 5);
+        assert.deepEqual(
+          ds.slice(0, 5).map((d) => d.remaining),
+          [4, 3, 2, 1, 0],
+        );
+        reading = midnight + 2000;
+        assert.equal((await l.take('acct')).allowed, false);
+        reading = midnight - 2000;
+        assert.equal((await l.take('acct')).allowed, false);
+      });
+
+      it('bounds: a limit and a cost of MAX_COUNT are counted exactly', async () => {
+        await fresh();
+        const q = limiter(calendarQuota({ limit: MAX_COUNT }));
+        const all = await q.take('k', { cost: MAX_COUNT });
+        assert.equal(all.allowed, true);
+        assert.equal(all.remaining, 0);
+        assert.equal((await q.take('k')).allowed, false);
+        const perCall = await q.take('other', { cost: MAX_COUNT - 1, limit: MAX_COUNT });
+        assert.equal(perCall.remaining, 1);
+      });
+    });
+
+    describe('bounds', () => {
+      it('a cost of MAX_COUNT beyond the rule is refused for good, not an error', async () => {
+        await fresh();
+        const tb = limiter(tokenBucket({ limit: 5, period: '1h' }));
+        const q = limiter(calendarQuota({ limit: 5 }));
+        for (const l of [tb, q]) {
+          const d = await l.take('k', { cost: MAX_COUNT });
+          assert.equal(d.allowed, false);
+          assert.equal(d.retryAfterMs, Infinity);
+          assert.equal((await l.peek('k')).remaining, 5, 'nothing was charged');
+        }
+      });
+
+      it('a token bucket at MAX_TOKEN_RATE with a burst of MAX_COUNT is exact', async () => {
+        await fresh();
+        const l = limiter(tokenBucket({ limit: MAX_TOKEN_RATE, period: '1s', burst: MAX_COUNT }));
+        const all = await l.take('k', { cost: MAX_COUNT });
+        assert.equal(all.allowed, true);
+        assert.equal(all.remaining, 0);
+        const refused = await l.take('k');
+        assert.equal(refused.allowed, false);
+        assert.equal(refused.retryAfterMs, 1);
+        clock.advance(1); // one millisecond refills 1,000 tokens
+        assert.equal((await l.take('k', { cost: 1000 })).allowed, true);
+        assert.equal((await l.take('k')).allowed, false);
+      });
     });
 
     describe('keys, resets and independence', () => {
@@ -410,6 +513,25 @@ export function storeConformance(target: ConformanceTarget): void {
         const results = await Promise.all(Array.from({ length: 200 }, () => both.take('k')));
         assert.equal(results.filter((r) => r.allowed).length, 20);
         assert.equal((await c.peek('k')).remaining, 30);
+      });
+
+      it('an all-or-nothing take naming one bucket twice is SLUICE_ARGUMENT and charges nothing', async () => {
+        await fresh();
+        const a = limiter(tokenBucket({ limit: 5, period: '1h' }));
+        const b = limiter(calendarQuota({ limit: 5 }));
+        const entry = (l: Limiter, key: string) => ({ buckets: l.buckets, key, cost: 1, limit: undefined });
+        await assert.rejects(
+          store.takeAll([entry(a, 'k'), entry(b, 'k'), entry(a, 'k')], clock()),
+          (e: unknown) => isSluiceError(e, 'SLUICE_ARGUMENT'),
+        );
+        assert.equal((await a.peek('k')).remaining, 5);
+        assert.equal((await b.peek('k')).remaining, 5);
+        // The same key under two rules, or two keys under one rule, are distinct buckets.
+        const ok = await store.takeAll([entry(a, 'k'), entry(b, 'k'), entry(a, 'j')], clock());
+        assert.deepEqual(
+          ok.map((d) => d.remaining),
+          [4, 4, 4],
+        );
       });
 
       it('D6: first-refusal cascade: the first refusal stops the chain, later limits are not charged', async () => {

@@ -40,12 +40,8 @@ class ReferenceBucket {
     this.last = now;
     const asked = cost === 0 ? 1 : cost;
     if (asked > this.burst) {
-      return {
-        allowed: false,
-        remaining: Math.floor(this.units / this.period),
-        retryAfterMs: Infinity,
-        resetMs: Math.ceil((capacity - this.units) / this.limit),
-      };
+      // Refused for good without reading the bucket (no store is asked): it reports an untouched one.
+      return { allowed: false, remaining: this.burst, retryAfterMs: Infinity, resetMs: 0 };
     }
     if (this.units >= asked * this.period) {
       if (cost > 0) this.units -= cost * this.period;
@@ -104,7 +100,9 @@ class ReferenceDayCounter {
     const used = this.counts.get(day) ?? 0;
     const asked = cost === 0 ? 1 : cost;
     const resetMs = this.nextDay(now) - now;
-    if (asked <= limit && used + asked <= limit) {
+    // Refused for good without reading the count (no store is asked): it reports an untouched day.
+    if (asked > limit) return { allowed: false, remaining: limit, resetMs };
+    if (used + asked <= limit) {
       if (cost > 0) this.counts.set(day, used + cost);
       return { allowed: true, remaining: limit - used - cost, resetMs };
     }

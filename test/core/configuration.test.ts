@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { throwsCode } from '../limiter/assertions.js';
 import {
   MemoryStore,
   calendarQuota,
@@ -10,16 +11,7 @@ import {
   parseDuration,
   parseTimerDuration,
   tokenBucket,
-  type SluiceErrorCode,
 } from '../../src/index.js';
-
-function throwsCode(fn: () => unknown, code: SluiceErrorCode, mentions?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(isSluiceError(e, code), `expected ${code}, got ${String(e)}`);
-    if (mentions !== undefined) assert.match((e as Error).message, mentions);
-    return true;
-  });
-}
 
 describe('durations', () => {
   it('reads whole numbers of ms and the units ms, s, m, h, d', () => {

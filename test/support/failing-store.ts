@@ -12,14 +12,25 @@ import {
   type TakeEntry,
 } from '../../src/index.js';
 
-/** How the store answers: normally, rejecting, never, throwing synchronously, or with a driver's own error. */
-export type FailMode = 'ok' | 'reject' | 'hang' | 'throw' | 'driver-error';
+/**
+ * How the store answers: normally, rejecting, never, throwing synchronously, with a driver's own
+ * error, or rejecting with whatever `error` holds (a coded SluiceError, a leaky driver error).
+ */
+export type FailMode = 'ok' | 'reject' | 'hang' | 'throw' | 'driver-error' | 'error';
 
 export class FailingStore implements Store {
   readonly kind = 'flaky';
   mode: FailMode = 'ok';
+  /** What mode `error` rejects with. */
+  error: unknown = undefined;
   /** Store calls made, failing or not. */
   calls = 0;
+  /** Set to play a store that bounds its own calls (as Redis and PostgreSQL stores do). */
+  readonly timeoutMs?: number;
+
+  constructor(options: { timeoutMs?: number } = {}) {
+    if (options.timeoutMs !== undefined) this.timeoutMs = options.timeoutMs;
+  }
   private readonly inner = new MemoryStore();
   private readonly bound = new Map<string, SyncRuleBuckets>();
 
@@ -65,6 +76,8 @@ export class FailingStore implements Store {
             name: 'ReplyError',
           }),
         );
+      case 'error':
+        return Promise.reject(this.error);
     }
   }
 }

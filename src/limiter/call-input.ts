@@ -1,0 +1,104 @@
+import { MAX_COUNT } from '../core/bounds.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { SluiceError, describeValue } from '../core/errors.js';
+import type { Rule } from '../core/rule.js';
+
+/**
+ * Checks of what a caller passes per call (key, cost, per-call limit) and of the clock reading.
+ * Everything here may come from a request, so no message repeats a value: it names the argument
+ * and the type received (F1). Every check runs before a store is asked.
+ */
+
+// `String.prototype.isWellFormed` is in Node 20 but not in the ES2023 library the types target.
+interface WellFormedCheck {
+  isWellFormed(): boolean;
+}
+
+/**
+ * A key must be a non-empty, well-formed string. A missing key is the developer's bug (500:
+ * never a 429, never a pass); a non-string is bad client input that slipped through (400). So
+ * is a string with a lone surrogate: stores that encode keys as UTF-8 (Redis, PostgreSQL) would
+ * turn every lone surrogate into the same replacement character, so two different keys would
+ * share one bucket. The message never repeats the key: keys may carry personal data (F1).
+ */
+export function checkKey(key: unknown): asserts key is string {
+  if (typeof key === 'string') {
+    if (key.length > 0 && (key as unknown as WellFormedCheck).isWellFormed()) return;
+    if (key.length > 0) {
+      throw new SluiceError(
+        'SLUICE_KEY_INVALID',
+        'rate-limit key is not well-formed UTF-16 (it holds a lone surrogate)',
+      );
+    }
+    throw new SluiceError(
+      'SLUICE_KEY_MISSING',
+      'rate-limit key is an empty string: the key step produced no key',
+    );
+  }
+  if (key === undefined || key === null) {
+    throw new SluiceError(
+      'SLUICE_KEY_MISSING',
+      `rate-limit key is ${String(key)}: the key step produced no key`,
+    );
+  }
+  throw new SluiceError(
+    'SLUICE_KEY_INVALID',
+    `rate-limit key must be a string; received ${describeType(key)}`,
+  );
+}
+
+/** Checks a per-call cost: a whole number from 0 to {@link MAX_COUNT}; undefined means 1. */
+export function costOf(cost: unknown): number {
+  if (cost === undefined) return 1;
+  if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0 && cost <= MAX_COUNT) return cost;
+  throw new SluiceError(
+    'SLUICE_ARGUMENT',
+    `cost must be a whole number from 0 to ${MAX_COUNT}; received ${describeNumber(cost)}`,
+  );
+}
+
+/** Checks a per-call limit: calendar quotas only, a whole number from 1 to {@link MAX_COUNT}. */
+export function limitOf(limit: unknown, rule: Rule): number | undefined {
+  if (limit === undefined) return undefined;
+  if (rule.kind !== 'calendar-quota') {
+    throw new SluiceError('SLUICE_ARGUMENT', 'a per-call limit applies to calendar quotas only');
+  }
+  if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_COUNT)
+    return limit;
+  throw new SluiceError(
+    'SLUICE_ARGUMENT',
+    `limit must be a whole number from 1 to ${MAX_COUNT}; received ${describeNumber(limit)}`,
+  );
+}
+
+/**
+ * Reads and checks the clock: a NaN or infinite reading would silently admit or deny. The
+ * clock is configuration, not request data, so its reading may appear in the message.
+ */
+export function readClock(clock: Clock): number {
+  // The wall clock always returns whole, finite ms: skip the checks on the hot path.
+  if (clock === systemClock) return Date.now();
+  const now = clock();
+  if (typeof now !== 'number' || !Number.isFinite(now)) {
+    throw new SluiceError(
+      'SLUICE_CLOCK',
+      `the clock returned ${describeValue(now)}; a clock returns finite ms since the Unix epoch`,
+    );
+  }
+  return Math.floor(now);
+}
+
+/** The type of a value from a request, for a message; never the value itself. */
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'undefined') return 'undefined';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/** What is wrong with a per-call number, by kind (out of range, fractional), never its value. */
+function describeNumber(value: unknown): string {
+  if (typeof value !== 'number') return describeType(value);
+  if (!Number.isFinite(value)) return 'a non-finite number';
+  return Number.isInteger(value) ? 'a number out of range' : 'a fractional number';
+}
