@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { isPreflight, type RequestFacts } from '../http/guard.js';
+import { isPreflight, type Guard, type GuardOutcome, type RequestFacts } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import { pathOf } from '../http/path.js';
 import { errorResponse, type HttpResponse } from '../http/problem.js';
@@ -103,4 +103,31 @@ export function answerNodeFailure(response: NodeResponseLike, error: unknown): v
   } catch {
     // Nothing is left to do for this request.
   }
+}
+
+/**
+ * Copies a guard's outcome onto a `node:http`-style response: the headers of an admitted request
+ * (true: it may go on), or the response (false). Never throws: what fails while writing is
+ * reported through the guard and answered by {@link answerNodeFailure}.
+ *
+ * @example
+ * if (applyNodeOutcome(res, await guard.check(req, nodeRequestFacts(req)), guard)) next();
+ */
+export function applyNodeOutcome(
+  response: NodeResponseLike,
+  outcome: GuardOutcome,
+  guard: Pick<Guard<never>, 'report'>,
+): boolean {
+  try {
+    if (outcome.action === 'continue') {
+      setNodeHeaders(response, outcome.headers);
+      return true;
+    }
+    // The guard has already turned limit errors into responses; they are not framework errors.
+    sendNodeResponse(response, outcome.response);
+  } catch (error) {
+    guard.report(error);
+    answerNodeFailure(response, error);
+  }
+  return false;
 }

@@ -10,9 +10,9 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../core/decision.js';
-import { createGuard, type GuardOutcome, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import { answerNodeFailure, nodeRequestFacts, sendNodeResponse, setNodeHeaders } from './expose.js';
+import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './expose.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
@@ -34,26 +34,12 @@ export function rateLimit(
 ): (request: Request, response: Response, next: NextFunction) => void {
   const guard = createGuard(options);
   return (request, response, next) => {
-    const answered = (outcome: GuardOutcome): boolean => {
-      try {
-        if (outcome.action === 'continue') {
-          setNodeHeaders(response, outcome.headers);
-          return false;
-        }
-        // The guard has already turned limit errors into responses; they are not Express errors.
-        sendNodeResponse(response, outcome.response);
-      } catch (error) {
-        guard.report(error);
-        answerNodeFailure(response, error);
-      }
-      return true;
-    };
     guard
       .check(request, nodeRequestFacts(request, request.originalUrl ?? request.url))
       .then((outcome) => {
-        if (!answered(outcome)) next();
+        if (applyNodeOutcome(response, outcome, guard)) next();
       })
-      // The guard never rejects and `answered` never throws: only a throwing `next` lands here.
+      // The guard never rejects and applying never throws: only a throwing `next` lands here.
       .catch((error: unknown) => guard.report(error));
   };
 }

@@ -14,12 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
 import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import {
-  answerNodeFailure,
-  nodeRequestFacts,
-  sendNodeResponse as send,
-  setNodeHeaders as setHeaders,
-} from './expose.js';
+import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse as send } from './expose.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
@@ -32,21 +27,8 @@ export function rateLimit(
   options: RateLimitOptions<IncomingMessage>,
 ): (request: IncomingMessage, response: ServerResponse) => Promise<boolean> {
   const guard = createGuard(options);
-  return async (request, response) => {
-    let outcome;
-    try {
-      outcome = await guard.check(request, nodeRequestFacts(request));
-      if (outcome.action === 'continue') {
-        setHeaders(response, outcome.headers);
-        return true;
-      }
-      send(response, outcome.response);
-    } catch (error) {
-      guard.report(error);
-      answerNodeFailure(response, error);
-    }
-    return false;
-  };
+  return async (request, response) =>
+    applyNodeOutcome(response, await guard.check(request, nodeRequestFacts(request)), guard);
 }
 
 /** Sends the 429 for refused decision(s), e.g. after `await limits.login.take(key)` in a handler. */
