@@ -13,6 +13,9 @@ const byRequest = new WeakMap<object, Charges>();
 /**
  * The decision(s) a limit (a limiter or a cascade) already made for this request and key, or
  * undefined when it has not been asked yet (or the request is not an object it can remember).
+ *
+ * @example
+ * earlierCharge(req, limiter, key) ?? limiter.takeSync(key)
  */
 export function earlierCharge(
   request: unknown,
@@ -23,7 +26,12 @@ export function earlierCharge(
   return byRequest.get(request)?.get(limit)?.get(key);
 }
 
-/** Remembers what a limit decided for this request and key. */
+/**
+ * Remembers what a limit decided for this request and key.
+ *
+ * @example
+ * rememberCharge(req, limiter, key, decision)
+ */
 export function rememberCharge(
   request: unknown,
   limit: object,

@@ -5,7 +5,13 @@
  */
 const REPORT_INTERVAL_MS = 60_000;
 
-/** Counts failures and says when one is due to be reported, with how many it stands for. */
+/**
+ * Counts failures and says when one is due to be reported, with how many it stands for.
+ *
+ * @example
+ * const failures = reports.count();
+ * if (failures !== undefined) onError(error, { failures });
+ */
 export class FailureReports {
   private lastReportAt = -Infinity;
   private failuresSinceReport = 0;

@@ -65,7 +65,12 @@ const defaultOnError = (error: unknown, details: ErrorReportDetails) =>
     error,
   );
 
-/** Reads and checks the options of `createGuard`; throws `SLUICE_CONFIG` naming the option. */
+/**
+ * Reads and checks the options of `createGuard`; throws `SLUICE_CONFIG` naming the option.
+ *
+ * @example
+ * readGuardOptions({ limits, key: () => 'k', methods: 'POST' }) // throws: rateLimit methods must be …
+ */
 export function readGuardOptions(options: unknown): GuardSettings {
   checkOptionKeys('rateLimit', options, optionKeys);
   const given = options as Record<(typeof optionKeys)[number], unknown>;
@@ -103,7 +108,7 @@ export function readGuardOptions(options: unknown): GuardSettings {
     cascade,
     cost: cost as GuardSettings['cost'],
     methods: parseMethods(given.methods),
-    excluded: given.exclude === undefined ? undefined : new RouteSet(given.exclude),
+    excluded: excludedRoutes(given.exclude),
     chargePreflight,
     headers: headers as HeaderStyle,
     problem: checkProblem(problem),
@@ -111,6 +116,13 @@ export function readGuardOptions(options: unknown): GuardSettings {
     onError: onError as GuardSettings['onError'],
     clock: typeof first?.clock === 'function' ? first.clock : Date.now,
   };
+}
+
+/** The excluded routes; none to match (and no path to normalize per request) for an empty list. */
+function excludedRoutes(exclude: unknown): RouteSet | undefined {
+  if (exclude === undefined) return undefined;
+  const routes = new RouteSet(exclude);
+  return routes.size === 0 ? undefined : routes;
 }
 
 function checkProblem(problem: unknown): ProblemOptions | undefined {
@@ -154,5 +166,10 @@ function isLimiter(value: unknown): value is Limiter {
   );
 }
 
-/** A value sent as a header (`X-Auth-Mode`): a token, so it cannot break the response apart. */
+/**
+ * A value sent as a header (`X-Auth-Mode`): a token, so it cannot break the response apart.
+ *
+ * @example
+ * headerToken.test('anon') // true; 'anon\r\nX: 1' is false
+ */
 export const headerToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;

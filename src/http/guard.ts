@@ -109,7 +109,10 @@ export type GuardOutcome =
 
 /** A route limit, framework-free: adapters call `check` and copy the outcome. */
 export interface Guard<Request> {
-  /** Decides for a request; never rejects (a failure becomes a problem response). */
+  /**
+   * Decides for a request; never rejects (a failure becomes a problem response). `request` must
+   * be the framework's object of this one request: a bucket is charged once per request object.
+   */
   check(request: Request, facts: RequestFacts): Promise<GuardOutcome>;
   /**
    * Reports an error that happened while an adapter wrote the outcome, through `onError` (at most

@@ -15,6 +15,8 @@ const routeText = /^([A-Za-z]+) (\/[\x21-\x7e]*)$/;
  * GET handler, so a read budget that left HEAD out would let the same work through uncharged.
  *
  * @default undefined (every method) when `methods` is undefined
+ * @example
+ * parseMethods(['get', 'POST']) // Set { 'GET', 'POST', 'HEAD' }
  */
 export function parseMethods(methods: unknown): ReadonlySet<string> | undefined {
   if (methods === undefined) return undefined;
@@ -35,6 +37,9 @@ export function parseMethods(methods: unknown): ReadonlySet<string> | undefined 
  * Routes left out of a limit, as `"METHOD /path"` (that path exactly, in any spelling that
  * {@link normalizePath} makes equal) or `"METHOD /path/*"` (that path and everything below it).
  * A `GET` route covers `HEAD` too.
+ *
+ * @example
+ * new RouteSet(['GET /health/*']).matches('HEAD', '/Health/live/') // true
  */
 export class RouteSet {
   private readonly exact = new Set<string>();
