@@ -1,12 +1,15 @@
+import type { IncomingMessage } from 'node:http';
+import { isPreflight, type Guard, type GuardOutcome, type RequestFacts } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
-import type { HttpResponse } from '../http/problem.js';
+import { pathOf } from '../http/path.js';
+import { errorResponse, type HttpResponse } from '../http/problem.js';
 
 /** The one header a rate limit adds to rather than replaces: CORS layers set it too (D3). */
 export const EXPOSE = 'Access-Control-Expose-Headers';
 
 /**
  * The `Access-Control-Expose-Headers` value after adding ours to what a CORS layer already
- * exposed, so that neither list is lost. Every adapter merges the same way, so that they answer
+ * exposed, so that neither list is lost, and without repeating a name already listed. Every adapter merges the same way, so that they answer
  * byte for byte alike.
  *
  * @default `ours` when nothing was exposed before
@@ -15,12 +18,24 @@ export const EXPOSE = 'Access-Control-Expose-Headers';
  */
 export function mergeExposed(existing: unknown, ours: string): string {
   if (existing === undefined || existing === null || existing === '') return ours;
-  return `${Array.isArray(existing) ? existing.join(', ') : String(existing)}, ${ours}`;
+  const before = Array.isArray(existing) ? existing.join(', ') : String(existing);
+  // A name already listed (by a CORS layer, or by this limit on an earlier pass) is not repeated.
+  const listed = new Set(
+    before
+      .toLowerCase()
+      .split(',')
+      .map((name) => name.trim()),
+  );
+  let merged = before;
+  for (const name of ours.split(', ')) if (!listed.has(name.toLowerCase())) merged += `, ${name}`;
+  return merged;
 }
 
 /** The part of a `node:http` response (and so of an Express one) the adapters write to. */
 export interface NodeResponseLike {
   statusCode: number;
+  readonly headersSent: boolean;
+  destroy(error?: Error): unknown;
   getHeader(name: string): unknown;
   setHeader(name: string, value: string): unknown;
   end(body: string): unknown;
@@ -52,14 +67,67 @@ export function sendNodeResponse(response: NodeResponseLike, http: HttpResponse)
 }
 
 /**
- * The path of a request target without its query: what `exclude` routes are matched against.
+ * What a guard reads of a `node:http` request (and so of an Express one): the method, the path
+ * of `target` (the full request target, also under an Express mount point) and whether it is a
+ * CORS preflight.
  *
- * @default "/" for a missing target
+ * @default `request.url` as the target
  * @example
- * pathOf('/api/things?page=2') // '/api/things'
+ * guard.check(req, nodeRequestFacts(req))
  */
-export function pathOf(url: string | undefined): string {
-  if (url === undefined) return '/';
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
+export function nodeRequestFacts(request: IncomingMessage, target = request.url): RequestFacts {
+  const method = request.method ?? 'GET';
+  return {
+    method,
+    path: pathOf(target),
+    preflight: isPreflight(method, request.headers['access-control-request-method']),
+  };
+}
+
+/**
+ * Answers a request whose rate-limit response could not be written (an adapter's last resort):
+ * a 500 problem when nothing was sent yet, otherwise the connection is closed, since a response
+ * half written cannot be completed. Never throws.
+ *
+ * @example
+ * try { sendNodeResponse(res, outcome.response) } catch (error) { answerNodeFailure(res, error) }
+ */
+export function answerNodeFailure(response: NodeResponseLike, error: unknown): void {
+  try {
+    if (!response.headersSent) return sendNodeResponse(response, errorResponse(error));
+  } catch {
+    // Fall through: the response cannot be written, so the connection is ended instead.
+  }
+  try {
+    response.destroy();
+  } catch {
+    // Nothing is left to do for this request.
+  }
+}
+
+/**
+ * Copies a guard's outcome onto a `node:http`-style response: the headers of an admitted request
+ * (true: it may go on), or the response (false). Never throws: what fails while writing is
+ * reported through the guard and answered by {@link answerNodeFailure}.
+ *
+ * @example
+ * if (applyNodeOutcome(res, await guard.check(req, nodeRequestFacts(req)), guard)) next();
+ */
+export function applyNodeOutcome(
+  response: NodeResponseLike,
+  outcome: GuardOutcome,
+  guard: Pick<Guard<never>, 'report'>,
+): boolean {
+  try {
+    if (outcome.action === 'continue') {
+      setNodeHeaders(response, outcome.headers);
+      return true;
+    }
+    // The guard has already turned limit errors into responses; they are not framework errors.
+    sendNodeResponse(response, outcome.response);
+  } catch (error) {
+    guard.report(error);
+    answerNodeFailure(response, error);
+  }
+  return false;
 }

@@ -10,18 +10,20 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../core/decision.js';
-import { createGuard, type GuardOutcome, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import { sendNodeResponse, setNodeHeaders } from './expose.js';
+import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './expose.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * Express middleware for a limit: an admitted request gets its rate-limit headers and goes on
  * (`next()`); anything else is answered here (429, 400, 401, 500, 503) and `next` is not called.
  * It never reads the body (D5): mount it before body parsers for limits that need only the
  * connection or the session. The key function receives Express's `Request`; `exclude` routes are
- * matched against `req.path`.
+ * matched against the full path (`req.originalUrl`), also when the middleware is mounted on a
+ * path (`app.use('/api', rateLimit(…))`). A request that passes the same limit twice (app level
+ * and route level) is charged once. It leaves no rejected promise behind.
  *
  * @default every method, draft headers (see {@link RateLimitOptions})
  * @example
@@ -32,19 +34,13 @@ export function rateLimit(
 ): (request: Request, response: Response, next: NextFunction) => void {
   const guard = createGuard(options);
   return (request, response, next) => {
-    guard.check(request, { method: request.method, path: request.path }).then(
-      (outcome: GuardOutcome) => {
-        if (outcome.action === 'continue') {
-          setNodeHeaders(response, outcome.headers);
-          next();
-        } else {
-          // The guard has already turned limit errors into responses; they are not Express errors.
-          sendNodeResponse(response, outcome.response);
-        }
-      },
-      // Only a bug in sluice lands here: let Express's error handling answer it.
-      next,
-    );
+    guard
+      .check(request, nodeRequestFacts(request, request.originalUrl ?? request.url))
+      .then((outcome) => {
+        if (applyNodeOutcome(response, outcome, guard)) next();
+      })
+      // The guard never rejects and applying never throws: only a throwing `next` lands here.
+      .catch((error: unknown) => guard.report(error));
   };
 }
 

@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Decision } from '../core/decision.js';
-import { createGuard, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, isPreflight, type RateLimitOptions } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import {
   errorResponse,
@@ -18,16 +18,19 @@ import {
   type HttpResponse,
   type LimitedResponseOptions,
 } from '../http/problem.js';
-import { EXPOSE, mergeExposed, pathOf } from './expose.js';
+import { pathOf } from '../http/path.js';
+import { EXPOSE, mergeExposed } from './expose.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * An `onRequest` hook for a limit. Use it per route (`{ onRequest: rateLimit(...) }`) or for a
  * whole context (`app.addHook('onRequest', rateLimit(...))`). `onRequest` runs before the body
  * is read (D5). An admitted request gets its rate-limit headers; anything else is answered here
  * (429, 400, 401, 500, 503) and the route handler does not run. The key function receives the
- * `FastifyRequest`; `exclude` routes are matched against the URL path without its query.
+ * `FastifyRequest`; `exclude` routes are matched against the URL path without its query (a
+ * `GET` route covers the `HEAD` Fastify answers with it). A request that passes the same limit
+ * twice is charged once.
  *
  * @default every method, draft headers (see {@link RateLimitOptions})
  * @example
@@ -38,10 +41,25 @@ export function rateLimit(
 ): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
   const guard = createGuard(options);
   return async (request, reply) => {
-    const outcome = await guard.check(request, { method: request.method, path: pathOf(request.url) });
-    if (outcome.action === 'continue') setHeaders(reply, outcome.headers);
-    // A sent reply stops Fastify before the body is parsed and before the handler.
-    else send(reply, outcome.response);
+    const method = request.method;
+    const outcome = await guard.check(request, {
+      method,
+      path: pathOf(request.url),
+      preflight: isPreflight(method, request.headers['access-control-request-method']),
+    });
+    try {
+      if (outcome.action === 'continue') setHeaders(reply, outcome.headers);
+      // A sent reply stops Fastify before the body is parsed and before the handler.
+      else send(reply, outcome.response);
+    } catch (error) {
+      // Answered here rather than thrown: Fastify's own 500 would carry the error's message.
+      guard.report(error);
+      try {
+        if (!reply.sent) send(reply, errorResponse(error));
+      } catch {
+        // Nothing more can be written to this reply.
+      }
+    }
   };
 }
 

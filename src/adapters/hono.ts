@@ -9,7 +9,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Decision } from '../core/decision.js';
-import { createGuard, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, isPreflight, type RateLimitOptions } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import {
   errorResponse,
@@ -17,15 +17,17 @@ import {
   type HttpResponse,
   type LimitedResponseOptions,
 } from '../http/problem.js';
+import { pathOf } from '../http/path.js';
 import { EXPOSE, mergeExposed } from './expose.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * Hono middleware for a limit: an admitted request gets its rate-limit headers and goes on
  * (`await next()`); anything else is answered here (429, 400, 401, 500, 503). It never reads the
  * body (D5). The key function receives Hono's `Context`; `exclude` routes are matched against
- * `c.req.path`.
+ * the request URL's path as the client wrote it. A request that passes the same limit twice is
+ * charged once. Errors of later middleware and handlers pass through untouched.
  *
  * @default every method, draft headers (see {@link RateLimitOptions})
  * @example
@@ -34,9 +36,20 @@ export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
 export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler {
   const guard = createGuard(options);
   return async (c, next) => {
-    const outcome = await guard.check(c, { method: c.req.method, path: c.req.path });
-    if (outcome.action === 'respond') return send(c, outcome.response);
-    setHeaders(c, outcome.headers);
+    const method = c.req.method;
+    const outcome = await guard.check(c, {
+      method,
+      path: pathOf(c.req.url),
+      preflight: isPreflight(method, c.req.header('access-control-request-method')),
+    });
+    try {
+      if (outcome.action === 'respond') return send(c, outcome.response);
+      setHeaders(c, outcome.headers);
+    } catch (error) {
+      guard.report(error);
+      const failure = errorResponse(error);
+      return c.body(failure.body, 500, failure.headers);
+    }
     await next();
   };
 }

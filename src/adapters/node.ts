@@ -14,30 +14,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
 import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import { pathOf, sendNodeResponse as send, setNodeHeaders as setHeaders } from './expose.js';
+import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse as send } from './expose.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult } from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * A route limit for `node:http`: resolves `true` when the request may go on (its rate-limit
- * headers are set), `false` when a response was sent. It never reads the body (D5).
+ * headers are set), `false` when a response was sent. It never reads the body (D5) and never
+ * rejects, so an `async` request listener that awaits it leaves no rejected promise behind.
  */
 export function rateLimit(
   options: RateLimitOptions<IncomingMessage>,
 ): (request: IncomingMessage, response: ServerResponse) => Promise<boolean> {
   const guard = createGuard(options);
-  return async (request, response) => {
-    const outcome = await guard.check(request, {
-      method: request.method ?? 'GET',
-      path: pathOf(request.url),
-    });
-    if (outcome.action === 'continue') {
-      setHeaders(response, outcome.headers);
-      return true;
-    }
-    send(response, outcome.response);
-    return false;
-  };
+  return async (request, response) =>
+    applyNodeOutcome(response, await guard.check(request, nodeRequestFacts(request)), guard);
 }
 
 /** Sends the 429 for refused decision(s), e.g. after `await limits.login.take(key)` in a handler. */

@@ -1,8 +1,10 @@
 import type { Decision } from '../core/decision.js';
-import { SluiceError, configError } from '../core/errors.js';
-import { checkOptionKeys } from '../core/options.js';
+import { SluiceError } from '../core/errors.js';
 import type { Cascade, SyncCascade } from '../limiter/cascade.js';
 import type { Limiter, SyncLimiter, TakeOptions } from '../limiter/limiter.js';
+import { earlierCharge, rememberCharge } from './charged-once.js';
+import { FailureReports } from './failure-reports.js';
+import { headerToken, readGuardOptions, type ErrorReportDetails } from './guard-options.js';
 import type { HeaderStyle, HeaderValues } from './headers.js';
 import {
   admittedHeaders,
@@ -41,14 +43,24 @@ export interface RateLimitOptions<Request> {
   cost?: number | ((request: Request) => number);
   /**
    * Only requests with these methods are limited; others pass untouched and uncharged (D7: reads
-   * are not charged to write budgets). @default every method
+   * are not charged to write budgets). `GET` brings `HEAD`, which frameworks answer with the GET
+   * handler. @default every method
    */
   methods?: readonly string[];
   /**
-   * Routes that have their own rule and are left out of this one, as `"METHOD /path"`, e.g.
-   * `["POST /api/messages"]` for a catch-all write budget (D7, ADR-055). Exact paths.
+   * Routes that have their own rule and are left out of this one, e.g. `["POST /api/messages"]`
+   * for a catch-all write budget (D7, ADR-055). `"METHOD /path"` is that path in any spelling a
+   * framework routes alike (case, trailing or repeated slashes, dot segments, percent-encoded
+   * letters); `"METHOD /path/*"` is that path and everything below it. Paths are the full
+   * request path, also under an Express mount point. A `GET` route covers `HEAD` too.
    */
   exclude?: readonly string[];
+  /**
+   * Whether CORS preflights (`OPTIONS` with `Access-Control-Request-Method`) are charged. A
+   * browser sends one before a cross-origin request on its own; charging it would bill one
+   * action twice. @default false
+   */
+  chargePreflight?: boolean;
   /** Rate-limit headers (D4). @default "draft" */
   headers?: HeaderStyle;
   /** Problem body wording of the 429. */
@@ -61,16 +73,33 @@ export interface RateLimitOptions<Request> {
   cacheControl?: string;
   /**
    * Called with errors that become a 500 (developer errors, a throwing key function), so you can
-   * log them. Store failures are logged by the limiter.
+   * log them: at most once a minute per limit (by the limits' clock), with the number of failures
+   * since the last call, so an outage cannot flood the logs. Store failures are logged by the
+   * limiter. An `onError` that throws changes nothing about the response.
    * @default console.error
    */
-  onError?: (error: unknown) => void;
+  onError?: (error: unknown, details: ErrorReportDetails) => void;
 }
 
-/** The method and the path (without query) of a request: all a guard reads itself. */
+export type { ErrorReportDetails } from './guard-options.js';
+
+/** What a guard reads of a request itself: its method, its path, whether it is a CORS preflight. */
 export interface RequestFacts {
   method: string;
+  /** The full path as received (no query needed; see `pathOf`); normalized for `exclude`. */
   path: string;
+  /** True for an `OPTIONS` request with `Access-Control-Request-Method` (see `isPreflight`). @default false */
+  preflight?: boolean;
+}
+
+/**
+ * True for a CORS preflight: `OPTIONS` with an `Access-Control-Request-Method` header.
+ *
+ * @example
+ * isPreflight(req.method, req.headers['access-control-request-method'])
+ */
+export function isPreflight(method: string | undefined, requestMethodHeader: unknown): boolean {
+  return method === 'OPTIONS' && requestMethodHeader !== undefined && requestMethodHeader !== null;
 }
 
 /** What to do with a request: continue with these headers, or answer with this response. */
@@ -80,61 +109,37 @@ export type GuardOutcome =
 
 /** A route limit, framework-free: adapters call `check` and copy the outcome. */
 export interface Guard<Request> {
+  /**
+   * Decides for a request; never rejects (a failure becomes a problem response). `request` must
+   * be the framework's object of this one request: a bucket is charged once per request object.
+   */
   check(request: Request, facts: RequestFacts): Promise<GuardOutcome>;
+  /**
+   * Reports an error that happened while an adapter wrote the outcome, through `onError` (at most
+   * once a minute, like the guard's own). Never throws.
+   */
+  report(error: unknown): void;
 }
 
-const optionKeys = [
-  'limits',
-  'key',
-  'cost',
-  'methods',
-  'exclude',
-  'headers',
-  'problem',
-  'cacheControl',
-  'onError',
-] as const;
-const styles: readonly HeaderStyle[] = ['none', 'legacy', 'draft'];
 const untouched: GuardOutcome = { action: 'continue', headers: {}, decisions: [] };
 const untouchedPromise = Promise.resolve(untouched);
-const defaultOnError = (error: unknown) =>
-  console.error('[sluice] request failed before the rate limit could decide', error);
 
 /**
  * Builds a framework-free route limit. Adapters (`sluice/node`, `sluice/express`,
- * `sluice/fastify`, `sluice/hono`) wrap it; use it directly for another framework.
+ * `sluice/fastify`, `sluice/hono`) wrap it; use it directly for another framework. Its `check`
+ * never rejects: whatever fails between the key step and the response becomes a problem response.
  *
  * @example
  * const guard = createGuard({ limits: general, key: (req) => sessionUserKey(req), methods: ['POST', 'PUT', 'PATCH', 'DELETE'] });
  * const outcome = await guard.check(req, { method: req.method, path: url.pathname });
  */
 export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<Request> {
-  checkOptionKeys('rateLimit', options, optionKeys);
-  const {
-    limits,
-    key,
-    cost = 1,
-    headers = 'draft',
-    problem,
-    cacheControl = 'no-store',
-    onError = defaultOnError,
-  } = options;
-  if (typeof cacheControl !== 'string' || !/\bno-store\b/.test(cacheControl)) {
-    throw configError('rateLimit cacheControl', 'a Cache-Control value with no-store', cacheControl);
-  }
-  const limiters = toLimiters(limits);
-  const cascade = limiters === undefined ? (limits as Cascade) : undefined;
-  if (typeof key !== 'function') throw configError('rateLimit key', 'a function of the request', key);
-  if (!(typeof cost === 'function' || (Number.isSafeInteger(cost) && cost >= 0))) {
-    throw configError('rateLimit cost', 'a whole number >= 0 or a function', cost);
-  }
-  if (!styles.includes(headers))
-    throw configError('rateLimit headers', '"none", "legacy" or "draft"', headers);
-  if (typeof onError !== 'function') throw configError('rateLimit onError', 'a function', onError);
-  const methods =
-    options.methods === undefined ? undefined : new Set(options.methods.map((m) => checkMethod(m)));
-  const excluded = new Set((options.exclude ?? []).map(checkRoute));
+  const settings = readGuardOptions(options);
+  const { limiters, cascade, cost, methods, excluded, chargePreflight, headers, problem, cacheControl } =
+    settings;
+  const key = options.key;
   const count = limiters?.length ?? (cascade as Cascade).limiters.length;
+  const reports = new FailureReports(settings.clock);
 
   // Limits on synchronous stores (memory) decide without a promise per take: the hot path.
   const syncLimiters =
@@ -146,10 +151,22 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
       ? (cascade as SyncCascade)
       : undefined;
   const sync = syncLimiters !== undefined || syncCascade !== undefined;
+  const unitsOf = (request: Request): number =>
+    typeof cost === 'function' ? (cost as (request: Request) => number)(request) : cost;
+
+  /** Reports a 500 at most once a minute; a reporter that throws is not the request's problem. */
+  const report = (error: unknown): void => {
+    try {
+      const failures = reports.count();
+      if (failures !== undefined) settings.onError(error, { failures });
+    } catch {
+      // Logging must not turn one failure into another: the response is already decided.
+    }
+  };
 
   const failed = (error: unknown, extra: HeaderValues | undefined, decisions: Decision[]): GuardOutcome => {
     const response = errorResponse(error, extra, cacheControl);
-    if (response.status === 500) onError(error);
+    if (response.status === 500) report(error);
     return { action: 'respond', response, decisions };
   };
 
@@ -166,28 +183,40 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     return { action: 'continue', headers: admittedHeaders(decisions, headers, extra), decisions };
   };
 
-  /** Takes from limits on synchronous stores. */
+  /** Takes from limits on synchronous stores; a bucket this request was charged by already is not charged again. */
   const decideSync = (request: Request, result: KeyResult | undefined): GuardOutcome => {
     const decisions: Decision[] = [];
     let extra: HeaderValues | undefined;
     try {
       const specs = keySpecs(result, count);
-      const units = typeof cost === 'function' ? cost(request) : cost;
-      const authMode = specs[0]!.authMode;
-      if (authMode !== undefined) extra = { 'X-Auth-Mode': authMode };
+      extra = authModeHeader(specs[0]!);
+      const units = unitsOf(request);
       if (syncCascade !== undefined) {
-        decisions.push(...syncCascade.takeSync(keysOf(specs), { cost: units }).decisions);
+        const keys = keysOf(specs);
+        const id = cascadeId(keys);
+        let decided = earlierCharge(request, syncCascade, id) as readonly Decision[] | undefined;
+        if (decided === undefined) {
+          decided = syncCascade.takeSync(keys, { cost: units }).decisions;
+          rememberCharge(request, syncCascade, id, decided);
+        }
+        decisions.push(...decided);
       } else {
         for (let i = 0; i < syncLimiters!.length; i++) {
-          const decision = syncLimiters![i]!.takeSync(specs[i]!.key, takeOptions(units, specs[i]!));
+          const limiter = syncLimiters![i]!;
+          const spec = specs[i]!;
+          let decision = earlierCharge(request, limiter, spec.key) as Decision | undefined;
+          if (decision === undefined) {
+            decision = limiter.takeSync(spec.key, takeOptions(units, spec));
+            rememberCharge(request, limiter, spec.key, decision);
+          }
           decisions.push(decision);
           if (!decision.allowed) break;
         }
       }
+      return concluded(decisions, extra);
     } catch (error) {
       return failed(error, extra, decisions);
     }
-    return concluded(decisions, extra);
   };
 
   /** Takes from limits on any store, one awaited take at a time (first refusal stops). */
@@ -199,38 +228,57 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     let extra: HeaderValues | undefined;
     try {
       const specs = keySpecs(await result, count);
-      const units = typeof cost === 'function' ? cost(request) : cost;
-      const authMode = specs[0]!.authMode;
-      if (authMode !== undefined) extra = { 'X-Auth-Mode': authMode };
+      extra = authModeHeader(specs[0]!);
+      const units = unitsOf(request);
       if (cascade !== undefined) {
-        decisions.push(...(await cascade.take(keysOf(specs), { cost: units })).decisions);
+        const keys = keysOf(specs);
+        const id = cascadeId(keys);
+        let decided = earlierCharge(request, cascade, id) as readonly Decision[] | undefined;
+        if (decided === undefined) {
+          decided = (await cascade.take(keys, { cost: units })).decisions;
+          rememberCharge(request, cascade, id, decided);
+        }
+        decisions.push(...decided);
       } else {
         for (let i = 0; i < limiters!.length; i++) {
-          const decision = await limiters![i]!.take(specs[i]!.key, takeOptions(units, specs[i]!));
+          const limiter = limiters![i]!;
+          const spec = specs[i]!;
+          let decision = earlierCharge(request, limiter, spec.key) as Decision | undefined;
+          if (decision === undefined) {
+            decision = await limiter.take(spec.key, takeOptions(units, spec));
+            rememberCharge(request, limiter, spec.key, decision);
+          }
           decisions.push(decision);
           if (!decision.allowed) break;
         }
       }
+      return concluded(decisions, extra);
     } catch (error) {
       return failed(error, extra, decisions);
     }
-    return concluded(decisions, extra);
+  };
+
+  /** False for requests this limit leaves alone: other methods, excluded routes, preflights. */
+  const applies = (facts: RequestFacts): boolean => {
+    const method = typeof facts.method === 'string' ? facts.method.toUpperCase() : '';
+    if (methods !== undefined && !methods.has(method)) return false;
+    if (facts.preflight === true && !chargePreflight) return false;
+    return excluded === undefined || !excluded.matches(method, facts.path);
   };
 
   return {
     check(request, facts) {
-      if (methods !== undefined && !methods.has(facts.method)) return untouchedPromise;
-      if (excluded.size > 0 && excluded.has(`${facts.method} ${facts.path}`)) return untouchedPromise;
-      let result: KeyResult | undefined | Promise<KeyResult | undefined>;
       try {
-        result = key(request);
+        if (!applies(facts)) return untouchedPromise;
+        const result = key(request);
+        return sync && !isThenable(result)
+          ? Promise.resolve(decideSync(request, result))
+          : decideAsync(request, result);
       } catch (error) {
         return Promise.resolve(failed(error, undefined, []));
       }
-      return sync && !isThenable(result)
-        ? Promise.resolve(decideSync(request, result))
-        : decideAsync(request, result);
     },
+    report,
   };
 }
 
@@ -248,37 +296,29 @@ function keysOf(specs: readonly KeySpec[]): string[] {
   return specs.map((s) => s.key);
 }
 
+/** One string for a cascade's list of keys, unambiguous whatever the keys hold. */
+function cascadeId(keys: readonly string[]): string {
+  return JSON.stringify(keys);
+}
+
+/** `X-Auth-Mode` for a key spec that names one; a value that is not a token is a developer error. */
+function authModeHeader(spec: KeySpec): HeaderValues | undefined {
+  const mode = spec.authMode;
+  if (mode === undefined) return undefined;
+  if (typeof mode !== 'string' || !headerToken.test(mode)) {
+    // The type only: the value came from the key step and may carry request data.
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `the key function returned an authMode that is not a header token (a ${typeof mode}); use "anon", "session" or "key"`,
+    );
+  }
+  return { 'X-Auth-Mode': mode };
+}
+
 /** The take options of one key; none for the default cost of 1, to spare an object per request. */
 function takeOptions(units: number, spec: KeySpec): TakeOptions | undefined {
   if (spec.limit !== undefined) return { cost: units, limit: spec.limit };
   return units === 1 ? undefined : { cost: units };
-}
-
-function toLimiters(limits: unknown): readonly Limiter[] | undefined {
-  if (Array.isArray(limits)) {
-    if (limits.length === 0) throw configError('rateLimit limits', 'at least one limiter', limits);
-    for (const l of limits)
-      if (!isLimiter(l)) throw configError('rateLimit limits', 'limiters made by createLimiter()', l);
-    return limits;
-  }
-  if (isLimiter(limits)) return [limits];
-  if (
-    typeof limits === 'object' &&
-    limits !== null &&
-    Array.isArray((limits as Cascade).limiters) &&
-    'mode' in limits
-  )
-    return undefined;
-  throw configError('rateLimit limits', 'a limiter, an array of limiters or a cascade', limits);
-}
-
-function isLimiter(value: unknown): value is Limiter {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as Limiter).take === 'function' &&
-    'rule' in value
-  );
 }
 
 function keySpecs(result: KeyResult | undefined, count: number): KeySpec[] {
@@ -306,18 +346,4 @@ function toSpec(value: unknown): KeySpec {
     );
   }
   throw new SluiceError('SLUICE_KEY_INVALID', 'the key function returned something that is not a key');
-}
-
-function checkMethod(method: unknown): string {
-  if (typeof method !== 'string' || !/^[A-Za-z]+$/.test(method))
-    throw configError('rateLimit methods', 'HTTP method names', method);
-  return method.toUpperCase();
-}
-
-function checkRoute(route: unknown): string {
-  if (typeof route !== 'string' || !/^[A-Za-z]+ \/\S*$/.test(route)) {
-    throw configError('rateLimit exclude', 'routes written as "METHOD /path"', route);
-  }
-  const space = route.indexOf(' ');
-  return `${route.slice(0, space).toUpperCase()} ${route.slice(space + 1)}`;
 }

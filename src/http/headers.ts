@@ -62,30 +62,56 @@ export function rateLimitHeaders(
   if (style === 'legacy') {
     const decisive = decisiveOf(list);
     if (decisive === undefined) return headers;
-    headers['X-RateLimit-Limit'] = String(decisive.limit);
-    headers['X-RateLimit-Remaining'] = String(decisive.remaining);
-    headers['X-RateLimit-Reset'] = String(secondsUp(decisive.resetMs));
+    headers['X-RateLimit-Limit'] = String(headerInteger(decisive.limit));
+    headers['X-RateLimit-Remaining'] = String(headerInteger(decisive.remaining));
+    headers['X-RateLimit-Reset'] = String(headerInteger(secondsUp(decisive.resetMs)));
   } else if (style === 'draft') {
     // Written in one pass rather than through serializeList: this runs on every admitted request.
-    // The parameter keys are fixed and valid; names and numbers go through the serializer's checks.
+    // The parameter keys are fixed and valid; numbers are clamped into the field's integer range
+    // and a name the field cannot carry drops its member, so that writing headers never throws.
     let policy = '';
     let state = '';
     for (const decision of list) {
       if (decision.source === 'fail-open') continue;
-      const name = serializeBareItem(decision.name);
+      const name = fieldString(decision.name);
+      if (name === undefined) continue;
       if (policy !== '') {
         policy += ', ';
         state += ', ';
       }
-      policy += `${name};q=${serializeBareItem(decision.limit)}`;
-      if (decision.windowMs > 0) policy += `;w=${serializeBareItem(secondsUp(decision.windowMs))}`;
-      state += `${name};r=${serializeBareItem(decision.remaining)};t=${serializeBareItem(secondsUp(decision.resetMs))}`;
+      policy += `${name};q=${headerInteger(decision.limit)}`;
+      if (decision.windowMs > 0) policy += `;w=${headerInteger(secondsUp(decision.windowMs))}`;
+      state += `${name};r=${headerInteger(decision.remaining)};t=${headerInteger(secondsUp(decision.resetMs))}`;
     }
     if (policy === '') return headers;
     headers['RateLimit-Policy'] = policy;
     headers['RateLimit'] = state;
   }
   return headers;
+}
+
+/** The largest integer an RFC 9651 structured field carries (15 digits). */
+export const LARGEST_HEADER_INTEGER = 999_999_999_999_999;
+
+/**
+ * A count or a number of seconds as a header integer: whole, 0 for a negative number or NaN, and
+ * at most {@link LARGEST_HEADER_INTEGER} (an infinite wait or a count beyond 15 digits is written
+ * as the largest). Limits never get there (sluice bounds them at 10^12); this keeps a header
+ * writer from throwing on a decision it did not expect.
+ *
+ * @example
+ * headerInteger(Infinity) // 999999999999999
+ */
+export function headerInteger(value: number): number {
+  if (!(value > 0)) return 0;
+  return value >= LARGEST_HEADER_INTEGER ? LARGEST_HEADER_INTEGER : Math.floor(value);
+}
+
+const printableAscii = /^[\x20-\x7e]*$/;
+
+/** A limit name as a structured-field string, or undefined when it holds other characters. */
+function fieldString(name: unknown): string | undefined {
+  return typeof name === 'string' && printableAscii.test(name) ? serializeBareItem(name) : undefined;
 }
 
 /** Whole seconds, rounded up: a client told "0" would come back too early. */

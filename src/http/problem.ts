@@ -1,6 +1,12 @@
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
-import { exposedHeaders, rateLimitHeaders, type HeaderStyle, type HeaderValues } from './headers.js';
+import {
+  exposedHeaders,
+  headerInteger,
+  rateLimitHeaders,
+  type HeaderStyle,
+  type HeaderValues,
+} from './headers.js';
 
 /** A response as plain values; each adapter copies it onto its framework's response. */
 export interface HttpResponse {
@@ -90,6 +96,7 @@ export function limitedResponse(
     ...options.extraHeaders,
   };
   const finite = Number.isFinite(retryAfterSeconds);
+  if (finite) retryAfterSeconds = Math.max(1, headerInteger(retryAfterSeconds));
   if (finite) headers['Retry-After'] = String(retryAfterSeconds);
   headers['Access-Control-Expose-Headers'] = exposedHeaders(style, extraNames(options.extraHeaders));
   const problem = options.problem ?? {};
@@ -130,7 +137,8 @@ export function admittedHeaders(
  * The response for an error that escaped a limit: 400 for a bad key from client input, 401 for
  * a refused credential, 503 for a failing store (500 if the rule asks), 500 for a developer error
  * such as a missing key — never a 429 and never a pass. The body never carries the error message
- * of a 500 (it may describe internals); log the error itself.
+ * of a 500 (it may describe internals); log the error itself. A store that is overloaded (its
+ * queue is full: load, not a failure) answers 503 with `Retry-After: 1`, exposed to other origins.
  */
 export function errorResponse(
   error: unknown,
@@ -148,11 +156,17 @@ export function errorResponse(
           ? 'Rate limiting is unavailable; try again later.'
           : 'An internal error occurred.';
   const body = { type: 'about:blank', title: titles[status] ?? titles[500], status, detail, code };
-  return {
-    status,
-    headers: { 'Content-Type': PROBLEM_TYPE, 'Cache-Control': cacheControl, ...extraHeaders },
-    body: JSON.stringify(body),
+  const headers: HeaderValues = {
+    'Content-Type': PROBLEM_TYPE,
+    'Cache-Control': cacheControl,
+    ...extraHeaders,
   };
+  if (status === 503 && error instanceof SluiceError && error.code === 'SLUICE_STORE_OVERLOADED') {
+    // Load passes within moments; a second is the shortest wait Retry-After can say.
+    headers['Retry-After'] = '1';
+    headers['Access-Control-Expose-Headers'] = exposedHeaders('none', extraNames(extraHeaders));
+  }
+  return { status, headers, body: JSON.stringify(body) };
 }
 
 function isEmpty(headers: HeaderValues): boolean {

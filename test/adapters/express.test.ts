@@ -20,9 +20,15 @@ function build(spec: AppSpec): Promise<RunningApp> {
       next();
     });
   }
-  if (spec.everyRoute !== undefined) app.use(rateLimit(spec.everyRoute));
+  if (spec.everyRoute !== undefined) {
+    const mount = spec.everyRouteMount ?? '/';
+    app.use(mount, rateLimit(spec.everyRoute));
+    if (spec.everyRouteTwice === true) app.use(mount, rateLimit(spec.everyRoute));
+  }
   app.post('/api/things', limit(spec.routes?.['POST /api/things']), body, ok);
   app.get('/api/things', ok);
+  app.get('/health', ok);
+  app.get('/health/live', ok);
   app.post('/api/messages', limit(spec.routes?.['POST /api/messages']), body, ok);
   app.post('/api/login', body, async (req: Request, res) => {
     const { limiter, key, headers } = spec.login!;

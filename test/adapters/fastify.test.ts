@@ -39,9 +39,23 @@ async function build(spec: AppSpec): Promise<RunningApp> {
     const exposed = spec.exposedByCors;
     app.addHook('onRequest', async (_request, r) => void r.header('Access-Control-Expose-Headers', exposed));
   }
-  if (spec.everyRoute !== undefined) await app.register(rateLimitPlugin, spec.everyRoute);
+  if (spec.everyRoute !== undefined) {
+    const mount = spec.everyRouteMount;
+    if (mount === undefined) {
+      await app.register(rateLimitPlugin, spec.everyRoute);
+      if (spec.everyRouteTwice === true) await app.register(rateLimitPlugin, spec.everyRoute);
+    } else {
+      // Fastify mounts by route prefix; a hook that passes other paths by stands for it here.
+      const hook = rateLimit(spec.everyRoute);
+      app.addHook('onRequest', async (request, r) => {
+        if (request.url.startsWith(`${mount}/`)) await hook(request, r);
+      });
+    }
+  }
   app.post('/api/things', limit(spec.routes?.['POST /api/things']), ok);
   app.get('/api/things', ok);
+  app.get('/health', ok);
+  app.get('/health/live', ok);
   app.post('/api/messages', limit(spec.routes?.['POST /api/messages']), ok);
   app.post('/api/login', async (request: FastifyRequest, r: FastifyReply) => {
     const { limiter, key, headers } = spec.login!;

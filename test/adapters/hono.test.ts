@@ -36,9 +36,15 @@ async function build(spec: AppSpec): Promise<RunningApp> {
       await next();
     });
   }
-  if (spec.everyRoute !== undefined) app.use(rateLimit(spec.everyRoute));
+  if (spec.everyRoute !== undefined) {
+    const mount = spec.everyRouteMount === undefined ? '*' : `${spec.everyRouteMount}/*`;
+    app.use(mount, rateLimit(spec.everyRoute));
+    if (spec.everyRouteTwice === true) app.use(mount, rateLimit(spec.everyRoute));
+  }
   app.post('/api/things', limit(spec.routes?.['POST /api/things']), ok);
   app.get('/api/things', ok);
+  app.get('/health', ok);
+  app.get('/health/live', ok);
   app.post('/api/messages', limit(spec.routes?.['POST /api/messages']), ok);
   app.post('/api/login', async (c) => {
     const { limiter, key, headers } = spec.login!;

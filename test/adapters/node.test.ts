@@ -14,12 +14,24 @@ function build(spec: AppSpec): Promise<RunningApp> {
     ['POST /api/things', limit(spec.routes?.['POST /api/things'])],
     ['POST /api/messages', limit(spec.routes?.['POST /api/messages'])],
   ]);
-  const known = new Set(['POST /api/things', 'GET /api/things', 'POST /api/messages']);
+  const known = new Set([
+    'POST /api/things',
+    'GET /api/things',
+    'POST /api/messages',
+    'GET /health',
+    'GET /health/live',
+  ]);
+  const mount = spec.everyRouteMount;
 
   const server = createServer(async (req, res) => {
     if (spec.exposedByCors !== undefined) res.setHeader('Access-Control-Expose-Headers', spec.exposedByCors);
-    if (everyRoute !== undefined && !(await everyRoute(req, res))) return;
-    const route = `${req.method} ${(req.url ?? '/').split('?')[0]}`;
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (everyRoute !== undefined && (mount === undefined || path.startsWith(`${mount}/`))) {
+      if (!(await everyRoute(req, res))) return;
+      if (spec.everyRouteTwice === true && !(await everyRoute(req, res))) return;
+    }
+    // HEAD is answered like GET, as the frameworks do.
+    const route = `${req.method === 'HEAD' ? 'GET' : req.method} ${path}`;
     const own = perRoute.get(route);
     if (own !== undefined && !(await own(req, res))) return;
     if (route === 'POST /api/login' && spec.login !== undefined) {

@@ -15,7 +15,8 @@ export async function socketApp(server: Server): Promise<RunningApp> {
   const base = `http://127.0.0.1:${port}`;
   return {
     async request(method, path, headers = {}) {
-      const init: RequestInit = { method, headers };
+      // A bound on a response that never comes (a server that failed to answer), not a timing assertion.
+      const init: RequestInit = { method, headers, signal: AbortSignal.timeout(10_000) };
       if (method === 'POST') init.body = '{"name":"thing"}';
       const response = await fetch(base + path, init);
       const out: Record<string, string> = {};

@@ -5,9 +5,10 @@
  * Each test names the requirement line it proves.
  *
  * An adapter supplies a harness that builds one app from an {@link AppSpec}: the routes
- * `POST /api/things`, `GET /api/things`, `POST /api/messages` (handlers read the body, then answer
- * 200) and `POST /api/login`, whose handler takes from a limiter itself and answers with the
- * adapter's `sendRateLimited` / `sendError`. Time is a manual clock: nothing sleeps to refill (H1).
+ * `POST /api/things`, `GET /api/things`, `POST /api/messages`, `GET /health`, `GET /health/live`
+ * (handlers read the body, then answer 200; HEAD is answered like GET) and `POST /api/login`,
+ * whose handler takes from a limiter itself and answers with the adapter's `sendRateLimited` /
+ * `sendError`. Time is a manual clock: nothing sleeps to refill (H1).
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,6 +37,13 @@ export type HeaderStyle = NonNullable<RateLimitOptions<unknown>['headers']>;
 export interface AppSpec {
   /** A limit in front of every route (global middleware, hook or plugin). */
   everyRoute?: RateLimitOptions<unknown>;
+  /**
+   * Where `everyRoute` is mounted: only paths under it pass the limit, and the framework's own
+   * way of mounting is used (Express: `app.use('/api', …)`, where `req.path` loses the prefix).
+   */
+  everyRouteMount?: string;
+  /** `everyRoute` mounted twice, as an app that registers the middleware twice would. */
+  everyRouteTwice?: boolean;
   /** Limits on one route only. */
   routes?: Partial<Record<LimitedRoute, RateLimitOptions<unknown>>>;
   /**
@@ -564,6 +572,202 @@ export function httpConformance(harness: HttpHarness): void {
         const refused = snapshot(await app.requestWithOpenBody('/api/things', { 'x-client': 'c' }));
         assert.equal(refused.status, 429);
         assert.deepEqual(refused.body, problem429(60, ['things']));
+      });
+    });
+
+    it('no response path throws: numbers beyond a header field are clamped, an authMode that is not a token and a throwing onError give problem responses, and no promise is left rejected', async () => {
+      reset();
+      const rejections: unknown[] = [];
+      const recordRejection = (reason: unknown) => void rejections.push(reason);
+      process.on('unhandledRejection', recordRejection);
+      try {
+        const counted = limiter('huge', 5);
+        // A limit that reports more than 15 digits and an endless reset: the header writer must cope.
+        const huge = {
+          name: 'huge',
+          rule: counted.rule,
+          clock,
+          take: async (key: string) => ({
+            ...(await counted.take(key)),
+            limit: 1e16,
+            capacity: 1e16,
+            remaining: 1e16 - 1,
+            resetMs: Infinity,
+          }),
+        } as unknown as Limiter;
+        const reported: unknown[] = [];
+        const spec: AppSpec = {
+          routes: {
+            'POST /api/things': { limits: huge, key: () => 'k' },
+            'POST /api/messages': {
+              limits: limiter('modes', 5),
+              key: () => ({ key: 'k', authMode: 'anon\r\nX-Injected: 1' }),
+              onError: (error) => {
+                reported.push(error);
+                throw new Error('the logger is down');
+              },
+            },
+          },
+        };
+        await withApp(spec, async (app) => {
+          assert.deepEqual(await post(app, '/api/things'), {
+            status: 200,
+            headers: {
+              'ratelimit-policy': '"huge";q=999999999999999;w=60',
+              ratelimit: '"huge";r=999999999999999;t=999999999999999',
+              'access-control-expose-headers': DRAFT_EXPOSE,
+            },
+            body: OK,
+          });
+          const injected = await app.request('POST', '/api/messages');
+          assert.deepEqual(snapshot(injected), problemError(500));
+          assert.equal(injected.headers['x-injected'], undefined);
+          assert.equal(reported.length, 1);
+          assert.ok(isSluiceError(reported[0], 'SLUICE_CONFIG'));
+          assert.doesNotMatch((reported[0] as Error).message, /Injected|\r/, 'the value is not echoed');
+        });
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepEqual(rejections, []);
+      } finally {
+        process.off('unhandledRejection', recordRejection);
+      }
+    });
+
+    it('an overloaded store answers 503 with Retry-After: 1, readable cross-origin', async () => {
+      reset();
+      const things = limiter('things', 5);
+      const overloaded = () => {
+        throw new SluiceError('SLUICE_STORE_OVERLOADED', 'the store queue is full');
+      };
+      await withApp({ routes: { 'POST /api/things': { limits: things, key: overloaded } } }, async (app) => {
+        const expected = problemError(503);
+        expected.headers['retry-after'] = '1';
+        expected.headers['access-control-expose-headers'] = 'Retry-After';
+        assert.deepEqual(await post(app, '/api/things'), expected);
+      });
+    });
+
+    it('exclude matches the full path under a mount point, in every spelling that routes alike', async () => {
+      reset();
+      const writes = limiter('writes', 10);
+      const messages = limiter('messages', 10);
+      const spec: AppSpec = {
+        everyRoute: {
+          limits: writes,
+          key: () => 'user-1',
+          methods: ['POST'],
+          exclude: ['POST /api/messages'],
+        },
+        everyRouteMount: '/api',
+        routes: { 'POST /api/messages': { limits: messages, key: () => 'user-1' } },
+      };
+      await withApp(spec, async (app) => {
+        const sent = await post(app, '/api/messages');
+        assert.equal(sent.status, 200);
+        assert.equal(sent.headers['ratelimit-policy'], '"messages";q=10;w=60', 'only its own limit');
+        for (const path of ['/api/messages/', '/api//messages', '/api/%6Dessages', '/API/Messages?x=1']) {
+          await app.request('POST', path);
+        }
+        assert.equal(
+          (await writes.peek('user-1')).remaining,
+          10,
+          'no spelling of the excluded route was charged',
+        );
+        assert.equal((await post(app, '/api/things')).headers['ratelimit-policy'], '"writes";q=10;w=60');
+        assert.equal((await writes.peek('user-1')).remaining, 9, 'a route under the mount point is charged');
+      });
+    });
+
+    it('HEAD follows GET, and "GET /health/*" leaves out /health and everything below it', async () => {
+      reset();
+      const reads = limiter('reads', 1);
+      const spec: AppSpec = {
+        everyRoute: { limits: reads, key: () => 'client-1', exclude: ['GET /health/*'] },
+      };
+      await withApp(spec, async (app) => {
+        for (const method of ['GET', 'HEAD']) {
+          for (const path of ['/health', '/health/', '/health/live', '/%68ealth/live']) {
+            const reply = await app.request(method, path);
+            assert.notEqual(reply.status, 429, `${method} ${path}`);
+            assert.equal(reply.headers['ratelimit'], undefined, `${method} ${path} is not limited`);
+          }
+        }
+        assert.equal((await reads.peek('client-1')).remaining, 1, 'no health check was charged');
+        assert.equal((await app.request('GET', '/api/things')).status, 200);
+        assert.equal((await app.request('HEAD', '/api/things')).status, 429, 'other routes are limited');
+      });
+    });
+
+    it('CORS preflights are not charged, unless chargePreflight is true', async () => {
+      for (const chargePreflight of [false, true]) {
+        reset();
+        const api = limiter('api', 1);
+        const spec: AppSpec = { everyRoute: { limits: api, key: () => 'client-1', chargePreflight } };
+        await withApp(spec, async (app) => {
+          const preflight = {
+            origin: 'https://app.example',
+            'access-control-request-method': 'POST',
+          };
+          const statuses = [];
+          for (let i = 0; i < 2; i++)
+            statuses.push((await app.request('OPTIONS', '/api/things', preflight)).status);
+          if (chargePreflight) {
+            assert.equal(statuses[1], 429, 'charged when asked to');
+          } else {
+            assert.ok(!statuses.includes(429), 'preflights pass uncharged');
+            assert.equal((await api.peek('client-1')).remaining, 1);
+            assert.equal((await post(app, '/api/things')).status, 200, 'the request itself is charged');
+          }
+        });
+      }
+    });
+
+    it('a request that passes the same limit twice (mounted twice, and again on the route) is charged once', async () => {
+      reset();
+      const api = limiter('api', 5);
+      const spec: AppSpec = {
+        everyRoute: { limits: api, key: () => 'client-1' },
+        everyRouteTwice: true,
+        routes: { 'POST /api/things': { limits: api, key: () => 'client-1' } },
+      };
+      await withApp(spec, async (app) => {
+        assert.deepEqual(await post(app, '/api/things'), {
+          status: 200,
+          headers: {
+            'ratelimit-policy': '"api";q=5;w=60',
+            ratelimit: '"api";r=4;t=12',
+            'access-control-expose-headers': DRAFT_EXPOSE,
+          },
+          body: OK,
+        });
+        assert.equal((await api.peek('client-1')).remaining, 4);
+      });
+    });
+
+    it("onError hears of a limit's failures at most once a minute, with how many there were", async () => {
+      reset();
+      const store = new FailingStore();
+      const failing = limiter('failing', 5, { store, closedStatus: 500 });
+      const reports: [unknown, unknown][] = [];
+      const spec: AppSpec = {
+        routes: {
+          'POST /api/things': {
+            limits: failing,
+            key: () => 'k',
+            onError: (error, details) => void reports.push([error, details]),
+          },
+        },
+      };
+      await withApp(spec, async (app) => {
+        store.mode = 'reject';
+        for (let i = 0; i < 4; i++) assert.deepEqual(await post(app, '/api/things'), problemError(500));
+        assert.equal(reports.length, 1, 'one report for the first failure, none for the next ones');
+        assert.deepEqual(reports[0]![1], { failures: 1 });
+        clock.advance(60_000);
+        assert.deepEqual(await post(app, '/api/things'), problemError(500));
+        assert.equal(reports.length, 2);
+        assert.deepEqual(reports[1]![1], { failures: 4 }, 'the three held back and this one');
+        assert.ok(isSluiceError(reports[1]![0], 'SLUICE_STORE_UNAVAILABLE'));
       });
     });
 

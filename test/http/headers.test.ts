@@ -89,3 +89,42 @@ describe('A3: secondsUp', () => {
     assert.deepEqual([-5, 0, 1, 999, 1000, 1001, 59_999.5].map(secondsUp), [0, 0, 1, 1, 1, 2, 60]);
   });
 });
+
+describe('rateLimitHeaders never throws', () => {
+  const beyond = {
+    ...decision('huge', { allowed: true, limit: 10, remaining: 0, resetMs: 0 }),
+    limit: 1e16,
+    remaining: 1e16 - 1,
+    resetMs: Infinity,
+    windowMs: 1e30,
+  };
+
+  it('numbers beyond 15 digits (or infinite) are written as the largest header integer', () => {
+    assert.deepEqual(rateLimitHeaders(beyond, 'draft'), {
+      'RateLimit-Policy': '"huge";q=999999999999999;w=999999999999999',
+      RateLimit: '"huge";r=999999999999999;t=999999999999999',
+    });
+    assert.deepEqual(rateLimitHeaders(beyond, 'legacy'), {
+      'X-RateLimit-Limit': '999999999999999',
+      'X-RateLimit-Remaining': '999999999999999',
+      'X-RateLimit-Reset': '999999999999999',
+    });
+  });
+
+  it('negative, fractional and NaN numbers become whole numbers from 0', () => {
+    const odd = { ...beyond, limit: 2.5, remaining: NaN, resetMs: -5, windowMs: 60_000 };
+    assert.deepEqual(rateLimitHeaders(odd, 'draft'), {
+      'RateLimit-Policy': '"huge";q=2;w=60',
+      RateLimit: '"huge";r=0;t=0',
+    });
+  });
+
+  it('a name a structured-field string cannot hold drops its member, not the response', () => {
+    const named = { ...admitted, name: 'caf\u00e9' };
+    assert.deepEqual(rateLimitHeaders(named, 'draft'), {});
+    assert.deepEqual(Object.keys(rateLimitHeaders([named, daily], 'draft')), [
+      'RateLimit-Policy',
+      'RateLimit',
+    ]);
+  });
+});

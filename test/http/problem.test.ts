@@ -202,3 +202,24 @@ describe('Cache-Control of problem responses', () => {
     assert.equal(unauthorized.headers['Cache-Control'], 'private, no-store');
   });
 });
+
+describe('errorResponse for an overloaded store', () => {
+  it('is a 503 with Retry-After: 1, exposed to other origins, and the 503 body', () => {
+    const overloaded = new SluiceError('SLUICE_STORE_OVERLOADED', 'the queue is full');
+    const response = errorResponse(overloaded, { 'X-Auth-Mode': 'anon' });
+    assert.equal(response.status, 503);
+    assert.deepEqual(response.headers, {
+      'Content-Type': 'application/problem+json',
+      'Cache-Control': 'no-store',
+      'X-Auth-Mode': 'anon',
+      'Retry-After': '1',
+      'Access-Control-Expose-Headers': 'Retry-After, X-Auth-Mode',
+    });
+    assert.equal(JSON.parse(response.body).code, 'rate_limit_unavailable');
+  });
+
+  it('other 503s carry no Retry-After: an unavailable store may stay so for long', () => {
+    const down = new SluiceError('SLUICE_STORE_UNAVAILABLE', 'down');
+    assert.equal(errorResponse(down).headers['Retry-After'], undefined);
+  });
+});

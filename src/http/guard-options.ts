@@ -1,0 +1,175 @@
+/**
+ * The options of a route limit, checked once at setup: every option is validated with a
+ * `SLUICE_CONFIG` naming it, and every value that becomes a header must be header-safe, so that
+ * no request can later fail on a value the application configured.
+ */
+import type { Clock } from '../core/clock.js';
+import { configError } from '../core/errors.js';
+import { checkOptionKeys } from '../core/options.js';
+import type { Cascade } from '../limiter/cascade.js';
+import type { Limiter } from '../limiter/limiter.js';
+import type { HeaderStyle } from './headers.js';
+import type { ProblemOptions } from './problem.js';
+import { RouteSet, parseMethods } from './routes.js';
+
+/** What a guard reports through `onError` along with the error. */
+export interface ErrorReportDetails {
+  /**
+   * The failures of this limit since its last report, this one included: a limit reports at
+   * most once a minute, so an outage writes one line a minute rather than one per request.
+   */
+  failures: number;
+}
+
+/** The options of a guard as read at setup; `limits` and `key` stay as given. */
+export interface GuardSettings {
+  limiters: readonly Limiter[] | undefined;
+  cascade: Cascade | undefined;
+  cost: number | ((request: never) => number);
+  methods: ReadonlySet<string> | undefined;
+  excluded: RouteSet | undefined;
+  chargePreflight: boolean;
+  headers: HeaderStyle;
+  problem: ProblemOptions | undefined;
+  cacheControl: string;
+  onError: (error: unknown, details: ErrorReportDetails) => void;
+  /** The limits' clock: the once-a-minute reports follow the time the limits see. */
+  clock: Clock;
+}
+
+const optionKeys = [
+  'limits',
+  'key',
+  'cost',
+  'methods',
+  'exclude',
+  'chargePreflight',
+  'headers',
+  'problem',
+  'cacheControl',
+  'onError',
+] as const;
+const problemKeys = ['type', 'title', 'detail'] as const;
+const styles: readonly HeaderStyle[] = ['none', 'legacy', 'draft'];
+/** A header value an application configures: visible ASCII, spaces and tabs; never CR or LF. */
+const headerSafe = /^[\t\x20-\x7e]*$/;
+/** Text of a problem body: anything but control characters. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what it refuses
+const plainText = /^[^\x00-\x1f\x7f]*$/;
+/** A problem type: a URI reference, without spaces. */
+const uriReference = /^[\x21-\x7e]+$/;
+
+const defaultOnError = (error: unknown, details: ErrorReportDetails) =>
+  console.error(
+    `[sluice] a request failed before the rate limit could decide (${details.failures} since the last report)`,
+    error,
+  );
+
+/**
+ * Reads and checks the options of `createGuard`; throws `SLUICE_CONFIG` naming the option.
+ *
+ * @example
+ * readGuardOptions({ limits, key: () => 'k', methods: 'POST' }) // throws: rateLimit methods must be …
+ */
+export function readGuardOptions(options: unknown): GuardSettings {
+  checkOptionKeys('rateLimit', options, optionKeys);
+  const given = options as Record<(typeof optionKeys)[number], unknown>;
+  const {
+    limits,
+    key,
+    cost = 1,
+    chargePreflight = false,
+    headers = 'draft',
+    problem,
+    cacheControl = 'no-store',
+    onError = defaultOnError,
+  } = given;
+  const limiters = toLimiters(limits);
+  const cascade = limiters === undefined ? (limits as Cascade) : undefined;
+  if (typeof key !== 'function') throw configError('rateLimit key', 'a function of the request', key);
+  if (!(typeof cost === 'function' || (Number.isSafeInteger(cost) && (cost as number) >= 0))) {
+    throw configError('rateLimit cost', 'a whole number >= 0 or a function', cost);
+  }
+  if (typeof chargePreflight !== 'boolean')
+    throw configError('rateLimit chargePreflight', 'true or false', chargePreflight);
+  if (!styles.includes(headers as HeaderStyle))
+    throw configError('rateLimit headers', '"none", "legacy" or "draft"', headers);
+  if (
+    typeof cacheControl !== 'string' ||
+    !/\bno-store\b/.test(cacheControl) ||
+    !headerSafe.test(cacheControl)
+  ) {
+    throw configError('rateLimit cacheControl', 'a Cache-Control value with no-store', cacheControl);
+  }
+  if (typeof onError !== 'function') throw configError('rateLimit onError', 'a function', onError);
+  const first = limiters?.[0] ?? cascade!.limiters[0];
+  return {
+    limiters,
+    cascade,
+    cost: cost as GuardSettings['cost'],
+    methods: parseMethods(given.methods),
+    excluded: excludedRoutes(given.exclude),
+    chargePreflight,
+    headers: headers as HeaderStyle,
+    problem: checkProblem(problem),
+    cacheControl,
+    onError: onError as GuardSettings['onError'],
+    clock: typeof first?.clock === 'function' ? first.clock : Date.now,
+  };
+}
+
+/** The excluded routes; none to match (and no path to normalize per request) for an empty list. */
+function excludedRoutes(exclude: unknown): RouteSet | undefined {
+  if (exclude === undefined) return undefined;
+  const routes = new RouteSet(exclude);
+  return routes.size === 0 ? undefined : routes;
+}
+
+function checkProblem(problem: unknown): ProblemOptions | undefined {
+  if (problem === undefined) return undefined;
+  checkOptionKeys('rateLimit problem', problem, problemKeys);
+  const { type, title, detail } = problem as Record<string, unknown>;
+  if (type !== undefined && (typeof type !== 'string' || !uriReference.test(type)))
+    throw configError('rateLimit problem.type', 'a URI such as "about:blank"', type);
+  if (title !== undefined && (typeof title !== 'string' || !plainText.test(title)))
+    throw configError('rateLimit problem.title', 'a line of text', title);
+  if (detail !== undefined && (typeof detail !== 'string' || !plainText.test(detail)))
+    throw configError('rateLimit problem.detail', 'a line of text', detail);
+  return problem as ProblemOptions;
+}
+
+function toLimiters(limits: unknown): readonly Limiter[] | undefined {
+  if (Array.isArray(limits)) {
+    if (limits.length === 0) throw configError('rateLimit limits', 'at least one limiter', limits);
+    for (const l of limits)
+      if (!isLimiter(l)) throw configError('rateLimit limits', 'limiters made by createLimiter()', l);
+    return limits;
+  }
+  if (isLimiter(limits)) return [limits];
+  if (
+    typeof limits === 'object' &&
+    limits !== null &&
+    Array.isArray((limits as Cascade).limiters) &&
+    (limits as Cascade).limiters.length > 0 &&
+    'mode' in limits
+  )
+    return undefined;
+  throw configError('rateLimit limits', 'a limiter, an array of limiters or a cascade', limits);
+}
+
+function isLimiter(value: unknown): value is Limiter {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Limiter).take === 'function' &&
+    'rule' in value
+  );
+}
+
+/**
+ * A value sent as a header (`X-Auth-Mode`): a token, so it cannot break the response apart.
+ *
+ * @example
+ * headerToken.test('anon') // true; 'anon\r\nX: 1' is false
+ */
+export const headerToken = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
