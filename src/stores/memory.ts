@@ -173,7 +173,11 @@ function notBound(name: string): SluiceError {
 }
 
 function isPowerOfTwo(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) > 0 && ((value as number) & ((value as number) - 1)) === 0;
+  return (
+    Number.isSafeInteger(value) &&
+    (value as number) > 0 &&
+    ((value as number) & ((value as number) - 1)) === 0
+  );
 }
 
 /**
@@ -240,7 +244,13 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   }
 
   /** Decides a take on a state from {@link stateOf}. */
-  decide(state: MemoryBucket, cost: number, now: number, limit: number | undefined, commit: boolean): Decision {
+  decide(
+    state: MemoryBucket,
+    cost: number,
+    now: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
     return this.rule.decide(state, now, this.epoch, this.name, cost, limit, commit);
   }
 
