@@ -28,8 +28,8 @@ export interface MemoryStoreOptions {
   /**
    * Cells per row of the evicted-bucket summary: a power of two from 2^4 to 2^24. Memory per
    * rule is `summaryDepth × summaryWidth × 8` bytes, allocated the first time the rule forgets
-   * a bucket that was not full (at the defaults: 1 MiB).
-   * @default 32768
+   * a bucket that was not full (at the defaults: 512 KiB).
+   * @default 16384
    */
   summaryWidth?: number;
 }
@@ -70,7 +70,7 @@ export class MemoryStore implements SyncStore {
 
   constructor(options: MemoryStoreOptions = {}) {
     checkOptionKeys('MemoryStore', options, memoryStoreKeys);
-    const { maxKeysPerGeneration = 4096, summaryDepth = 4, summaryWidth = 32768 } = options;
+    const { maxKeysPerGeneration = 4096, summaryDepth = 4, summaryWidth = 16384 } = options;
     if (!Number.isSafeInteger(maxKeysPerGeneration) || maxKeysPerGeneration < 1) {
       throw configError('MemoryStore maxKeysPerGeneration', 'a positive whole number', maxKeysPerGeneration);
     }

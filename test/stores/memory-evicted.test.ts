@@ -110,6 +110,6 @@ describe('MemoryStore: evicted buckets stay strict', () => {
     }
     assert.equal(store.summaryBytes('s'), 0);
     for (let i = 0; i < 20; i++) limit.takeSync(`burst${i}`);
-    assert.equal(store.summaryBytes('s'), 4 * 32768 * 8);
+    assert.equal(store.summaryBytes('s'), 4 * 16384 * 8);
   });
 });
