@@ -42,12 +42,29 @@ const memoryStoreKeys = ['maxKeysPerGeneration', 'summaryDepth', 'summaryWidth']
 const hashedKeyPadding = '#'.repeat(MAX_RAW_KEY_LENGTH + 1 - 43);
 
 /**
- * Buckets in this process's memory: the embedded default (E1). Exact, synchronous and bounded
- * (B1): per rule two generations of at most N keys each, no timers, no background work.
+ * Buckets in this process's memory: the embedded default. Exact, synchronous and bounded: per
+ * rule two generations of at most N keys each, no timers, no background work.
  *
- * The trade-off (B2): a flood of new keys rotates generations faster, and a key that has not
- * been used for two rotations is forgotten, which equals a full bucket. A million distinct keys
- * cost about a megabyte per rule instead of a gigabyte. A process restart forgets everything too.
+ * What "bounded" costs. A flood of new keys rotates generations faster, and a key not used for
+ * two rotations leaves the maps. It must not come back full, or a flood of throwaway keys would
+ * refill one's own bucket; so a bucket that leaves while not full is folded into a fixed-size
+ * summary of the rule (`summaryDepth` rows × `summaryWidth` cells, each cell the most
+ * restrictive state folded into it), and a key that is not in the maps starts from the least
+ * restrictive of its cells. That is never looser than the key's own state, and exact while the
+ * key holds the maximum of one of its cells. The price is paid by fresh keys while many evicted
+ * buckets are still not full: some start short of full. Measured with the defaults on a rule of
+ * 10 per 10 minutes (one take leaves a bucket short for a minute), new keys arriving steadily:
+ * up to 100 a second no fresh key starts short; 200 a second, 0.7% start one token short; 400 a
+ * second, 23% one token short; 800 a second, 96% about two short; beyond that the summary
+ * saturates and fresh keys start nearly empty until the flood's buckets refill. What counts is
+ * the number of evicted buckets not yet full (rate × refill time of one take, less the 2N in the
+ * maps) against the width: a wider summary moves these thresholds up in proportion. A reset
+ * hides what the summary holds for that key until it is next evicted.
+ *
+ * Memory per rule: at most 2N buckets (about 1.4 MB with N = 4096 and short keys) plus the
+ * summary's `summaryDepth × summaryWidth × 8` bytes (512 KiB by default, allocated the first
+ * time a bucket that is not full leaves the maps): under 2 MB however many keys arrive. A
+ * process restart forgets everything.
  *
  * Independent memory stores in N processes enforce N times the limit (E4): use the Redis or
  * PostgreSQL store when several processes must share one limit.
