@@ -1,9 +1,9 @@
 /**
  * The chat service of ADR-055 on plain node:http, with every limit in the place the ADR gives it:
  *
- * - registration (5/h per IP) and login (10/10 min per IP + nick) run in their handlers, after
- *   the form is validated and before the expensive or guessable step (invite code; storage and
- *   password hashing);
+ * - registration (5/h per IP) and login (30/10 min per IP, then 10/10 min per IP + nick, as a
+ *   cascade) run in their handlers, after the form is validated and before the expensive or
+ *   guessable step (invite code; storage and password hashing);
  * - the general budget (60/min per user) runs right after the session check, before the body
  *   is read: parsing the body is the work it exists to refuse;
  * - messages (30/min per user, burst 10) run last, after the form and the rights check, and are
@@ -95,10 +95,11 @@ export function createApp(options: ChatOptions = {}): ChatApp {
     const form = await readJson(request);
     const nick = checkNick(form.nick);
     const password = text(form.password, 1, 256, 'password');
-    // Per IP + nick, before storage and hashing: brute force must not order work from the server.
-    const key = compositeKey([ipKey(clientAddressOf(request).address), nick]);
-    const decision = await limits.login.take(key);
-    if (!decision.allowed) return sendRateLimited(response, decision);
+    // Per IP, then per IP + nick, before storage and hashing: brute force must not order work
+    // from the server, and rotating nicks from one address runs into the per-IP budget.
+    const ip = ipKey(clientAddressOf(request).address);
+    const decision = await limits.login.take([ip, compositeKey([ip, nick])]);
+    if (!decision.allowed) return sendRateLimited(response, decision.decisions);
     const user = await users.find(nick);
     if (user === undefined || !(await hasher.verify(password, user.passwordHash)))
       throw new HttpError(401, 'invalid_credentials', 'Wrong nick or password');

@@ -148,6 +148,50 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal((await app.post('/api/login', { nick: 'alice', password: 'correct horse' })).status, 200);
   });
 
+  it('login cascade: 30 per 10 minutes per IP comes first, so one address cannot rotate throwaway nicks', async (t) => {
+    const app = await chat(t);
+    const attacker = { 'x-real-ip': '198.51.100.66' };
+    // Every nick is new, so the per-(IP, nick) limit never refuses; the per-IP one does, at 31.
+    for (let i = 0; i < 30; i++) {
+      const r = await app.post('/api/login', { nick: `junk${i}`, password: 'guess' }, attacker);
+      assert.equal(r.status, 401, `nick ${i + 1}`);
+    }
+    const refused = await app.post('/api/login', { nick: 'alice', password: 'guess' }, attacker);
+    assert.equal(refused.status, 429);
+    assert.deepEqual(refused.body.limits, ['login-ip']);
+    assert.equal(refused.headers.get('retry-after'), '20'); // one login per 20 seconds per IP
+    assert.equal(app.calls.find, 30, 'the refused attempt reached no storage');
+    // Twenty seconds later the address has earned exactly one more login.
+    app.clock.advance('20s');
+    assert.equal((await app.post('/api/login', { nick: 'alice', password: 'guess' }, attacker)).status, 401);
+    assert.equal((await app.post('/api/login', { nick: 'alice', password: 'guess' }, attacker)).status, 429);
+    // Another address has its own budget.
+    const other = { 'x-real-ip': '198.51.100.67' };
+    assert.equal((await app.post('/api/login', { nick: 'junk0', password: 'guess' }, other)).status, 401);
+    assert.equal(app.calls.find, 32);
+  });
+
+  it('login cascade: a refusal by the per-(IP, nick) limit keeps its per-IP charge (first refusal stops, earlier limits stay charged)', async (t) => {
+    const app = await chat(t);
+    const from = { 'x-real-ip': '198.51.100.70' };
+    for (let i = 0; i < 10; i++)
+      assert.equal((await app.post('/api/login', { nick: 'bob', password: 'guess' }, from)).status, 401);
+    const eleventh = await app.post('/api/login', { nick: 'bob', password: 'guess' }, from);
+    assert.equal(eleventh.status, 429);
+    assert.deepEqual(eleventh.body.limits, ['login']);
+    // 11 of the IP's 30 are spent: 19 more nicks, then the per-IP limit refuses.
+    for (let i = 0; i < 19; i++)
+      assert.equal(
+        (await app.post('/api/login', { nick: `n${i}`, password: 'x' }, from)).status,
+        401,
+        `nick ${i + 1}`,
+      );
+    const over = await app.post('/api/login', { nick: 'n19', password: 'x' }, from);
+    assert.equal(over.status, 429);
+    assert.deepEqual(over.body.limits, ['login-ip']);
+    assert.equal(app.calls.find, 29);
+  });
+
   it('D5: nick_taken (409) lives after the invite check, so nicks cannot be probed without a code', async (t) => {
     const app = await chat(t);
     assert.equal((await app.post('/api/register', registration('Ivan', INVITE).body)).status, 201);

@@ -6,6 +6,7 @@
 import {
   LOOPBACK,
   MemoryStore,
+  createCascade,
   createClientAddress,
   createLimiter,
   tokenBucket,
@@ -20,8 +21,16 @@ export function chatLimits(clock: Clock) {
   return {
     /** 5 per hour per IP, burst 5. */
     registration: limit('registration', tokenBucket({ limit: 5, period: '1h' })),
-    /** 10 per 10 minutes per IP + nick, burst 10. */
-    login: limit('login', tokenBucket({ limit: 10, period: '10m' })),
+    /**
+     * Login, wide to narrow: 30 per 10 minutes per IP, then 10 per 10 minutes per IP + nick.
+     * The per-IP limit comes first so that one address cannot mint throwaway nicks without end:
+     * every nick it tries costs it a login from its own budget, and a refusal there charges
+     * nothing further down (the first refusal stops the cascade).
+     */
+    login: createCascade([
+      limit('login-ip', tokenBucket({ limit: 30, period: '10m' })),
+      limit('login', tokenBucket({ limit: 10, period: '10m' })),
+    ]),
     /** 30 per minute per user, burst 10: its own rule, outside the general budget. */
     messages: limit('messages', tokenBucket({ limit: 30, period: '1m', burst: 10 })),
     /** Every other mutating non-public route, POST /api/ack included: 60 per minute per user. */

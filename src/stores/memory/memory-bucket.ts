@@ -1,0 +1,31 @@
+import type { BucketState } from '../../core/state.js';
+
+/**
+ * A bucket as the memory store keeps it: the algorithm's two numbers, plus its id's two hashes
+ * once they are known, so that folding it into the evicted-bucket summary when it leaves the
+ * maps does not hash its id again. `first` is -1 until the id is hashed.
+ */
+export class MemoryBucket implements BucketState {
+  value: number;
+  window: number;
+  first: number;
+  second: number;
+
+  constructor(value: number, window: number, first: number, second: number) {
+    this.value = value;
+    this.window = window;
+    this.first = first;
+    this.second = second;
+  }
+}
+
+/**
+ * The state a reset leaves behind when the summary still remembers the key: a full bucket at any
+ * clock reading (a token bucket's arrival time, a quota's window, earlier than any clock), which
+ * is never folded back while it stays that way.
+ */
+export function resetBucket(kind: 'token-bucket' | 'calendar-quota'): MemoryBucket {
+  return kind === 'token-bucket'
+    ? new MemoryBucket(-Infinity, 0, -1, 1)
+    : new MemoryBucket(0, -Infinity, -1, 1);
+}
