@@ -82,8 +82,11 @@ class ClientAddressResolver {
   private readonly isList: boolean;
   /** The last entry a trusted party vouched for during the current walk (indices into it). */
   private goodText: string | undefined = undefined;
-  /** The last peer text found trusted; equal text is the same decision. */
-  private trustedPeer = '';
+  /**
+   * The last peer text found trusted; equal text is the same decision. It starts unset, never as
+   * a string: any text it starts as would be trusted without a check.
+   */
+  private trustedPeer: string | undefined = undefined;
   private goodStart = 0;
   private goodEnd = 0;
 
@@ -120,7 +123,9 @@ class ClientAddressResolver {
       peer = request.peer;
       headerSet = request.request != null ? request.request.headers : request.headers;
     }
-    if (typeof peer !== 'string') return { address: undefined, source: 'untrusted-peer' };
+    // No address text (a closed socket, a runtime that gives none) is no proxy of ours.
+    if (typeof peer !== 'string' || peer.length === 0)
+      return { address: undefined, source: 'untrusted-peer' };
     // C1: the header is read only when the connection itself comes from a trusted proxy.
     // A keep-alive connection asks again with the same peer text: remember the last trusted one.
     if (peer !== this.trustedPeer) {
