@@ -2,7 +2,7 @@ import { configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { compiledPerOptions } from './compiled.js';
 import { CidrSet, LOOPBACK } from './cidr-set.js';
-import { forwardedFor, scanForwarded } from './forwarded.js';
+import { UNREADABLE, forwardedElement, previousElement } from './forwarded.js';
 import { REPEATED, readHeader, type HeadersLike } from './headers.js';
 import { NOT_IP, knownPlainV4, parseEntry, parseIPv4Backwards, parseIp, parsed } from './ip-parse.js';
 
@@ -165,17 +165,24 @@ class ClientAddressResolver {
     }
   }
 
-  /** The same walk over the `for=` values of RFC 7239 Forwarded. */
+  /**
+   * The same walk over the `for=` values of RFC 7239 Forwarded, one element at a time from the
+   * right: an element left of the decided one is never parsed, so nothing the client wrote
+   * there, not even a syntax error, can change its key.
+   */
   private walkForwarded(value: string, peer: string): ClientAddressResult {
-    if (!scanForwarded(value)) return { address: peer, source: 'malformed-header' };
-    const { starts, ends } = forwardedFor;
-    for (let k = starts.length - 1, walked = 1; ; k--, walked++) {
-      const start = starts[k] as number;
-      const end = ends[k] as number;
+    let end = value.length;
+    for (let walked = 1; ; walked++) {
+      const comma = previousElement(value, end);
+      const start = forwardedElement.forStart;
+      const stop = forwardedElement.forEnd;
       const step =
-        start < 0 ? MALFORMED : this.visit(parseEntry(value, start, end), value, start, end, walked);
+        comma === UNREADABLE || start < 0
+          ? MALFORMED
+          : this.visit(parseEntry(value, start, stop), value, start, stop, walked);
       if (step === STOP) return { address: chosen(value), source: 'forwarded' };
-      if (step === MALFORMED || k === 0) return this.endOfWalk(step, peer, 'forwarded');
+      if (step === MALFORMED || comma < 0) return this.endOfWalk(step, peer, 'forwarded');
+      end = comma;
     }
   }
 
