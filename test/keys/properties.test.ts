@@ -124,6 +124,25 @@ describe('key properties (fast-check)', () => {
     );
   });
 
+  it('no error message repeats the request value it was given', () => {
+    const value = fc.string({ minLength: 4, maxLength: 60 });
+    fc.assert(
+      fc.property(value, (text) => {
+        for (const attempt of [
+          () => ipKey(text),
+          () => ipKey(text, { ipv6Prefix: 128 }),
+          () => normalizeLogin(text),
+        ])
+          try {
+            attempt();
+          } catch (error) {
+            assert.ok(error instanceof Error && !error.message.includes(text), text);
+          }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('C5: random tuples never collide', () => {
     const part = fc.string({
       unit: fc.constantFrom('a', '1', ':', '|', '2', 'é'),
