@@ -2,7 +2,7 @@ import { configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { compiledPerOptions } from './compiled.js';
 import { CidrSet, LOOPBACK } from './cidr-set.js';
-import { forwardedFor, scanForwarded } from './forwarded.js';
+import { UNREADABLE, forwardedElement, previousElement } from './forwarded.js';
 import { REPEATED, readHeader, type HeadersLike } from './headers.js';
 import { NOT_IP, knownPlainV4, parseEntry, parseIPv4Backwards, parseIp, parsed } from './ip-parse.js';
 
@@ -42,6 +42,17 @@ export interface ClientAddressOptions {
    * @default undefined — walk from the right past `trustedProxies`
    */
   hops?: number;
+  /**
+   * Trust a peer on a Unix socket as one of your proxies (nginx `proxy_pass http://unix:…`). Such
+   * a peer has no address, so `trustedProxies` can never match it: without this option its
+   * header is not read and every client would share one key. Set it only when the app listens on
+   * nothing but its Unix socket, where only local processes allowed by the file's permissions
+   * can connect. A Node socket counts as Unix when it is open and has neither a remote nor a local
+   * address (a TCP socket that has lost its address is not taken for one); in the `{ peer }`
+   * forms an absent or empty peer counts as Unix.
+   * @default false
+   */
+  trustUnixSocket?: boolean;
 }
 
 /** What {@link clientAddress} found. */
@@ -57,14 +68,20 @@ export interface ClientAddressResult {
  * peer address your server gives you, or a plain `{ peer, headers }`.
  */
 export type ClientAddressInput =
-  | { socket: { remoteAddress?: string | undefined } | null | undefined; headers: HeadersLike }
+  | {
+      socket:
+        | { remoteAddress?: string | undefined; localAddress?: string | undefined; destroyed?: boolean }
+        | null
+        | undefined;
+      headers: HeadersLike;
+    }
   | { request: { headers: HeadersLike }; peer: string | undefined }
   | { peer: string | undefined; headers: HeadersLike };
 
 /** A compiled client-address function; see {@link createClientAddress}. */
 export type ClientAddressFunction = (input: ClientAddressInput) => ClientAddressResult;
 
-const optionKeys = ['trustedProxies', 'header', 'hops'] as const;
+const optionKeys = ['trustedProxies', 'header', 'hops', 'trustUnixSocket'] as const;
 const headers: readonly ProxyHeader[] = ['x-forwarded-for', 'x-real-ip', 'forwarded'];
 /**
  * No real chain has this many proxies. The cap bounds the work per request when a client on a
@@ -80,16 +97,20 @@ class ClientAddressResolver {
   private readonly header: ProxyHeader;
   private readonly hops: number;
   private readonly isList: boolean;
+  private readonly trustUnixSocket: boolean;
   /** The last entry a trusted party vouched for during the current walk (indices into it). */
   private goodText: string | undefined = undefined;
-  /** The last peer text found trusted; equal text is the same decision. */
-  private trustedPeer = '';
+  /**
+   * The last peer text found trusted; equal text is the same decision. It starts unset, never as
+   * a string: any text it starts as would be trusted without a check.
+   */
+  private trustedPeer: string | undefined = undefined;
   private goodStart = 0;
   private goodEnd = 0;
 
   constructor(options: ClientAddressOptions) {
     checkOptionKeys('clientAddress', options, optionKeys);
-    const { trustedProxies = LOOPBACK, header = 'x-forwarded-for', hops } = options;
+    const { trustedProxies = LOOPBACK, header = 'x-forwarded-for', hops, trustUnixSocket = false } = options;
     this.trusted = new CidrSet(trustedProxies, 'clientAddress trustedProxies');
     if (!headers.includes(header))
       throw configError('clientAddress header', `one of ${headers.join(', ')}`, header);
@@ -99,6 +120,9 @@ class ClientAddressResolver {
       if (!Number.isSafeInteger(hops) || hops < 1 || hops > MAX_WALK)
         throw configError('clientAddress hops', `a whole number from 1 to ${MAX_WALK}`, hops);
     }
+    if (typeof trustUnixSocket !== 'boolean')
+      throw configError('clientAddress trustUnixSocket', 'true or false', trustUnixSocket);
+    this.trustUnixSocket = trustUnixSocket;
     this.header = header;
     this.hops = hops ?? 0;
     this.isList = header !== 'x-real-ip';
@@ -106,24 +130,28 @@ class ClientAddressResolver {
 
   resolve(input: ClientAddressInput): ClientAddressResult {
     const request = input as {
-      socket?: { remoteAddress?: unknown } | null;
+      socket?: { remoteAddress?: unknown; localAddress?: unknown; destroyed?: unknown } | null;
       request?: { headers?: HeadersLike } | null;
       peer?: unknown;
       headers?: HeadersLike;
     };
-    let peer: unknown;
+    let peer: string | undefined;
     let headerSet: HeadersLike | undefined;
     if (request.socket !== undefined) {
-      peer = request.socket === null ? undefined : request.socket.remoteAddress;
+      peer = request.socket === null ? undefined : textOf(request.socket.remoteAddress);
       headerSet = request.headers;
     } else {
-      peer = request.peer;
+      peer = textOf(request.peer);
       headerSet = request.request != null ? request.request.headers : request.headers;
     }
-    if (typeof peer !== 'string') return { address: undefined, source: 'untrusted-peer' };
-    // C1: the header is read only when the connection itself comes from a trusted proxy.
-    // A keep-alive connection asks again with the same peer text: remember the last trusted one.
-    if (peer !== this.trustedPeer) {
+    if (peer === undefined) {
+      // No address text (a closed socket, a runtime that gives none) is no proxy of ours,
+      // unless it is a Unix socket and the application said to trust those.
+      if (!this.trustUnixSocket || !isUnixSocket(request))
+        return { address: undefined, source: 'untrusted-peer' };
+    } else if (peer !== this.trustedPeer) {
+      // The header is read only when the connection itself comes from a trusted proxy.
+      // A keep-alive connection asks again with the same peer text: remember the last trusted one.
       const peerFamily = parseIp(peer, 0, peer.length);
       if (peerFamily === NOT_IP || !this.trusted.hasParsed(peerFamily))
         return { address: peer, source: 'untrusted-peer' };
@@ -144,7 +172,7 @@ class ClientAddressResolver {
    * wrote; only the entries appended by proxies we trust are facts. The first entry that is not
    * a trusted proxy (or the entry `hops` places in) is the client.
    */
-  private walkForwardedFor(value: string, peer: string): ClientAddressResult {
+  private walkForwardedFor(value: string, peer: string | undefined): ClientAddressResult {
     let end = value.length;
     for (let walked = 1; ; walked++) {
       let family = parseIPv4Backwards(value, end);
@@ -160,17 +188,24 @@ class ClientAddressResolver {
     }
   }
 
-  /** The same walk over the `for=` values of RFC 7239 Forwarded. */
-  private walkForwarded(value: string, peer: string): ClientAddressResult {
-    if (!scanForwarded(value)) return { address: peer, source: 'malformed-header' };
-    const { starts, ends } = forwardedFor;
-    for (let k = starts.length - 1, walked = 1; ; k--, walked++) {
-      const start = starts[k] as number;
-      const end = ends[k] as number;
+  /**
+   * The same walk over the `for=` values of RFC 7239 Forwarded, one element at a time from the
+   * right: an element left of the decided one is never parsed, so nothing the client wrote
+   * there, not even a syntax error, can change its key.
+   */
+  private walkForwarded(value: string, peer: string | undefined): ClientAddressResult {
+    let end = value.length;
+    for (let walked = 1; ; walked++) {
+      const comma = previousElement(value, end);
+      const start = forwardedElement.forStart;
+      const stop = forwardedElement.forEnd;
       const step =
-        start < 0 ? MALFORMED : this.visit(parseEntry(value, start, end), value, start, end, walked);
+        comma === UNREADABLE || start < 0
+          ? MALFORMED
+          : this.visit(parseEntry(value, start, stop), value, start, stop, walked);
       if (step === STOP) return { address: chosen(value), source: 'forwarded' };
-      if (step === MALFORMED || k === 0) return this.endOfWalk(step, peer, 'forwarded');
+      if (step === MALFORMED || comma < 0) return this.endOfWalk(step, peer, 'forwarded');
+      end = comma;
     }
   }
 
@@ -197,7 +232,11 @@ class ClientAddressResolver {
    * client (a request from inside). Otherwise (a malformed entry, fewer entries than `hops`) the
    * bad part is ignored and the nearest address a trusted party vouched for is used.
    */
-  private endOfWalk(step: number, peer: string, source: ClientAddressSource): ClientAddressResult {
+  private endOfWalk(
+    step: number,
+    peer: string | undefined,
+    source: ClientAddressSource,
+  ): ClientAddressResult {
     const text = this.goodText;
     this.goodText = undefined;
     // The entry parsed before (it was vouched for); parse it again for its address range.
@@ -208,6 +247,28 @@ class ClientAddressResolver {
     const clean = step !== MALFORMED && this.hops === 0;
     return { address, source: clean ? source : 'malformed-header' };
   }
+}
+
+/** A peer's address text; anything else, the empty string included, is no address. */
+function textOf(peer: unknown): string | undefined {
+  return typeof peer === 'string' && peer.length > 0 ? peer : undefined;
+}
+
+/**
+ * True for a peer without an address that is a Unix socket. A Node socket on a Unix path has
+ * neither a remote nor a local address; a TCP socket always has a local one while it is open.
+ * A closed socket has neither, so it must be open. The `{ peer }` forms (no socket) say nothing
+ * more than "no address": the option's promise, that the app listens on nothing else, decides.
+ */
+function isUnixSocket(request: { socket?: { localAddress?: unknown; destroyed?: unknown } | null }): boolean {
+  if (!('socket' in request)) return true;
+  const socket = request.socket;
+  return (
+    typeof socket === 'object' &&
+    socket !== null &&
+    socket.destroyed !== true &&
+    textOf(socket.localAddress) === undefined
+  );
 }
 
 /** The address text of the entry just parsed; a plain IPv4 one is noted for the key step. */

@@ -1,13 +1,24 @@
 /**
- * Internal: finds the `for=` values of an RFC 7239 `Forwarded` header.
+ * Internal: reads an RFC 7239 `Forwarded` header one element at a time, from the right.
  *
- * The header is scanned once, left to right, because a quoted string may hold a comma; the value
- * ranges land in two reused arrays (no allocation once they have grown). An element with no
- * `for=`, two of them, or an escaped quoted value records the range (-1, -1): a position the walk
- * must treat as malformed. A syntax error anywhere makes the whole header malformed (false): a
- * header that cannot be read as a whole cannot be trusted in part.
+ * Every proxy appends its element on the right; whatever the client sent arrives on the left.
+ * So the header is never parsed as a whole: a syntax error the client wrote (an open quote, a
+ * stray `;`) would otherwise make the whole header unusable and let the client choose to be
+ * keyed as the proxy. The walk reads the rightmost element, decides, and moves left only past
+ * trusted proxies; elements left of the decided one are never looked at.
+ *
+ * {@link previousElement} finds where an element starts by reading backwards to the comma before
+ * it, skipping quoted strings (a quoted value may hold a comma). It then parses exactly that
+ * element forwards, so an element is accepted only when it is valid read either way.
  */
-export const forwardedFor = { starts: [] as number[], ends: [] as number[] };
+export const forwardedElement = {
+  /** Range of the element's `for=` value (quotes excluded), or -1 when it has none usable. */
+  forStart: -1,
+  forEnd: -1,
+};
+
+/** {@link previousElement}'s answer when the element cannot be read. */
+export const UNREADABLE = -2;
 
 function isTchar(c: number): boolean {
   // RFC 9110 §5.6.2 tchar: ALPHA / DIGIT / "!#$%&'*+-.^_`|~"
@@ -29,8 +40,8 @@ function isTchar(c: number): boolean {
   );
 }
 
-function skipSpace(s: string, i: number): number {
-  while (i < s.length && (s.charCodeAt(i) === 32 || s.charCodeAt(i) === 9)) i++;
+function skipSpace(s: string, i: number, end: number): number {
+  while (i < end && (s.charCodeAt(i) === 32 || s.charCodeAt(i) === 9)) i++;
   return i;
 }
 
@@ -43,63 +54,79 @@ function isFor(s: string, start: number, end: number): boolean {
   );
 }
 
-/** Scans `value` into {@link forwardedFor}; false on a syntax error. */
-export function scanForwarded(value: string): boolean {
-  const { starts, ends } = forwardedFor;
-  starts.length = 0;
-  ends.length = 0;
-  const n = value.length;
-  let i = 0;
+/** True when the quote at `quote` is escaped: an odd run of backslashes stands before it. */
+function isEscaped(s: string, quote: number): boolean {
+  let k = quote - 1;
+  while (k >= 0 && s.charCodeAt(k) === 92) k--;
+  return (quote - 1 - k) % 2 === 1;
+}
+
+/**
+ * The element of `value` that ends at `end` (the header's length, or the comma after the
+ * element): returns the index of the comma before it (-1 when it is the first element), or
+ * {@link UNREADABLE}; sets {@link forwardedElement}. An element without exactly one `for=`, or
+ * whose `for=` value holds an escape (never part of an address), has no usable value (-1).
+ */
+export function previousElement(value: string, end: number): number {
+  let comma = end - 1;
+  for (; comma >= 0; comma--) {
+    const c = value.charCodeAt(comma);
+    if (c === 44) break;
+    if (c !== 34) continue;
+    // A closing quote: its quoted string may hold commas; find the opening quote.
+    do comma--;
+    while (comma >= 0 && (value.charCodeAt(comma) !== 34 || isEscaped(value, comma)));
+    if (comma < 0) return UNREADABLE;
+  }
+  return parseElement(value, comma + 1, end) ? comma : UNREADABLE;
+}
+
+/** Parses the element `value[start, end)` forwards: `pair *( ";" pair )`, pair = name "=" value. */
+function parseElement(value: string, start: number, end: number): boolean {
+  let forStart = -1;
+  let forEnd = -1;
+  let fors = 0;
+  let usable = true;
+  let i = start;
   for (;;) {
-    let forStart = -1;
-    let forEnd = -1;
-    let fors = 0;
-    let bad = false;
-    for (;;) {
-      i = skipSpace(value, i);
-      const nameStart = i;
-      while (i < n && isTchar(value.charCodeAt(i))) i++;
-      const nameEnd = i;
-      if (nameEnd === nameStart || value.charCodeAt(i) !== 61) return false;
-      i++;
-      let valueStart = i;
-      let valueEnd: number;
-      let escaped = false;
-      if (value.charCodeAt(i) === 34) {
-        valueStart = ++i;
-        while (i < n && value.charCodeAt(i) !== 34) {
-          // A backslash escape never belongs in an address: the value is unusable, not unreadable.
-          if (value.charCodeAt(i) === 92) {
-            escaped = true;
-            i++;
-          }
+    i = skipSpace(value, i, end);
+    const nameStart = i;
+    while (i < end && isTchar(value.charCodeAt(i))) i++;
+    const nameEnd = i;
+    if (nameEnd === nameStart || i === end || value.charCodeAt(i) !== 61) return false;
+    i++;
+    let valueStart = i;
+    let valueEnd: number;
+    let escaped = false;
+    if (i < end && value.charCodeAt(i) === 34) {
+      valueStart = ++i;
+      while (i < end && value.charCodeAt(i) !== 34) {
+        if (value.charCodeAt(i) === 92) {
+          escaped = true;
           i++;
         }
-        if (i >= n) return false;
-        valueEnd = i++;
-      } else {
-        while (i < n && isTchar(value.charCodeAt(i))) i++;
-        valueEnd = i;
-        if (valueEnd === valueStart) return false;
-      }
-      if (isFor(value, nameStart, nameEnd)) {
-        fors++;
-        if (escaped) bad = true;
-        forStart = valueStart;
-        forEnd = valueEnd;
-      }
-      i = skipSpace(value, i);
-      if (i < n && value.charCodeAt(i) === 59) {
         i++;
-        continue;
       }
-      if (i === n || value.charCodeAt(i) === 44) break;
-      return false;
+      if (i >= end) return false;
+      valueEnd = i++;
+    } else {
+      while (i < end && isTchar(value.charCodeAt(i))) i++;
+      valueEnd = i;
+      if (valueEnd === valueStart) return false;
     }
-    const usable = fors === 1 && !bad;
-    starts.push(usable ? forStart : -1);
-    ends.push(usable ? forEnd : -1);
-    if (i === n) return true;
+    if (isFor(value, nameStart, nameEnd)) {
+      fors++;
+      if (escaped) usable = false;
+      forStart = valueStart;
+      forEnd = valueEnd;
+    }
+    i = skipSpace(value, i, end);
+    if (i === end) break;
+    if (value.charCodeAt(i) !== 59) return false;
     i++;
   }
+  usable = usable && fors === 1;
+  forwardedElement.forStart = usable ? forStart : -1;
+  forwardedElement.forEnd = usable ? forEnd : -1;
+  return true;
 }

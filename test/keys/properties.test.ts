@@ -14,10 +14,20 @@ import {
 } from '../../src/index.js';
 
 /** Eight groups, biased towards zero so that `::` runs are common. */
-const groups = fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff })), {
-  minLength: 8,
-  maxLength: 8,
-});
+const groups = fc.oneof(
+  fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff })), {
+    minLength: 8,
+    maxLength: 8,
+  }),
+  // NAT64 (64:ff9b::/96) and SIIT (::ffff:0:0:0/96) addresses with a random IPv4 client.
+  fc
+    .tuple(
+      fc.constantFrom([0x64, 0xff9b, 0, 0, 0, 0], [0, 0, 0, 0, 0xffff, 0]),
+      fc.integer({ min: 0, max: 0xffff }),
+      fc.integer({ min: 0, max: 0xffff }),
+    )
+    .map(([high, g6, g7]) => [...high, g6, g7]),
+);
 
 /** Writes `parts` in a random one of the many legal spellings of one IPv6 address. */
 const spelling = (parts: number[]) =>
@@ -62,6 +72,18 @@ const spelling = (parts: number[]) =>
 
 const isMapped = (parts: number[]) => parts.slice(0, 5).every((p) => p === 0) && parts[5] === 0xffff;
 
+/** The IPv4 client of a NAT64, SIIT or IPv4-compatible address (the default embeddings), if any. */
+function embeddedV4(parts: number[]): string | undefined {
+  const high = parts
+    .slice(0, 6)
+    .map((g) => g.toString(16))
+    .join(':');
+  if (!['64:ff9b:0:0:0:0', '0:0:0:0:ffff:0', '0:0:0:0:0:0'].includes(high)) return undefined;
+  const [g6, g7] = [parts[6] as number, parts[7] as number];
+  if (g6 >> 8 === 0) return undefined; // 0.0.0.0/8 is no client
+  return `${g6 >> 8}.${g6 & 255}.${g7 >> 8}.${g7 & 255}`;
+}
+
 describe('key properties (fast-check)', () => {
   it('C3: random spellings of one IPv6 address give one key', () => {
     fc.assert(
@@ -70,7 +92,9 @@ describe('key properties (fast-check)', () => {
         ([parts, first, second]) => {
           assert.equal(ipKey(first), ipKey(second));
           assert.equal(ipKey(first, { ipv6Prefix: 128 }), ipKey(second, { ipv6Prefix: 128 }));
-          if (!isMapped(parts)) {
+          const v4 = embeddedV4(parts);
+          if (v4 !== undefined) assert.equal(ipKey(first), v4);
+          else if (!isMapped(parts)) {
             // ipaddr.js is the reference for RFC 5952 text.
             assert.equal(ipKey(first, { ipv6Prefix: 128 }), new ipaddr.IPv6(parts).toRFC5952String());
             const network = ipaddr.IPv6.networkAddressFromCIDR(`${new ipaddr.IPv6(parts).toString()}/64`);
@@ -97,6 +121,25 @@ describe('key properties (fast-check)', () => {
         assert.equal(accepted, isIP(value) !== 0, value);
       }),
       { numRuns: 5000 },
+    );
+  });
+
+  it('no error message repeats the request value it was given', () => {
+    const value = fc.string({ minLength: 4, maxLength: 60 });
+    fc.assert(
+      fc.property(value, (text) => {
+        for (const attempt of [
+          () => ipKey(text),
+          () => ipKey(text, { ipv6Prefix: 128 }),
+          () => normalizeLogin(text),
+        ])
+          try {
+            attempt();
+          } catch (error) {
+            assert.ok(error instanceof Error && !error.message.includes(text), text);
+          }
+      }),
+      { numRuns: 2000 },
     );
   });
 
