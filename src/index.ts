@@ -49,6 +49,7 @@ export {
 export { LOOPBACK } from './keys/cidr-set.js';
 export type { HeadersLike } from './keys/headers.js';
 export { ipKey, createIpKey, type IpKeyFunction, type IpKeyOptions } from './keys/ip-prefix.js';
+export { IPV4_EMBEDDING_PREFIXES } from './keys/ipv4-embedded.js';
 export { normalizeLogin, MAX_LOGIN_LENGTH } from './keys/normalize.js';
 export { compositeKey } from './keys/composite-key.js';
 export {
