@@ -88,7 +88,8 @@ describe('PostgresStore', { skip }, () => {
         client: pool,
         schema,
         timeout: '1m',
-        ...(batch === false ? { batch } : {}),
+        // Without coalescing, each of the 2,000 concurrent takes is a statement at the driver.
+        ...(batch === false ? { batch, maxOutstanding: 2000 } : {}),
       });
       const t = createLimiter({
         name: name(),
@@ -428,12 +429,13 @@ describe('PostgresStore', { skip }, () => {
       const tokenRule = ['r', 1, 1000, 10_000, false];
       const quotaRule = ['r', 'UTC', false];
       const keys = Array.from({ length: 15 }, (_, i) => `k${i * 7 + 1}`);
+      const timeLeft = 60_000;
       const ones = keys.map(() => 1);
       const cases: [string, string, unknown[]][] = [
-        ['token batch', token.batch.text, [...tokenRule, keys, ones, ones]],
-        ['token single', token.single.text, [...tokenRule, 'k1', 1, 1]],
-        ['quota batch', quota.batch.text, [...quotaRule, keys, ones, ones, keys.map(() => 5)]],
-        ['quota single', quota.single.text, [...quotaRule, 'k1', 1, 1, 5]],
+        ['token batch', token.batch.text, [...tokenRule, keys, ones, ones, timeLeft]],
+        ['token single', token.single.text, [...tokenRule, 'k1', 1, 1, timeLeft]],
+        ['quota batch', quota.batch.text, [...quotaRule, keys, ones, ones, keys.map(() => 5), timeLeft]],
+        ['quota single', quota.single.text, [...quotaRule, 'k1', 1, 1, 5, timeLeft]],
         [
           'all or nothing',
           takeAllStatement(n, 'server').text,
@@ -451,6 +453,7 @@ describe('PostgresStore', { skip }, () => {
             ones,
             keys.map(() => 5),
             keys.map(() => 'UTC'),
+            timeLeft,
           ],
         ],
       ];
