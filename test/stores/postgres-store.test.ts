@@ -11,7 +11,14 @@ import {
   tokenBucketStatements,
 } from '../../src/stores/postgres/statements.js';
 import { skipUnlessReachable } from '../support/services.js';
-import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '../support/postgres.js';
+import {
+  createAppSchema,
+  dropSchema,
+  postgresUrl,
+  runSchema,
+  testPool,
+  waitForLockWaiters,
+} from '../support/postgres.js';
 
 const skip = await skipUnlessReachable('postgres', postgresUrl);
 const schema = runSchema('store');
@@ -548,19 +555,6 @@ describe('PostgresStore', { skip }, () => {
     });
   });
 });
-
-/** Waits until `n` sessions wait for a lock (no sleeping on a guess: polls pg_locks). */
-async function waitForLockWaiters(pool: pg.Pool, n: number, app?: string): Promise<void> {
-  for (;;) {
-    const { rows } = await pool.query(
-      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-       WHERE NOT l.granted AND ($1::text IS NULL OR a.application_name = $1)`,
-      [app ?? null],
-    );
-    if (rows[0].n >= n) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 interface PlanNode {
   readonly 'Node Type': string;

@@ -29,3 +29,17 @@ export async function createAppSchema(pool: pg.Pool, schema: string): Promise<vo
 export async function dropSchema(pool: pg.Pool, schema: string): Promise<void> {
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }
+
+/** Waits until `n` sessions wait for a lock (no sleeping on a guess: polls pg_locks). */
+export async function waitForLockWaiters(pool: pg.Pool, n: number, app?: string): Promise<void> {
+  for (let polls = 0; polls < 6000; polls++) {
+    const { rows } = await pool.query(
+      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+       WHERE NOT l.granted AND ($1::text IS NULL OR a.application_name = $1)`,
+      [app ?? null],
+    );
+    if (rows[0].n >= n) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`fewer than ${n} sessions waited for a lock within the polls`);
+}
