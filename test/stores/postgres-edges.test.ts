@@ -24,12 +24,13 @@ import { isStoreFailure } from '../../src/limiter/failure.js';
 import { PostgresRuleBuckets, PostgresStore, type PostgresClient } from '../../src/stores/postgres/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import {
-  createAppSchema,
   dropSchema,
   postgresUrl,
   runSchema,
   testPool,
   waitForLockWaiters,
+  openAppSchema,
+  closeAppSchema,
 } from '../support/postgres.js';
 
 const skip = await skipUnlessReachable('postgres', postgresUrl);
@@ -43,14 +44,9 @@ describe('PostgresStore at the edges', { skip }, () => {
   const name = () => `e${++counter}`;
 
   before(async () => {
-    pool = testPool();
-    await createAppSchema(pool, schema);
-    await new PostgresStore({ client: pool, schema, users }).migrate();
+    pool = await openAppSchema(schema, users);
   });
-  after(async () => {
-    await dropSchema(pool, schema);
-    await pool.end();
-  });
+  after(() => closeAppSchema(pool, schema));
 
   describe('calendar quota with a clock stepped back', () => {
     it('a caller clock stepped back across midnight counts on the later day: 5 a day admits 5, not 10', async () => {

@@ -12,12 +12,13 @@ import {
 } from '../../src/stores/postgres/statements.js';
 import { skipUnlessReachable } from '../support/services.js';
 import {
-  createAppSchema,
   dropSchema,
   postgresUrl,
   runSchema,
   testPool,
   waitForLockWaiters,
+  openAppSchema,
+  closeAppSchema,
 } from '../support/postgres.js';
 
 const skip = await skipUnlessReachable('postgres', postgresUrl);
@@ -30,14 +31,9 @@ describe('PostgresStore', { skip }, () => {
   const name = () => `t${++counter}`;
 
   before(async () => {
-    pool = testPool();
-    await createAppSchema(pool, schema);
-    await new PostgresStore({ client: pool, schema, users }).migrate();
+    pool = await openAppSchema(schema, users);
   });
-  after(async () => {
-    await dropSchema(pool, schema);
-    await pool.end();
-  });
+  after(() => closeAppSchema(pool, schema));
 
   it("E3/A5: the default server clock ignores the caller's now", async () => {
     const store = new PostgresStore({ client: pool, schema, timeout: '10s' });

@@ -3,6 +3,7 @@
  * schema per test run (runId) so that concurrent runs never collide; dropped afterwards.
  */
 import pg from 'pg';
+import { PostgresStore, type UsersTableOptions } from '../../src/stores/postgres/index.js';
 import { postgresUrl, runId } from './services.js';
 
 export { postgresUrl };
@@ -42,4 +43,21 @@ export async function waitForLockWaiters(pool: pg.Pool, n: number, app?: string)
     await new Promise((r) => setTimeout(r, 5));
   }
   throw new Error(`fewer than ${n} sessions waited for a lock within the polls`);
+}
+
+/**
+ * A pool on the test database, and `schema` holding the application's users table and sluice's
+ * migrated tables (with the account mapping to `users`). Undo with {@link closeAppSchema}.
+ */
+export async function openAppSchema(schema: string, users: UsersTableOptions): Promise<pg.Pool> {
+  const pool = testPool();
+  await createAppSchema(pool, schema);
+  await new PostgresStore({ client: pool, schema, users }).migrate();
+  return pool;
+}
+
+/** Drops `schema` and closes `pool`. */
+export async function closeAppSchema(pool: pg.Pool, schema: string): Promise<void> {
+  await dropSchema(pool, schema);
+  await pool.end();
 }

@@ -305,7 +305,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (this.pending === batch) this.pending = undefined;
     const error = timeoutError(this.context.timeoutMs);
     // A timed-out statement may still run; its slot is released so that the rule is not stuck
-    // behind it (the pool and the server bound what is really outstanding).
+    // behind it. It cannot charge after its deadline (the statement checks it before answering
+    // and rolls back), and the store's maxOutstanding bounds how many such statements wait.
     this.finish(batch);
     for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
   }
