@@ -65,12 +65,11 @@ function statement(text: string): Statement {
 const serverNow = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
 
 /**
- * The condition every statement's answer passes through: true while the statement is within
+ * The check every statement makes once its writes are done: true while the statement is within
  * its deadline (`statement_timestamp()` + the time left when it was sent, parameter `param`),
  * otherwise `before_deadline` raises query_canceled (57014) and the whole statement, its writes
- * included, rolls back. Checked on every answer row, hence after every write: a take that
- * waited on a row lock past its deadline, and was answered with the failure policy, is never
- * charged when the lock is released.
+ * included, rolls back. A take that waited on a row lock past its deadline, and was answered
+ * with the failure policy, is never charged when the lock is released.
  */
 function beforeDeadline(schema: string, param: number): string {
   return `${schema}.before_deadline(statement_timestamp() + $${param}::float8 * interval '1 millisecond')`;
@@ -167,14 +166,16 @@ w AS (
     ${shape.stateColumn} = (SELECT ${shape.next(`t.${shape.stateColumn}`)} FROM s WHERE s.bucket = excluded.bucket),
     account_bucket = COALESCE(t.account_bucket, excluded.account_bucket)
   RETURNING t.bucket, t.prev${shape.returning}
-)
+),
+-- Checked once, after every write (counting w runs it to the end), before any answer row.
+c AS (SELECT ${onTime} AS on_time FROM (SELECT count(*) FROM w) x)
 SELECT w.bucket, ${shape.output('w.prev', 'w.day')}${withAccount ? ', f.session' : ''}
-FROM w CROSS JOIN p AS s${withAccount ? ' CROSS JOIN f' : ''}
-WHERE ${onTime}
+FROM c CROSS JOIN w CROSS JOIN p AS s${withAccount ? ' CROSS JOIN f' : ''}
+WHERE c.on_time
 UNION ALL
 SELECT s.bucket, ${shape.output('s.old', 's.d')}${withAccount ? ', f.session' : ''}
-FROM s${withAccount ? ' CROSS JOIN f' : ''}
-WHERE (${shape.writes}) IS NOT TRUE AND ${onTime}`);
+FROM c CROSS JOIN s${withAccount ? ' CROSS JOIN f' : ''}
+WHERE c.on_time AND (${shape.writes}) IS NOT TRUE`);
   };
   return {
     batch: make(shape.batchSource, shape.nowParam.batch, false),
@@ -406,11 +407,11 @@ qw AS (
     count = CASE WHEN c.count IS NOT DISTINCT FROM excluded.prev THEN excluded.count ELSE ${names.schema}.raise_retry() END
   RETURNING 1
 ),
--- Every write done (counted here) before the deadline is checked on the answer rows.
-written AS (SELECT (SELECT count(*) FROM tw) + (SELECT count(*) FROM qw) AS rows)
+-- Checked once, after every write (counting tw and qw runs them to the end), before any answer row.
+c AS (SELECT ${onTime} AS on_time FROM (SELECT (SELECT count(*) FROM tw) + (SELECT count(*) FROM qw)) x)
 SELECT td.ord, td.q::float8 AS q, NULL::float8 AS used, NULL::float8 AS reset_ms, NULL::float8 AS window_ms
-FROM td CROSS JOIN written WHERE written.rows >= 0 AND ${onTime}
+FROM c CROSS JOIN td WHERE c.on_time
 UNION ALL
 SELECT qd.ord, NULL, qd.used::float8, (qd.end_ms - qd.now_ms)::float8, (qd.end_ms - qd.start_ms)::float8
-FROM qd CROSS JOIN written WHERE written.rows >= 0 AND ${onTime}`);
+FROM c CROSS JOIN qd WHERE c.on_time`);
 }
