@@ -115,11 +115,6 @@ export class PostgresRuleBuckets implements RuleBuckets {
     this.bound = false;
   }
 
-  /** True while the rule's name is bound to its store (internal). */
-  get isBound(): boolean {
-    return this.bound;
-  }
-
   private unboundError(): SluiceError {
     return new SluiceError(
       'SLUICE_CONFIG',
