@@ -265,7 +265,7 @@ export class PostgresStore implements Store {
 
   /**
    * The key under which a limiter charges an account's bucket so that the row is linked to the
-   * user and erased with the user (ADR-0057), as `takeForAccount` does: return it from a route's
+   * user and erased with the user, as `takeForAccount` does: return it from a route's
    * key step, e.g. `resolveIdentity`'s `accountBucket`. The store writes `bucket` (the
    * pseudonymous key) alone; the user id only links the row. A take whose user was deleted
    * meanwhile is decided on `bucket` and writes nothing. Not accepted by `takeAll`.
