@@ -14,7 +14,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { rateLimit, sendError } from '../../src/adapters/node.js';
 import { isSluiceError, resolveIdentity, systemClock, type Clock, type Limiter } from '../../src/index.js';
 import { HttpError, cookie, readJson, sendJson, sendProblem } from '../shared/http.js';
-import { ApiKeys, MemorySessions, Users, type SessionStore } from './data.js';
+import { ApiKeys, MemorySessions, Users, type SessionStore, type UserDirectory } from './data.js';
 import { clientAddressOf, reportBuckets, reportQuota } from './policy.js';
 
 export interface ReportsOptions {
@@ -29,7 +29,14 @@ export interface ReportsOptions {
   quota?: Limiter;
   apiKeys?: ApiKeys;
   sessions?: SessionStore;
-  users?: Users;
+  users?: UserDirectory;
+  /**
+   * The key the quota charges for an account's bucket. With a PostgresStore, pass
+   * `(userId, bucket) => store.accountKey(userId, bucket)`: the row is then linked to the user
+   * and deleting the user erases it, in every secret generation.
+   * @default the bucket itself
+   */
+  accountKey?: (userId: number, bucket: string) => string;
   log?: (line: string) => void;
 }
 
@@ -41,6 +48,7 @@ export function createApp(options: ReportsOptions) {
     apiKeys = new ApiKeys(),
     sessions = new MemorySessions(),
     users = new Users(),
+    accountKey = (_userId: number, bucket: string) => bucket,
     log = (line: string) => console.log(line),
   } = options;
   const buckets = reportBuckets(authSecrets);
@@ -61,7 +69,7 @@ export function createApp(options: ReportsOptions) {
         },
         session: sessionOf,
         userExists: (id) => users.exists(Number(id)),
-        accountBucket: (id) => buckets.accounts.current(id),
+        accountBucket: (id) => accountKey(Number(id), buckets.accounts.current(id)),
         anonBucket: (request) => buckets.anon(clientAddressOf(request).address),
       });
       // A refused key is a 401 here: no weaker identity, no bucket charged.
@@ -79,7 +87,7 @@ export function createApp(options: ReportsOptions) {
    * The anonymous IP buckets and API-key buckets of other identities stay as they are.
    */
   async function deleteUserAccount(userId: number): Promise<void> {
-    for (const key of buckets.accounts.all(userId)) await quota.reset(key);
+    for (const key of buckets.accounts.all(userId)) await quota.reset(accountKey(userId, key));
     await users.delete(userId);
   }
 

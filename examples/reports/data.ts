@@ -45,7 +45,13 @@ export class MemorySessions implements SessionStore {
   }
 }
 
-export class Users {
+/** The `users` table as the report API needs it: whether a user exists, and deleting one. */
+export interface UserDirectory {
+  exists(id: number): Promise<boolean>;
+  delete(id: number): Promise<void>;
+}
+
+export class Users implements UserDirectory {
   readonly ids = new Set<number>();
 
   async exists(id: number): Promise<boolean> {

@@ -6,10 +6,13 @@
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createPseudonymRing, manualClock } from '../../src/index.js';
+import { calendarQuota, createLimiter, createPseudonymRing, manualClock } from '../../src/index.js';
+import { PostgresStore } from '../../src/stores/postgres/index.js';
+import { closeAppSchema, openAppSchema, postgresUrl, runSchema } from '../../test/support/postgres.js';
+import { skipUnlessReachable } from '../../test/support/services.js';
 import { send, start } from '../shared/test-server.js';
 import { createApp, type ReportsOptions } from './app.js';
-import { ApiKeys, MemorySessions, Users, type Session } from './data.js';
+import { ApiKeys, MemorySessions, Users, type Session, type UserDirectory } from './data.js';
 import { reportQuota } from './policy.js';
 
 const SECRET = 'current-auth-secret-of-at-least-32-bytes';
@@ -289,5 +292,57 @@ describe('examples/reports (ADR-0057)', () => {
       'anon',
       'the user is gone',
     );
+  });
+
+  it('on PostgreSQL, the rows the route charged for an account are linked to the user, and deleting the user erases them', async (t) => {
+    const skip = await skipUnlessReachable('postgres', postgresUrl);
+    if (skip !== false) return t.skip(String(skip));
+    const schema = runSchema('reports');
+    const users = { schema, table: 'users' };
+    const pool = await openAppSchema(schema, users);
+    t.after(() => closeAppSchema(pool, schema));
+    await pool.query(`INSERT INTO "${schema}".users (id) VALUES (1), (2)`);
+    const directory: UserDirectory = {
+      exists: async (id) =>
+        (await pool.query(`SELECT 1 FROM "${schema}".users WHERE id = $1`, [id])).rowCount === 1,
+      delete: async (id) => void (await pool.query(`DELETE FROM "${schema}".users WHERE id = $1`, [id])),
+    };
+    const clock = manualClock(Date.UTC(2026, 7, 25, 9));
+    const store = new PostgresStore({ client: pool, schema, users, clock: 'caller', timeout: '10s' });
+    const quota = createLimiter({
+      name: 'reports',
+      rule: calendarQuota({ limit: 10 }),
+      store,
+      clock,
+      timeout: '10s',
+    });
+    const { report, url } = await reports(t, {
+      clock,
+      quota,
+      users: directory,
+      accountKey: (userId, bucket) => store.accountKey(userId, bucket),
+    });
+    const accountRows = async () =>
+      Number(
+        (await pool.query(`SELECT count(*) FROM "${schema}".quota_counters WHERE account_bucket IS NOT NULL`))
+          .rows[0].count,
+      );
+    for (let i = 0; i < 2; i++) await report({ sid: 'sid-1' });
+    assert.deepEqual(contract(await report({ sid: 'sid-2' })), {
+      status: 200,
+      mode: 'session',
+      limit: '10',
+      remaining: '9',
+    });
+    await report();
+    assert.equal(await accountRows(), 2, "each user's row is linked to the user");
+    const deleted = await send(url + '/api/v1/account', {
+      method: 'DELETE',
+      headers: { cookie: 'sid=sid-1' },
+    });
+    assert.equal(deleted.status, 204);
+    assert.equal(await accountRows(), 1, "user 1's row is gone, user 2's stays");
+    assert.equal((await report({ sid: 'sid-1' })).headers.get('x-auth-mode'), 'anon', 'the user is gone');
+    assert.equal((await report()).headers.get('x-ratelimit-remaining'), '7', 'the IP bucket counts on');
   });
 });

@@ -11,7 +11,15 @@ import {
   tokenBucketStatements,
 } from '../../src/stores/postgres/statements.js';
 import { skipUnlessReachable } from '../support/services.js';
-import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '../support/postgres.js';
+import {
+  dropSchema,
+  postgresUrl,
+  runSchema,
+  testPool,
+  waitForLockWaiters,
+  openAppSchema,
+  closeAppSchema,
+} from '../support/postgres.js';
 
 const skip = await skipUnlessReachable('postgres', postgresUrl);
 const schema = runSchema('store');
@@ -23,14 +31,9 @@ describe('PostgresStore', { skip }, () => {
   const name = () => `t${++counter}`;
 
   before(async () => {
-    pool = testPool();
-    await createAppSchema(pool, schema);
-    await new PostgresStore({ client: pool, schema, users }).migrate();
+    pool = await openAppSchema(schema, users);
   });
-  after(async () => {
-    await dropSchema(pool, schema);
-    await pool.end();
-  });
+  after(() => closeAppSchema(pool, schema));
 
   it("E3/A5: the default server clock ignores the caller's now", async () => {
     const store = new PostgresStore({ client: pool, schema, timeout: '10s' });
@@ -88,7 +91,8 @@ describe('PostgresStore', { skip }, () => {
         client: pool,
         schema,
         timeout: '1m',
-        ...(batch === false ? { batch } : {}),
+        // Without coalescing, each of the 2,000 concurrent takes is a statement at the driver.
+        ...(batch === false ? { batch, maxOutstanding: 2000 } : {}),
       });
       const t = createLimiter({
         name: name(),
@@ -428,12 +432,13 @@ describe('PostgresStore', { skip }, () => {
       const tokenRule = ['r', 1, 1000, 10_000, false];
       const quotaRule = ['r', 'UTC', false];
       const keys = Array.from({ length: 15 }, (_, i) => `k${i * 7 + 1}`);
+      const timeLeft = 60_000;
       const ones = keys.map(() => 1);
       const cases: [string, string, unknown[]][] = [
-        ['token batch', token.batch.text, [...tokenRule, keys, ones, ones]],
-        ['token single', token.single.text, [...tokenRule, 'k1', 1, 1]],
-        ['quota batch', quota.batch.text, [...quotaRule, keys, ones, ones, keys.map(() => 5)]],
-        ['quota single', quota.single.text, [...quotaRule, 'k1', 1, 1, 5]],
+        ['token batch', token.batch.text, [...tokenRule, keys, ones, ones, timeLeft]],
+        ['token single', token.single.text, [...tokenRule, 'k1', 1, 1, timeLeft]],
+        ['quota batch', quota.batch.text, [...quotaRule, keys, ones, ones, keys.map(() => 5), timeLeft]],
+        ['quota single', quota.single.text, [...quotaRule, 'k1', 1, 1, 5, timeLeft]],
         [
           'all or nothing',
           takeAllStatement(n, 'server').text,
@@ -451,6 +456,7 @@ describe('PostgresStore', { skip }, () => {
             ones,
             keys.map(() => 5),
             keys.map(() => 'UTC'),
+            timeLeft,
           ],
         ],
       ];
@@ -545,19 +551,6 @@ describe('PostgresStore', { skip }, () => {
     });
   });
 });
-
-/** Waits until `n` sessions wait for a lock (no sleeping on a guess: polls pg_locks). */
-async function waitForLockWaiters(pool: pg.Pool, n: number, app?: string): Promise<void> {
-  for (;;) {
-    const { rows } = await pool.query(
-      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-       WHERE NOT l.granted AND ($1::text IS NULL OR a.application_name = $1)`,
-      [app ?? null],
-    );
-    if (rows[0].n >= n) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 interface PlanNode {
   readonly 'Node Type': string;

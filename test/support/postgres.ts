@@ -3,6 +3,7 @@
  * schema per test run (runId) so that concurrent runs never collide; dropped afterwards.
  */
 import pg from 'pg';
+import { PostgresStore, type UsersTableOptions } from '../../src/stores/postgres/index.js';
 import { postgresUrl, runId } from './services.js';
 
 export { postgresUrl };
@@ -28,4 +29,35 @@ export async function createAppSchema(pool: pg.Pool, schema: string): Promise<vo
 /** Drops `schema` and everything in it. */
 export async function dropSchema(pool: pg.Pool, schema: string): Promise<void> {
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
+
+/** Waits until `n` sessions wait for a lock (no sleeping on a guess: polls pg_locks). */
+export async function waitForLockWaiters(pool: pg.Pool, n: number, app?: string): Promise<void> {
+  for (let polls = 0; polls < 6000; polls++) {
+    const { rows } = await pool.query(
+      `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+       WHERE NOT l.granted AND ($1::text IS NULL OR a.application_name = $1)`,
+      [app ?? null],
+    );
+    if (rows[0].n >= n) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`fewer than ${n} sessions waited for a lock within the polls`);
+}
+
+/**
+ * A pool on the test database, and `schema` holding the application's users table and sluice's
+ * migrated tables (with the account mapping to `users`). Undo with {@link closeAppSchema}.
+ */
+export async function openAppSchema(schema: string, users: UsersTableOptions): Promise<pg.Pool> {
+  const pool = testPool();
+  await createAppSchema(pool, schema);
+  await new PostgresStore({ client: pool, schema, users }).migrate();
+  return pool;
+}
+
+/** Drops `schema` and closes `pool`. */
+export async function closeAppSchema(pool: pg.Pool, schema: string): Promise<void> {
+  await dropSchema(pool, schema);
+  await pool.end();
 }

@@ -29,3 +29,4 @@ export {
   type UsersTableOptions,
 } from './migrations.js';
 export { SCALED_EPOCH_MS, type ClockSource } from './statements.js';
+export { PostgresDriverError, type PostgresStoreError } from './store-error.js';

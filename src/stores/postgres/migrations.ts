@@ -167,5 +167,22 @@ $fn$`,
       ],
     });
   }
+  list.push({
+    name: '004_decision_deadline',
+    statements: [
+      // Every decision statement passes its answer through this check (see statements.ts):
+      // past its deadline it raises query_canceled, and the statement's writes roll back, so a
+      // take already answered with the failure policy is never charged afterwards.
+      `CREATE FUNCTION ${n.schema}.before_deadline(deadline timestamptz) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  IF clock_timestamp() > deadline THEN
+    RAISE EXCEPTION 'sluice: decision past its deadline' USING ERRCODE = '57014';
+  END IF;
+  RETURN true;
+END
+$fn$`,
+    ],
+  });
   return list;
 }

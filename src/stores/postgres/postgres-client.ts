@@ -5,7 +5,9 @@ export type PostgresRow = Record<string, unknown>;
 
 /**
  * The one command sluice sends: a parameterised statement. `name` identifies the statement text
- * so a driver can prepare it once per connection.
+ * so a driver can prepare it once per connection. A value may be an object whose `toPostgres()`
+ * (as `pg` calls it) or `toString()` (as postgres.js does) gives its text when the statement is
+ * sent: the time a decision has left is read then, not when the call was queued.
  */
 export interface PostgresQueryable {
   query(text: string, values: readonly unknown[], name: string): Promise<readonly PostgresRow[]>;

@@ -6,6 +6,9 @@ import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-
 import { DecisionReplay } from './decisions.js';
 import type { ClockSource, RuleStatements } from './statements.js';
 import { storeError, timeoutError } from './store-error.js';
+import type { AccountKeys } from './account-key.js';
+import { TimeLeft } from './bounded-client.js';
+import { SluiceError } from '../../core/errors.js';
 
 /** What a rule's buckets share with their store. */
 export interface BucketsContext {
@@ -16,6 +19,8 @@ export interface BucketsContext {
   readonly inFlight: number;
   /** Distinct buckets per coalesced statement. */
   readonly maxKeys: number;
+  /** Reads account keys (see `PostgresStore.accountKey`); undefined without the users option. */
+  readonly accountKeys: AccountKeys | undefined;
 }
 
 interface Waiter {
@@ -64,6 +69,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private running = 0;
   /** Rows (distinct buckets) of the statements running: what their answers will bring back. */
   private runningRows = 0;
+  /** False once the store unbound the rule's name: every later call is refused. */
+  private bound = true;
 
   constructor(
     readonly name: string,
@@ -79,6 +86,13 @@ export class PostgresRuleBuckets implements RuleBuckets {
   }
 
   take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+    if (!this.bound) return Promise.reject(this.unboundError());
+    const account = this.context.accountKeys?.parse(key);
+    if (account !== undefined) {
+      return this.takeForAccount(account.userId, account.bucket, undefined, cost, now, limit).then(
+        (result) => result.decision,
+      );
+    }
     const bucket = bucketId(key);
     return new Promise<Decision>((resolve, reject) =>
       this.enqueue(bucket, cost, limit, now, { resolve, reject }),
@@ -86,11 +100,25 @@ export class PostgresRuleBuckets implements RuleBuckets {
   }
 
   async reset(key: string): Promise<void> {
+    if (!this.bound) throw this.unboundError();
+    const bucket = this.context.accountKeys?.parse(key)?.bucket ?? key;
     await this.run(
       this.context.client,
       this.statements.reset.text,
-      [this.name, bucketId(key)],
+      [this.name, bucketId(bucket)],
       this.statements.reset.name,
+    );
+  }
+
+  /** Called by the store when it unbinds the rule's name (internal). */
+  release(): void {
+    this.bound = false;
+  }
+
+  private unboundError(): SluiceError {
+    return new SluiceError(
+      'SLUICE_CONFIG',
+      `rule ${JSON.stringify(this.name)} was unbound from its PostgresStore; bind it again to use it`,
     );
   }
 
@@ -98,29 +126,34 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * ADR-0057's account take: charges `accountKey` (pseudonymous, e.g. `account:v1:<hmac>`) when
    * `userId` still exists, linking the row to the user through `account_rate_limit_buckets`;
    * otherwise charges `anonKey`. One statement; see the store's docs for the race it settles.
+   * Without `anonKey` (an account key through a limiter), a user deleted meanwhile is decided
+   * on the account bucket and nothing is written: there is no one left to charge.
    */
   async takeForAccount(
     userId: string,
     accountKey: string,
-    anonKey: string,
+    anonKey: string | undefined,
     cost: number,
     now: number,
     limit: number | undefined,
   ): Promise<AccountTakeResult> {
+    if (!this.bound) throw this.unboundError();
     const account = this.statements.account;
     if (account === undefined) throw new Error('unreachable: checked by PostgresStore');
+    const anon = anonKey === undefined ? null : bucketId(anonKey);
     const values: unknown[] =
       this.kind === 'token-bucket'
-        ? [...this.params, bucketId(accountKey), cost, bucketId(anonKey), userId]
+        ? [...this.params, bucketId(accountKey), cost, anon, userId]
         : [
             ...this.params,
             bucketId(accountKey),
             cost,
             limit ?? (this.rule as { limit: number }).limit,
-            bucketId(anonKey),
+            anon,
             userId,
           ];
     if (this.context.clock === 'caller') values.push(now);
+    values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
     const rows = await this.run(this.context.client, account.text, values, account.name);
     const row = rows[0] as PostgresRow;
     const replay = new DecisionReplay(this.rule, this.name, this.scale);
@@ -192,7 +225,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (groups.size === 1) {
       // A lone bucket (the common case below saturation): scalar parameters, cached plan.
       const group = groups.values().next().value as Group;
-      values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch.now);
+      values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch);
     } else {
       statement = this.statements.batch;
       const size = groups.size;
@@ -208,7 +241,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
         limits[i] = this.limitOf(group.limit);
         i++;
       }
-      values = this.values(buckets, costs, counts, limits, batch.now);
+      values = this.values(buckets, costs, counts, limits, batch);
     }
     this.context.client.query(statement.text, values, statement.name).then(
       (rows) => this.answer(batch, rows),
@@ -220,17 +253,21 @@ export class PostgresRuleBuckets implements RuleBuckets {
     return limit === undefined ? (this.rule as { limit: number }).limit : limit;
   }
 
-  /** The statement's parameters: the rule's, then the per-bucket ones (scalars or arrays). */
+  /**
+   * The statement's parameters: the rule's, then the per-bucket ones (scalars or arrays), the
+   * caller's now (caller clock), and the time left before the batch's deadline.
+   */
   private values(
     buckets: string | string[],
     costs: number | number[],
     counts: number | number[],
     limits: number | undefined | number[],
-    now: number,
+    batch: Batch,
   ): unknown[] {
     const values: unknown[] = [...this.params, buckets, costs, counts];
     if (this.kind === 'calendar-quota') values.push(Array.isArray(limits) ? limits : this.limitOf(limits));
-    if (this.context.clock === 'caller') values.push(now);
+    if (this.context.clock === 'caller') values.push(batch.now);
+    values.push(new TimeLeft(batch.deadline));
     return values;
   }
 
@@ -263,7 +300,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (this.pending === batch) this.pending = undefined;
     const error = timeoutError(this.context.timeoutMs);
     // A timed-out statement may still run; its slot is released so that the rule is not stuck
-    // behind it (the pool and the server bound what is really outstanding).
+    // behind it. It cannot charge after its deadline (the statement checks it before answering
+    // and rolls back), and the store's maxOutstanding bounds how many such statements wait.
     this.finish(batch);
     for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
   }

@@ -1,9 +1,14 @@
 import type { Decision } from '../../core/decision.js';
 import { parseDuration, parseTimerDuration, type Duration } from '../../core/duration.js';
-import { SluiceError, configError, describeValue } from '../../core/errors.js';
+import { SluiceError, configError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
-import type { RuleBuckets, Store, TakeEntry } from '../../store.js';
+import { MAX_COUNT, MAX_TOKEN_RATE } from '../../core/bounds.js';
+import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
+import { AccountKeys } from './account-key.js';
+import { typeName, userIdText } from './account-id.js';
+import { BoundedClient, TimeLeft } from './bounded-client.js';
+import { checkUsersTable } from './users-table.js';
 import {
   toPostgresClient,
   type PgPoolLike,
@@ -66,6 +71,15 @@ export interface PostgresStoreOptions {
    * @default { inFlight: 2, maxKeys: 256 }
    */
   batch?: false | { inFlight?: number; maxKeys?: number };
+  /**
+   * The most statements outstanding at the driver at once: waiting for a pool connection, or
+   * running (timed-out ones included, until the driver settles them). Past it a take rejects at
+   * once with `SLUICE_STORE_OVERLOADED`, so a hung server or a held lock cannot grow the pool's
+   * queue without bound. Coalescing keeps the need low (at most `batch.inFlight` statements per
+   * rule); with `batch: false` every concurrent take is a statement.
+   * @default 1000
+   */
+  maxOutstanding?: number;
 }
 
 /** Options of {@link PostgresStore.migrate}. */
@@ -102,16 +116,18 @@ export interface AccountTakeOptions {
   cost?: number;
   /** A per-call quota limit (calendar quotas only). @default the rule's limit */
   limit?: number;
-  /** The caller's clock (used in `clock: "caller"` mode only). @default Date.now() */
+  /**
+   * The caller's clock (used in `clock: "caller"` mode only).
+   * @default the limiter's clock when a limiter is passed, otherwise Date.now()
+   */
   now?: number;
 }
 
-const storeKeys = ['client', 'schema', 'users', 'clock', 'timeout', 'batch'] as const;
+/** The migration that references the users table (see migrations.ts). */
+const ACCOUNT_MIGRATION = '003_account_buckets';
+const storeKeys = ['client', 'schema', 'users', 'clock', 'timeout', 'batch', 'maxOutstanding'] as const;
 const batchKeys = ['inFlight', 'maxKeys'] as const;
 const usersKeys = ['schema', 'table', 'column', 'type'] as const;
-// Scaled time is a bigint: (now − 2025-01-01) × rate must stay below 2^63 − 2^55 until 2300.
-const HORIZON_MS = Date.UTC(2300, 0, 1) - SCALED_EPOCH_MS;
-const MAX_RATE = Math.floor((2 ** 63 - 2 ** 55) / HORIZON_MS);
 
 /**
  * Buckets in PostgreSQL (E3): one atomic statement per decision, decided on the server's clock,
@@ -132,6 +148,8 @@ export class PostgresStore implements Store {
   private readonly client: PostgresClient;
   private readonly names: SchemaNames;
   private readonly users: UsersTableOptions | undefined;
+  private readonly account: AccountSql | undefined;
+  private readonly accountKeys: AccountKeys | undefined;
   private readonly context: BucketsContext;
   private readonly token: RuleStatements;
   private readonly quota: RuleStatements;
@@ -141,7 +159,10 @@ export class PostgresStore implements Store {
   constructor(options: PostgresStoreOptions) {
     checkOptionKeys('PostgresStore', options, storeKeys);
     const { schema = 'sluice', clock = 'server', timeout = '100ms', batch = {} } = options;
-    this.client = toPostgresClient(options.client);
+    const { maxOutstanding = 1000 } = options;
+    if (!Number.isSafeInteger(maxOutstanding) || maxOutstanding < 1)
+      throw configError('PostgresStore maxOutstanding', 'a positive whole number', maxOutstanding);
+    this.client = new BoundedClient(toPostgresClient(options.client), maxOutstanding);
     this.names = schemaNames(schema);
     this.schema = schema;
     if (clock !== 'server' && clock !== 'caller')
@@ -169,8 +190,17 @@ export class PostgresStore implements Store {
       };
       this.users = u;
     }
+    this.account = account;
+    this.accountKeys = account === undefined ? undefined : new AccountKeys();
     this.timeoutMs = timeoutMs;
-    this.context = { client: this.client, clock, timeoutMs, inFlight, maxKeys };
+    this.context = {
+      client: this.client,
+      clock,
+      timeoutMs,
+      inFlight,
+      maxKeys,
+      accountKeys: this.accountKeys,
+    };
     this.token = tokenBucketStatements(this.names, clock, account);
     this.quota = calendarQuotaStatements(this.names, clock, account);
     this.takeAllSql = takeAllStatement(this.names, clock);
@@ -191,10 +221,12 @@ export class PostgresStore implements Store {
       const g = gcd(rule.limit, rule.periodMs);
       const rate = rule.limit / g;
       const unit = rule.periodMs / g;
-      if (rate > MAX_RATE) {
+      // The rules sluice builds never exceed it (their limit is at most MAX_TOKEN_RATE); a rule
+      // built elsewhere must not overflow the bigint scaled time either.
+      if (rate > MAX_TOKEN_RATE) {
         throw new SluiceError(
           'SLUICE_CONFIG',
-          `tokenBucket ${JSON.stringify(name)}: limit/period reduces to ${rate} scaled units per ms, more than the ${MAX_RATE} PostgreSQL's 64-bit scaled time can count exactly until 2300; use a coarser limit or period`,
+          `tokenBucket ${JSON.stringify(name)}: limit/period reduces to ${rate} scaled units per ms, more than the ${MAX_TOKEN_RATE} (MAX_TOKEN_RATE) PostgreSQL's 64-bit scaled time can count exactly until 2300; use a coarser limit or period`,
         );
       }
       buckets = new PostgresRuleBuckets(
@@ -221,8 +253,38 @@ export class PostgresStore implements Store {
     return buckets;
   }
 
+  /**
+   * Frees `name`: it may be bound again, and calls on the freed buckets reject with
+   * `SLUICE_CONFIG`. The rows stay in PostgreSQL (other nodes may still use the rule) and are
+   * pruned as usual.
+   */
   unbind(name: string): void {
+    this.rules.get(name)?.release();
     this.rules.delete(name);
+  }
+
+  /**
+   * The key under which a limiter charges an account's bucket so that the row is linked to the
+   * user and erased with the user, as `takeForAccount` does: return it from a route's
+   * key step, e.g. `resolveIdentity`'s `accountBucket`. The store writes `bucket` (the
+   * pseudonymous key) alone; the user id only links the row. A take whose user was deleted
+   * meanwhile is decided on `bucket` and writes nothing. Not accepted by `takeAll`.
+   *
+   * @throws SluiceError `SLUICE_CONFIG` without the `users` option; `SLUICE_ARGUMENT` for an id
+   * that is not of the users table's id type, or an empty bucket
+   * @example accountBucket: (userId) => store.accountKey(userId, accounts.current(userId))
+   */
+  accountKey(userId: string | number | bigint, bucket: string): string {
+    if (this.account === undefined || this.accountKeys === undefined) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        'PostgresStore.accountKey needs the users option (the users table)',
+      );
+    }
+    const id = userIdText(userId, this.account.type, 'accountKey userId');
+    if (typeof bucket !== 'string' || bucket.length === 0)
+      throw argument('accountKey', 'bucket', 'a non-empty string', bucket);
+    return this.accountKeys.make(id, bucket);
   }
 
   /**
@@ -231,12 +293,19 @@ export class PostgresStore implements Store {
    * `takeAllStatement`). Penalties do not apply: a refused all-or-nothing take charges nothing.
    */
   async takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+    assertDistinctEntries(entries);
     const t: unknown[][] = [[], [], [], [], [], [], []];
     const q: unknown[][] = [[], [], [], [], [], []];
     const bound: PostgresRuleBuckets[] = [];
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i] as TakeEntry;
       const buckets = this.bucketsOf(entry.buckets);
+      if (this.accountKeys?.parse(entry.key) !== undefined) {
+        throw new SluiceError(
+          'SLUICE_ARGUMENT',
+          `an all-or-nothing take cannot charge an account key (rule ${JSON.stringify(buckets.name)}); take it on its own`,
+        );
+      }
       bound.push(buckets);
       const p = buckets.params;
       const rule = buckets.rule;
@@ -257,6 +326,7 @@ export class PostgresStore implements Store {
     }
     const values: unknown[] = [...t, ...q];
     if (this.context.clock === 'caller') values.push(now);
+    values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
     const { text, name } = this.takeAllSql;
     const rows = await withTimeout(this.retrying(text, values, name), this.context.timeoutMs);
     const decisions = new Array<Decision>(entries.length);
@@ -283,34 +353,36 @@ export class PostgresStore implements Store {
    * response.setHeader('X-Auth-Mode', mode);
    */
   takeForAccount(
-    limiter: { buckets: RuleBuckets } | RuleBuckets,
+    limiter: { buckets: RuleBuckets; clock?: () => number } | RuleBuckets,
     options: AccountTakeOptions,
   ): Promise<AccountTakeResult> {
     try {
-      if (this.users === undefined) {
-        throw new SluiceError(
-          'SLUICE_CONFIG',
-          'PostgresStore.takeForAccount needs the users option (the users table)',
-        );
-      }
+      const account = this.accountSql('takeForAccount');
       const buckets = this.bucketsOf('buckets' in limiter ? limiter.buckets : limiter);
-      const { userId, accountKey, anonKey, cost = 1, limit, now = Date.now() } = options;
-      if (!['string', 'number', 'bigint'].includes(typeof userId))
-        throw argument('userId', 'a string, number or bigint', userId);
+      const { userId, accountKey, anonKey, cost = 1, limit } = options;
+      const clock = 'clock' in limiter && typeof limiter.clock === 'function' ? limiter.clock : Date.now;
+      const now = options.now === undefined ? clock() : options.now;
+      const id = userIdText(userId, account.type, 'takeForAccount userId');
       if (typeof accountKey !== 'string' || accountKey.length === 0)
-        throw argument('accountKey', 'a non-empty string', accountKey);
+        throw argument('takeForAccount', 'accountKey', 'a non-empty string', accountKey);
       if (typeof anonKey !== 'string' || anonKey.length === 0)
-        throw argument('anonKey', 'a non-empty string', anonKey);
-      if (!Number.isSafeInteger(cost) || cost < 0) throw argument('cost', 'a whole number >= 0', cost);
+        throw argument('takeForAccount', 'anonKey', 'a non-empty string', anonKey);
+      if (!Number.isSafeInteger(cost) || cost < 0 || cost > MAX_COUNT)
+        throw argument('takeForAccount', 'cost', `a whole number from 0 to ${MAX_COUNT}`, cost);
       if (
         limit !== undefined &&
-        (buckets.kind !== 'calendar-quota' || !Number.isSafeInteger(limit) || limit < 1)
+        (buckets.kind !== 'calendar-quota' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_COUNT)
       ) {
-        throw argument('limit', 'a positive whole number, for calendar quotas only', limit);
+        throw argument(
+          'takeForAccount',
+          'limit',
+          `a whole number from 1 to ${MAX_COUNT}, for calendar quotas only`,
+          limit,
+        );
       }
       if (typeof now !== 'number' || !Number.isFinite(now))
-        throw argument('now', 'finite ms since the Unix epoch', now);
-      return buckets.takeForAccount(String(userId), accountKey, anonKey, cost, Math.floor(now), limit);
+        throw argument('takeForAccount', 'now', 'finite ms since the Unix epoch', now);
+      return buckets.takeForAccount(id, accountKey, anonKey, cost, Math.floor(now), limit);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -325,16 +397,8 @@ export class PostgresStore implements Store {
    * @example const removed = await store.forgetAccount(user.id);
    */
   async forgetAccount(userId: string | number | bigint): Promise<number> {
-    if (this.users === undefined) {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        'PostgresStore.forgetAccount needs the users option (the users table)',
-      );
-    }
-    const u = this.users;
-    const users = `${quoteIdentifier(u.schema ?? 'public', 'users.schema')}.${quoteIdentifier(u.table ?? 'users', 'users.table')}`;
-    const column = quoteIdentifier(u.column ?? 'id', 'users.column');
-    const type = userIdType(u.type ?? 'bigint', 'users.type');
+    const { users, column, type } = this.accountSql('forgetAccount');
+    const id = userIdText(userId, type, 'forgetAccount userId');
     const n = this.names;
     const text = `WITH u AS (SELECT 1 FROM ${users} WHERE ${column} = $1::${type} FOR UPDATE),
 m AS (SELECT bucket FROM ${n.accountBuckets} WHERE user_id = $1::${type} AND EXISTS (SELECT 1 FROM u)),
@@ -343,11 +407,22 @@ t AS (DELETE FROM ${n.tokenBuckets} WHERE account_bucket IN (SELECT bucket FROM 
 d AS (DELETE FROM ${n.accountBuckets} WHERE bucket IN (SELECT bucket FROM m))
 SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`;
     try {
-      const rows = await this.client.query(text, [String(userId)], '');
+      const rows = await this.client.query(text, [id], '');
       return (rows[0]?.removed as number | undefined) ?? 0;
     } catch (error) {
       throw storeError(error);
     }
+  }
+
+  /** The users table's quoted names, or SLUICE_CONFIG when the store has no `users` option. */
+  private accountSql(method: string): AccountSql {
+    if (this.account === undefined) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `PostgresStore.${method} needs the users option (the users table)`,
+      );
+    }
+    return this.account;
   }
 
   /**
@@ -425,6 +500,8 @@ SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`
         const applied: string[] = [];
         for (const migration of migrations) {
           if (done.has(migration.name)) continue;
+          if (migration.name === ACCOUNT_MIGRATION && this.users !== undefined)
+            await checkUsersTable(tx, this.users);
           for (const sql of migration.statements) await tx.query(sql, [], '');
           await tx.query(`INSERT INTO ${n.migrations} (name) VALUES ($1)`, [migration.name], '');
           applied.push(migration.name);
@@ -476,9 +553,10 @@ function gcd(a: number, b: number): number {
   return a;
 }
 
-function argument(option: string, expected: string, received: unknown): SluiceError {
+/** SLUICE_ARGUMENT naming the method, the option and the type received: never the value. */
+function argument(method: string, option: string, expected: string, received: unknown): SluiceError {
   return new SluiceError(
     'SLUICE_ARGUMENT',
-    `takeForAccount ${option} must be ${expected}; received ${describeValue(received)}`,
+    `${method} ${option} must be ${expected}; received ${typeName(received)}`,
   );
 }
