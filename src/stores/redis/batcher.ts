@@ -69,10 +69,13 @@ class Pending {
   ) {}
 
   /**
-   * When it times out, on the monotonic clock (performance.now()): wall-clock jumps do not
-   * matter. 0 until the batcher first runs after it was queued: the synchronous burst that queued
-   * it (20,000 takes in one tick) is the caller's time, not the store's.
+   * When it was queued, as the batcher sees it: the batcher's first run after the synchronous
+   * burst that queued it (20,000 takes in one tick are the caller's time, not the store's); 0
+   * before. On the monotonic clock (performance.now()), as every time here: wall-clock jumps do
+   * not matter.
    */
+  queuedAt = 0;
+  /** When it times out once sent: `timeout` after its first call was sent; 0 before. */
   deadline = 0;
 
   get size(): number {
@@ -145,8 +148,10 @@ const QUOTA_REPLY = 4;
 export class Batcher {
   private readonly settings: BatcherSettings;
   private queue: Pending[] = [];
-  /** How many requests at the head of `queue` have their deadline set (see Pending.deadline). */
+  /** How many requests at the head of `queue` have `queuedAt` set. */
   private stamped = 0;
+  /** When the client last settled a call (a reply or an error): Redis is making progress. */
+  private lastSettledAt = 0;
   /** Decisions (entries) queued or held by the client, against `maxPending`. */
   private pending = 0;
   /** Of those, decisions answered with a timeout whose call the client still holds. */
@@ -170,7 +175,15 @@ export class Batcher {
   private flying: Batch[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
-  private readonly onTimer = (): void => this.expireDue();
+  // The timer only schedules the check for the check phase of the event loop, after the poll
+  // phase has read the replies that have arrived: a call Redis answered in time is not timed out
+  // because Node was busy (a burst, a GC pause) when its deadline passed.
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    setImmediate(this.expireDue);
+  };
+  private readonly expireDue = (): void => this.expireNow();
 
   constructor(settings: BatcherSettings) {
     this.settings = settings;
@@ -259,13 +272,13 @@ export class Batcher {
   private flush(): void {
     this.scheduled = false;
     const cluster = this.settings.client.cluster;
-    // Every decision's clock starts here, the first turn after the burst that queued it.
-    const started = performance.now() + this.settings.timeoutMs;
-    for (let i = this.stamped; i < this.queue.length; i++) this.queue[i]!.deadline = started;
+    // Every decision's wait starts here, the first turn after the burst that queued it; and what
+    // had expired is judged as of now, so that the time this loop takes never expires anything.
+    const now = performance.now();
+    for (let i = this.stamped; i < this.queue.length; i++) this.queue[i]!.queuedAt = now;
     this.stamped = this.queue.length;
     while (this.queue.length > 0 && (cluster || this.inFlight < MAX_IN_FLIGHT)) {
       const queue = this.queue;
-      const now = performance.now();
       // Spread what waits over the free calls, at least SPLIT per call: moderate load gets
       // several calls in flight (Redis and Node overlap), a burst drains in one round.
       let queued = 0;
@@ -286,11 +299,11 @@ export class Batcher {
         batch = queue.splice(0, taken);
       }
       this.stamped -= taken;
-      // A decision that waited out its whole timeout behind slow calls is not sent at all.
+      // A decision that waited out its timeout behind calls that did not answer is not sent.
       let live = 0;
       for (let i = 0; i < batch.length; i++) {
         const request = batch[i]!;
-        if (request.deadline <= now) this.drop(request);
+        if (this.expiresAt(request) <= now) this.drop(request);
         else batch[live++] = request;
       }
       batch.length = live;
@@ -299,7 +312,22 @@ export class Batcher {
       else this.send(batch);
     }
     // Decisions left waiting behind calls in flight time out too, even if none of those settles.
-    if (this.stamped > 0 && this.queue[0]!.deadline < this.timerAt) this.arm(this.queue[0]!.deadline);
+    if (this.stamped > 0) {
+      const at = this.expiresAt(this.queue[0]!);
+      if (at < this.timerAt) this.arm(at);
+    }
+  }
+
+  /**
+   * When a decision still waiting to be sent times out: `timeout` after it was queued, but not
+   * while Redis keeps answering (the queue drains at Redis' pace, bounded by `maxPending`); a
+   * retried one keeps the deadline of its first call. So load alone (a burst larger than one
+   * round of calls) does not time decisions out, and a Redis that stops answering does.
+   */
+  private expiresAt(request: Pending): number {
+    if (request.deadline !== 0) return request.deadline;
+    const since = request.queuedAt > this.lastSettledAt ? request.queuedAt : this.lastSettledAt;
+    return since + this.settings.timeoutMs;
   }
 
   /** Times out a decision that was never sent. */
@@ -330,6 +358,21 @@ export class Batcher {
     for (const list of bySlot.values()) this.send(list);
   }
 
+  /**
+   * Starts the clock of the decisions of a call about to be sent (a retried one keeps its own),
+   * and returns the call's deadline: the earliest among them.
+   */
+  private startClocks(requests: Pending[]): number {
+    const deadline = performance.now() + this.settings.timeoutMs;
+    let earliest = deadline;
+    for (let i = 0; i < requests.length; i++) {
+      const request = requests[i]!;
+      if (request.deadline === 0) request.deadline = deadline;
+      else if (request.deadline < earliest) earliest = request.deadline;
+    }
+    return earliest;
+  }
+
   private send(requests: Pending[]): void {
     const { serverClock, slackMs } = this.settings;
     if (requests.length === 1 && requests[0]!.group === null) {
@@ -343,7 +386,7 @@ export class Batcher {
     const entries: string[] = [];
     let replyLength = 1;
     const estimate = Date.now() + this.offset.ms;
-    let deadline = Infinity;
+    const deadline = this.startClocks(requests);
     // Consecutive single takes alike (rule, cost, limit, and `now` on the caller's clock) go as
     // one run: their keys, and their entry once.
     let run: Pending | undefined;
@@ -359,7 +402,6 @@ export class Batcher {
       run = undefined;
     };
     for (const request of requests) {
-      if (request.deadline < deadline) deadline = request.deadline;
       const group = request.group;
       if (group === null) {
         const rule = request.rule as BatchRule;
@@ -408,6 +450,7 @@ export class Batcher {
     const { serverClock, slackMs } = this.settings;
     const request = requests[0]!;
     const rule = request.rule as BatchRule;
+    this.startClocks(requests);
     // Only a quota's parameters depend on the time (its days).
     const spec = rule.spec(!rule.quota ? 0 : serverClock ? Date.now() + this.offset.ms : request.now);
     const args = [String(request.cost)];
@@ -442,7 +485,8 @@ export class Batcher {
    * Times out the calls past their deadline and the decisions that waited past theirs without
    * being sent, then re-arms for the earliest deadline left, if any.
    */
-  private expireDue(): void {
+  private expireNow(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = performance.now();
@@ -457,16 +501,19 @@ export class Batcher {
         if (batch.deadline < next) next = batch.deadline;
       }
     }
-    // The queue is in deadline order (a retried decision goes back to its head).
+    // The queue is in order of expiry (queued in turn; a retried decision goes back to its head).
     const queue = this.queue;
     let due = 0;
-    while (due < this.stamped && queue[due]!.deadline <= now) due++;
+    while (due < this.stamped && this.expiresAt(queue[due]!) <= now) due++;
     if (due > 0) {
       const expired = queue.splice(0, due);
       this.stamped -= due;
       for (const request of expired) this.drop(request);
     }
-    if (this.stamped > 0 && queue[0]!.deadline < next) next = queue[0]!.deadline;
+    if (this.stamped > 0) {
+      const at = this.expiresAt(queue[0]!);
+      if (at < next) next = at;
+    }
     if (next !== Infinity) this.arm(next);
   }
 
@@ -508,6 +555,7 @@ export class Batcher {
 
   /** The client settled the call: its place in flight and its decisions' places are free. */
   private release(batch: Batch): void {
+    this.lastSettledAt = performance.now();
     this.inFlight--;
     this.pending -= batch.size;
     if (batch.done) this.abandoned -= batch.size;
