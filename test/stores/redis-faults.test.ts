@@ -103,7 +103,7 @@ for (const [clientName, connect] of clients) {
       assert.equal(await eventually(() => l.take('k')), true);
     });
 
-    it('D2: a hung Redis (SIGSTOP 20 s at a steady 3,000 takes/s) grows no memory in the client, and after SIGCONT no decision answered meanwhile is charged', async () => {
+    it('a hung Redis (SIGSTOP 20 s at a steady 3,000 takes/s) grows no memory in the client, and after SIGCONT no decision answered meanwhile is charged', async () => {
       // A quota with room for everything counts exactly (a bucket would refill meanwhile).
       const l = createLimiter({
         name: `hang${++counter}`,

@@ -288,7 +288,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     );
   }
 
-  it('E2: a lone take (its own script) and a take sharing a batch decide exactly as the memory store, also when the clock steps back', async () => {
+  it('a lone take (its own script) and a take sharing a batch decide exactly as the memory store, also when the clock steps back', async () => {
     const rules = {
       bucket: tokenBucket({ limit: 3, period: '10s', burst: 5 }),
       debt: tokenBucket({ limit: 2, period: '1s', penalty: true }),
@@ -372,7 +372,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.ok((await redis.pttl(`${s.prefix}wt:{garbage}`)) > 0, 'the repaired key has a TTL');
   });
 
-  it('D2: the queue is bounded: beyond maxPending a take fails at once with SLUICE_STORE_OVERLOADED (load, not a failure)', async () => {
+  it('the queue is bounded: beyond maxPending a take fails at once with SLUICE_STORE_OVERLOADED (load, not a failure)', async () => {
     const s = store({ maxPending: 100 });
     const buckets = s.bind('bound', tokenBucket({ limit: 1000, period: '1h' }));
     const results = await Promise.allSettled(
@@ -387,7 +387,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal((await buckets.take('k', 0, 0, undefined)).remaining, 900, 'a refused call charged nothing');
   });
 
-  it('D2: load alone never flips failure "open": 20,000 takes in one tick on a healthy Redis get no fail-open admission, and the keys admit exactly their burst', async () => {
+  it('load alone never flips failure "open": 20,000 takes in one tick on a healthy Redis get no fail-open admission, and the keys admit exactly their burst', async () => {
     // A timeout a loaded 2-core CI machine meets for 10,000 decisions (the test after this one
     // shows that the burst's own time is not counted against it).
     const s = store({ timeout: '2s' });
@@ -427,7 +427,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal(open.stats().timeouts, 0);
   });
 
-  it('D2: the time the caller`s own synchronous burst takes is not counted against the store`s timeout', async () => {
+  it('the time the caller`s own synchronous burst takes is not counted against the store`s timeout', async () => {
     const s = store({ timeout: '1s' });
     const buckets = s.bind('burst', tokenBucket({ limit: 1000, period: '1h' }));
     const pending = Array.from({ length: 1000 }, (_, i) => buckets.take(`k${i % 10}`, 1, 0, undefined));
@@ -441,7 +441,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal(results.filter((r) => r.status === 'fulfilled' && r.value.allowed).length, 1000);
   });
 
-  it('A2: a calendar quota never moves back to an earlier day: a caller clock stepped back across midnight, and two nodes a second apart, count against the stored day', async () => {
+  it('a calendar quota never moves back to an earlier day: a caller clock stepped back across midnight, and two nodes a second apart, count against the stored day', async () => {
     const s = store({ clock: 'caller' });
     const clock = manualClock(Date.UTC(2026, 4, 2, 0, 0, 1));
     const quota = createLimiter({
@@ -494,7 +494,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal((await quota.take('k')).remaining, 4);
   });
 
-  it('A2: on the server clock too, a stored day later than the server`s (a failover to a Redis a second behind, across midnight) is the day that counts', async () => {
+  it('on the server clock too, a stored day later than the server`s (a failover to a Redis a second behind, across midnight) is the day that counts', async () => {
     const s = store();
     const quota = createLimiter({
       name: 'srvday',
@@ -556,7 +556,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.deepEqual(await redis.keys(`${s.prefix}*`), [], 'nothing was written');
   });
 
-  it('D6: an all-or-nothing take naming one bucket twice is rejected with SLUICE_ARGUMENT, and charges nothing', async () => {
+  it('an all-or-nothing take naming one bucket twice is rejected with SLUICE_ARGUMENT, and charges nothing', async () => {
     const s = store();
     const buckets = s.bind('twice', tokenBucket({ limit: 5, period: '1h' }));
     const other = s.bind('twice-other', tokenBucket({ limit: 5, period: '1h' }));
