@@ -9,7 +9,14 @@ import { runInNewContext } from 'node:vm';
 import { redisBinariesMissing, startRedis, type PrivateRedis } from '../support/redis-servers.js';
 import { ioredisClient, nodeRedisClient } from '../support/redis-clients.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
-import { createLimiter, isSluiceError, tokenBucket, type Limiter } from '../../src/index.js';
+import {
+  calendarQuota,
+  createLimiter,
+  isSluiceError,
+  tokenBucket,
+  type Decision,
+  type Limiter,
+} from '../../src/index.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -94,6 +101,75 @@ for (const [clientName, connect] of clients) {
         process.kill(server.pid!, 'SIGCONT');
       }
       assert.equal(await eventually(() => l.take('k')), true);
+    });
+
+    it('a hung Redis (SIGSTOP 20 s at a steady 3,000 takes/s) grows no memory in the client, and after SIGCONT no decision answered meanwhile is charged', async () => {
+      // A quota with room for everything counts exactly (a bucket would refill meanwhile).
+      const l = createLimiter({
+        name: `hang${++counter}`,
+        rule: calendarQuota({ limit: 1_000_000_000 }),
+        store,
+        logger: silent,
+        failure: 'open',
+        timeout: '10s', // the store's own timeout is under test here
+      });
+      // Counted as they settle: the test keeps no decision, so the heap shows the store's.
+      let open = 0;
+      let byStore = 0;
+      let failedOpen = 0;
+      const count = (d: Decision) => {
+        open--;
+        if (d.source === 'fail-open') failedOpen++;
+        else if (d.allowed) byStore++;
+      };
+      const fire = () => {
+        for (let i = 0; i < 30; i++) {
+          open++;
+          l.take('k').then(count, () => open--);
+        }
+      };
+      const allSettled = async () => {
+        for (let i = 0; i < 200 && open > 0; i++) await sleep(50);
+        assert.equal(open, 0, 'every take settled');
+      };
+      let timer = setInterval(fire, 10);
+      await sleep(300);
+      process.kill(server.pid!, 'SIGSTOP');
+      let growth: number;
+      try {
+        await sleep(300);
+        gc();
+        const before = process.memoryUsage().heapUsed;
+        await sleep(20_000);
+        clearInterval(timer);
+        // What was issued has been answered (timeouts, failing open) before Redis resumes.
+        await allSettled();
+        gc();
+        growth = process.memoryUsage().heapUsed - before;
+        timer = setInterval(fire, 10);
+      } finally {
+        process.kill(server.pid!, 'SIGCONT');
+      }
+      await sleep(500);
+      clearInterval(timer);
+      await allSettled();
+      // The client lets go of the calls Redis now answers (refused as past their deadline);
+      // wait until the stored count stops changing, bounded in time.
+      const key = `sluice:${l.name}:{k}`;
+      const raw = (await import('../support/redis-servers.js')).rawCommand;
+      const charged = async () =>
+        Number((await raw(server.port, `GET ${key}`))?.split('\r\n')[1]?.split(':')[1]);
+      let stored = await charged();
+      for (let i = 0; i < 50; i++) {
+        await sleep(100);
+        const next = await charged();
+        if (next === stored) break;
+        stored = next;
+      }
+      assert.ok(growth < 10 * 1024 * 1024, `heap grew by ${growth} bytes while Redis hung`);
+      assert.ok(failedOpen > 10_000, `only ${failedOpen} decisions failed open while Redis hung`);
+      assert.equal(stored, byStore, 'charged exactly what was answered as admitted by Redis');
+      assert.deepEqual(unhandled, []);
     });
 
     it('D2: Redis killed under load: every call settles with a coded error, nothing is admitted while it is down, memory stays flat; restarted, decisions resume within 1 s', async () => {

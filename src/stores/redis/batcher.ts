@@ -7,6 +7,7 @@ import {
   singleDecisionScript,
   singleDecisionScriptSha,
 } from './scripts.js';
+import { ServerClockOffset } from './server-clock-offset.js';
 
 /** What the batcher needs from one rule's buckets. */
 export interface BatchRule {
@@ -65,9 +66,17 @@ class Pending {
     readonly group: readonly BatchEntry[] | null,
     readonly now: number,
     readonly slot: number,
-    /** When it times out, on the monotonic clock (performance.now()): wall-clock jumps do not matter. */
-    readonly deadline: number,
   ) {}
+
+  /**
+   * When it was queued, as the batcher sees it: the batcher's first run after the synchronous
+   * burst that queued it (20,000 takes in one tick are the caller's time, not the store's); 0
+   * before. On the monotonic clock (performance.now()), as every time here: wall-clock jumps do
+   * not matter.
+   */
+  queuedAt = 0;
+  /** When it times out once sent: `timeout` after its first call was sent; 0 before. */
+  deadline = 0;
 
   get size(): number {
     return this.group === null ? 1 : this.group.length;
@@ -76,7 +85,10 @@ class Pending {
 
 /** One script call in flight. */
 class Batch {
+  /** Answered: by its reply, a failure or its timeout. The driver may still hold it. */
   done = false;
+  /** Decisions in it (the entries of its takes), held against `maxPending` until the driver lets go. */
+  readonly size: number;
   constructor(
     readonly requests: Pending[],
     readonly keys: string[],
@@ -87,7 +99,11 @@ class Batch {
     readonly single: boolean,
     /** When its decisions time out: the earliest deadline among them. */
     readonly deadline: number,
-  ) {}
+  ) {
+    let size = 0;
+    for (let i = 0; i < requests.length; i++) size += requests[i]!.size;
+    this.size = size;
+  }
 }
 
 /**
@@ -95,8 +111,15 @@ class Batch {
  * call: under load each call carries many decisions (one Redis round trip and one Lua entry for
  * all of them), while a lone decision is sent at once. Several calls in flight keep Redis busy
  * while Node turns the previous reply into decisions.
+ *
+ * A call counts as in flight until the client settles it, not until sluice answers its
+ * decisions: a call that timed out is still queued in the client (or its socket) while Redis
+ * hangs, so this also bounds what a hung Redis can pile up in the client (on a single Redis; a
+ * Cluster sends a call per slot and is bounded by `maxPending`).
  */
 const MAX_IN_FLIGHT = 8;
+/** The status reply of a call that started after its deadline: `[now, -4]`, nothing changed. */
+const EXPIRED = -4;
 /** For scheduling a microtask: cheaper than queueMicrotask, which wraps each in an AsyncResource. */
 const resolved = Promise.resolve();
 /**
@@ -115,20 +138,35 @@ const QUOTA_REPLY = 4;
 
 /**
  * Groups the decisions that arrive together into one script call per tick (per hash slot on a
- * Cluster), bounded: beyond `maxPending` decisions waiting or in flight, a take fails at once
- * with SLUICE_STORE_UNAVAILABLE; every decision settles within `timeoutMs` (SLUICE_STORE_TIMEOUT)
- * whatever the client does; while the connection is down nothing is queued at all.
+ * Cluster), bounded: beyond `maxPending` decisions waiting or held by the client, a take fails at
+ * once (SLUICE_STORE_OVERLOADED, or SLUICE_STORE_TIMEOUT while calls that timed out are still
+ * held); every decision settles within `timeoutMs` (SLUICE_STORE_TIMEOUT) whatever the client
+ * does; while the connection is down nothing is queued at all. On the server's clock every call
+ * carries its deadline, and a call that Redis starts after it changes nothing: a decision
+ * answered with a timeout is never charged later.
  */
 export class Batcher {
   private readonly settings: BatcherSettings;
   private queue: Pending[] = [];
-  /** Decisions (entries) queued or in flight, against `maxPending`. */
+  /** How many requests at the head of `queue` have `queuedAt` set. */
+  private stamped = 0;
+  /** When the client last settled a call (a reply or an error): Redis is making progress. */
+  private lastSettledAt = 0;
+  /** Decisions (entries) queued or held by the client, against `maxPending`. */
   private pending = 0;
+  /** Of those, decisions answered with a timeout whose call the client still holds. */
+  private abandoned = 0;
+  /** Script calls the client has not settled (answered or not). */
   private inFlight = 0;
   private scheduled = false;
   private closed = false;
-  /** The server's clock minus ours, learnt from every reply: picks the quota days to send. */
-  private skew = 0;
+  /** The server's clock minus ours, learnt from every reply: quota days and call deadlines. */
+  private readonly offset = new ServerClockOffset();
+  /**
+   * How much earlier than its deadline in Node a call must start in Redis to be charged: the time
+   * its reply may take to reach Node and be read. A quarter of the timeout.
+   */
+  private readonly replyMarginMs: number;
   private readonly run = (): void => this.flush();
   /**
    * Calls sent, watched by one timer rather than a timer each (see `start`); finished ones are
@@ -137,10 +175,19 @@ export class Batcher {
   private flying: Batch[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
-  private readonly onTimer = (): void => this.expireDue();
+  // The timer only schedules the check for the check phase of the event loop, after the poll
+  // phase has read the replies that have arrived: a call Redis answered in time is not timed out
+  // because Node was busy (a burst, a GC pause) when its deadline passed.
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    setImmediate(this.expireDue);
+  };
+  private readonly expireDue = (): void => this.expireNow();
 
   constructor(settings: BatcherSettings) {
     this.settings = settings;
+    this.replyMarginMs = Math.floor(settings.timeoutMs / 4);
   }
 
   /** A single take (cost 0: peek). `now` is ignored on the server's clock. */
@@ -175,15 +222,13 @@ export class Batcher {
     slot: number,
     size: number,
   ): Promise<Decision | Decision[]> {
-    const { client, maxPending, timeoutMs } = this.settings;
+    const { client, maxPending } = this.settings;
     if (this.closed) return Promise.reject(unavailable('store is closed'));
     // Fail fast while the connection is down: a client's offline queue would otherwise hold
     // every call until it reconnects, and memory would grow for as long as Redis is gone.
     if (!client.ready()) return Promise.reject(unavailable('connection is not ready'));
-    if (this.pending + size > maxPending) {
-      return Promise.reject(unavailable(`has ${this.pending} decisions waiting (maxPending ${maxPending})`));
-    }
-    const request = new Pending(rule, key, cost, limit, group, now, slot, performance.now() + timeoutMs);
+    if (this.pending + size > maxPending) return Promise.reject(this.full());
+    const request = new Pending(rule, key, cost, limit, group, now, slot);
     const promise = new Promise<Decision | Decision[]>((resolve, reject) => {
       request.resolve = resolve as (value: never) => void;
       request.reject = reject;
@@ -192,6 +237,26 @@ export class Batcher {
     this.queue.push(request);
     this.schedule();
     return promise;
+  }
+
+  /**
+   * Why no decision can be queued: calls that timed out still held by the client mean Redis is
+   * not answering (a failure: SLUICE_STORE_TIMEOUT, the failure policy applies); otherwise the
+   * queue is full of live decisions, which is load (SLUICE_STORE_OVERLOADED, never admitted by
+   * `failure: 'open'`).
+   */
+  private full(): SluiceError {
+    const { maxPending, timeoutMs } = this.settings;
+    if (this.abandoned > 0) {
+      return new SluiceError(
+        'SLUICE_STORE_TIMEOUT',
+        `Redis did not answer within ${timeoutMs} ms; ${this.abandoned} decisions of calls that timed out are still held by the client (maxPending ${maxPending})`,
+      );
+    }
+    return new SluiceError(
+      'SLUICE_STORE_OVERLOADED',
+      `Redis store has ${this.pending} decisions waiting or in flight (maxPending ${maxPending})`,
+    );
   }
 
   private schedule(): void {
@@ -207,9 +272,13 @@ export class Batcher {
   private flush(): void {
     this.scheduled = false;
     const cluster = this.settings.client.cluster;
+    // Every decision's wait starts here, the first turn after the burst that queued it; and what
+    // had expired is judged as of now, so that the time this loop takes never expires anything.
+    const now = performance.now();
+    for (let i = this.stamped; i < this.queue.length; i++) this.queue[i]!.queuedAt = now;
+    this.stamped = this.queue.length;
     while (this.queue.length > 0 && (cluster || this.inFlight < MAX_IN_FLIGHT)) {
       const queue = this.queue;
-      const now = performance.now();
       // Spread what waits over the free calls, at least SPLIT per call: moderate load gets
       // several calls in flight (Redis and Node overlap), a burst drains in one round.
       let queued = 0;
@@ -229,11 +298,12 @@ export class Batcher {
       } else {
         batch = queue.splice(0, taken);
       }
-      // A decision that waited out its whole timeout behind slow calls is not sent at all.
+      this.stamped -= taken;
+      // A decision that waited out its timeout behind calls that did not answer is not sent.
       let live = 0;
       for (let i = 0; i < batch.length; i++) {
         const request = batch[i]!;
-        if (request.deadline <= now) this.settle(request, timedOut(this.settings.timeoutMs));
+        if (this.expiresAt(request) <= now) this.drop(request);
         else batch[live++] = request;
       }
       batch.length = live;
@@ -241,6 +311,40 @@ export class Batcher {
       if (cluster) this.sendBySlot(batch);
       else this.send(batch);
     }
+    // Decisions left waiting behind calls in flight time out too, even if none of those settles.
+    if (this.stamped > 0) {
+      const at = this.expiresAt(this.queue[0]!);
+      if (at < this.timerAt) this.arm(at);
+    }
+  }
+
+  /**
+   * When a decision still waiting to be sent times out: `timeout` after it was queued, but not
+   * while Redis keeps answering (the queue drains at Redis' pace, bounded by `maxPending`); a
+   * retried one keeps the deadline of its first call. So load alone (a burst larger than one
+   * round of calls) does not time decisions out, and a Redis that stops answering does.
+   */
+  private expiresAt(request: Pending): number {
+    if (request.deadline !== 0) return request.deadline;
+    const since = request.queuedAt > this.lastSettledAt ? request.queuedAt : this.lastSettledAt;
+    return since + this.settings.timeoutMs;
+  }
+
+  /** Times out a decision that was never sent. */
+  private drop(request: Pending): void {
+    this.pending -= request.size;
+    this.settle(request, timedOut(this.settings.timeoutMs));
+  }
+
+  /**
+   * A call's deadline on the server's clock, for the script to check at its start (empty on the
+   * caller's clock): the reply margin earlier than the deadline in Node, so that a reply of a
+   * call that charged arrives before Node gives up on it.
+   */
+  private serverDeadline(deadline: number): string {
+    if (!this.settings.serverClock) return '';
+    const left = deadline - performance.now() - this.replyMarginMs;
+    return String(Math.floor(Date.now() + this.offset.ms + left));
   }
 
   private sendBySlot(batch: Pending[]): void {
@@ -254,6 +358,21 @@ export class Batcher {
     for (const list of bySlot.values()) this.send(list);
   }
 
+  /**
+   * Starts the clock of the decisions of a call about to be sent (a retried one keeps its own),
+   * and returns the call's deadline: the earliest among them.
+   */
+  private startClocks(requests: Pending[]): number {
+    const deadline = performance.now() + this.settings.timeoutMs;
+    let earliest = deadline;
+    for (let i = 0; i < requests.length; i++) {
+      const request = requests[i]!;
+      if (request.deadline === 0) request.deadline = deadline;
+      else if (request.deadline < earliest) earliest = request.deadline;
+    }
+    return earliest;
+  }
+
   private send(requests: Pending[]): void {
     const { serverClock, slackMs } = this.settings;
     if (requests.length === 1 && requests[0]!.group === null) {
@@ -262,12 +381,12 @@ export class Batcher {
     }
     const keys: string[] = [];
     // The rules' parameters first, each once (see scripts.ts), then the entries.
-    const args: string[] = [serverClock ? '' : String(slackMs), ''];
+    const args: string[] = [serverClock ? '' : String(slackMs), '', ''];
     const refs = new Map<readonly string[], string>();
     const entries: string[] = [];
     let replyLength = 1;
-    const estimate = Date.now() + this.skew;
-    let deadline = Infinity;
+    const estimate = Date.now() + this.offset.ms;
+    const deadline = this.startClocks(requests);
     // Consecutive single takes alike (rule, cost, limit, and `now` on the caller's clock) go as
     // one run: their keys, and their entry once.
     let run: Pending | undefined;
@@ -283,7 +402,6 @@ export class Batcher {
       run = undefined;
     };
     for (const request of requests) {
-      if (request.deadline < deadline) deadline = request.deadline;
       const group = request.group;
       if (group === null) {
         const rule = request.rule as BatchRule;
@@ -321,7 +439,8 @@ export class Batcher {
       }
     }
     closeRun();
-    args[1] = String(args.length - 2);
+    args[1] = this.serverDeadline(deadline);
+    args[2] = String(args.length - 3);
     for (let i = 0; i < entries.length; i++) args.push(entries[i]!);
     this.start(new Batch(requests, keys, args, replyLength, false, deadline));
   }
@@ -331,12 +450,14 @@ export class Batcher {
     const { serverClock, slackMs } = this.settings;
     const request = requests[0]!;
     const rule = request.rule as BatchRule;
+    this.startClocks(requests);
     // Only a quota's parameters depend on the time (its days).
-    const spec = rule.spec(!rule.quota ? 0 : serverClock ? Date.now() + this.skew : request.now);
+    const spec = rule.spec(!rule.quota ? 0 : serverClock ? Date.now() + this.offset.ms : request.now);
     const args = [String(request.cost)];
     for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
     if (rule.quota) args.push(limitArg(request.limit));
-    if (!serverClock) args.push(String(slackMs), String(request.now));
+    if (serverClock) args.push(this.serverDeadline(request.deadline));
+    else args.push(String(slackMs), String(request.now));
     const replyLength = 1 + (rule.quota ? QUOTA_REPLY : BUCKET_REPLY);
     this.start(new Batch(requests, [request.key], args, replyLength, true, request.deadline));
   }
@@ -360,8 +481,12 @@ export class Batcher {
     this.timer.unref?.();
   }
 
-  /** Times out the calls past their deadline, then re-arms for the earliest left, if any. */
-  private expireDue(): void {
+  /**
+   * Times out the calls past their deadline and the decisions that waited past theirs without
+   * being sent, then re-arms for the earliest deadline left, if any.
+   */
+  private expireNow(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = performance.now();
@@ -375,6 +500,19 @@ export class Batcher {
         this.flying.push(batch);
         if (batch.deadline < next) next = batch.deadline;
       }
+    }
+    // The queue is in order of expiry (queued in turn; a retried decision goes back to its head).
+    const queue = this.queue;
+    let due = 0;
+    while (due < this.stamped && this.expiresAt(queue[due]!) <= now) due++;
+    if (due > 0) {
+      const expired = queue.splice(0, due);
+      this.stamped -= due;
+      for (const request of expired) this.drop(request);
+    }
+    if (this.stamped > 0) {
+      const at = this.expiresAt(queue[0]!);
+      if (at < next) next = at;
     }
     if (next !== Infinity) this.arm(next);
   }
@@ -393,50 +531,77 @@ export class Batcher {
           : client.evalsha(decisionScriptSha, batch.keys, batch.args);
       }
     } catch (error) {
+      this.release(batch);
       this.fail(batch, error);
       return;
     }
     reply.then(
-      (value) => this.receive(batch, value),
+      (value) => {
+        this.release(batch);
+        this.receive(batch, value);
+      },
       (error: unknown) => {
         // The server lost its scripts (restart, failover, SCRIPT FLUSH): send the source, which
-        // also loads it again for the next EVALSHA.
-        if (!fallback && !batch.done && /^NOSCRIPT/.test(errorMessage(error))) this.call(batch, true);
-        else this.fail(batch, error);
+        // also loads it again for the next EVALSHA. The call stays in flight meanwhile.
+        if (!fallback && !batch.done && redisErrorCode(error) === 'NOSCRIPT') {
+          this.call(batch, true);
+          return;
+        }
+        this.release(batch);
+        this.fail(batch, error);
       },
     );
   }
 
+  /** The client settled the call: its place in flight and its decisions' places are free. */
+  private release(batch: Batch): void {
+    this.lastSettledAt = performance.now();
+    this.inFlight--;
+    this.pending -= batch.size;
+    if (batch.done) this.abandoned -= batch.size;
+    if (this.queue.length > 0) this.schedule();
+  }
+
+  /** Marks the call answered; false when it was already. */
   private finish(batch: Batch): boolean {
     if (batch.done) return false;
     batch.done = true;
-    this.inFlight--;
-    if (this.queue.length > 0) this.schedule();
     return true;
   }
 
   private expire(batch: Batch): void {
     if (!this.finish(batch)) return;
+    this.abandoned += batch.size;
     const error = timedOut(this.settings.timeoutMs);
     for (const request of batch.requests) this.settle(request, error);
   }
 
   private fail(batch: Batch, cause: unknown): void {
     if (!this.finish(batch)) return;
-    const error = unavailable(`failed: ${errorMessage(cause)}`);
+    const error = unavailable(`answered with an error (${errorMessage(cause)})`);
     for (const request of batch.requests) this.settle(request, error);
   }
 
   private receive(batch: Batch, reply: unknown): void {
+    if (this.settings.serverClock && Array.isArray(reply)) this.offset.sample(Number(reply[0]));
     if (!this.finish(batch)) return;
     const requests = batch.requests;
+    if (Array.isArray(reply) && reply.length === 2 && Number(reply[1]) === EXPIRED) {
+      // Redis started the call after its deadline and changed nothing. Either Node gave up on
+      // it already (the timer was late), or the offset to the server's clock was not known yet
+      // (the first call): the offset is now learnt, so a decision with time left goes again.
+      const now = performance.now();
+      for (const request of requests) {
+        if (!request.retried && request.deadline > now) this.retry(request);
+        else this.settle(request, timedOut(this.settings.timeoutMs));
+      }
+      return;
+    }
     if (!Array.isArray(reply) || reply.length !== batch.replyLength) {
       const error = unavailable('answered the decision script with an unexpected reply');
       for (const request of requests) this.settle(request, error);
       return;
     }
-    const serverNow = Number(reply[0]);
-    if (this.settings.serverClock) this.skew = serverNow - Date.now();
     let o = 1;
     for (const request of requests) {
       const group = request.group;
@@ -462,11 +627,9 @@ export class Batcher {
   /** A group the script did not evaluate (it changed nothing). */
   private refuse(request: Pending, status: number): void {
     if (status === -3 && !request.retried) {
-      // Server and Node disagree on the day by more than a day: the skew has just been learnt
+      // Server and Node disagree on the day by more than a day: the offset has just been learnt
       // from this reply, so one retry sends the right days.
-      request.retried = true;
-      this.queue.push(request);
-      this.schedule();
+      this.retry(request);
       return;
     }
     const reason =
@@ -474,8 +637,16 @@ export class Batcher {
     this.settle(request, unavailable(reason));
   }
 
+  /** Queues a decision of a settled call once more, at the head: it keeps its deadline. */
+  private retry(request: Pending): void {
+    request.retried = true;
+    this.pending += request.size;
+    this.queue.unshift(request);
+    this.stamped++;
+    this.schedule();
+  }
+
   private settle(request: Pending, error: unknown, value?: Decision | Decision[]): void {
-    this.pending -= request.size;
     if (error === undefined) request.resolve(value as never);
     else request.reject(error);
   }
@@ -516,10 +687,24 @@ function limitArg(limit: number | undefined): string {
   return limit === undefined ? '' : String(limit);
 }
 
-/** The message of a client error, without the command's arguments (they hold keys; F1). */
+/**
+ * What a client error may say in a message or a log: the Redis error prefix (`NOSCRIPT`, `OOM`,
+ * `READONLY`, `ERR`, …) or a system error code (`ECONNRESET`), else the error's class name. Never
+ * the message text: a driver may quote the command, whose arguments hold keys and costs.
+ */
 export function errorMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.length > 200 ? `${message.slice(0, 200)}…` : message;
+  const code = redisErrorCode(error);
+  if (code !== undefined) return code;
+  const system = (error as { code?: unknown } | null)?.code;
+  if (typeof system === 'string' && /^[A-Z][A-Z0-9_]{1,40}$/.test(system)) return system;
+  return error instanceof Error ? error.name : typeof error;
+}
+
+/** The Redis error prefix of a reply error (its first word, upper case), if there is one. */
+export function redisErrorCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const match = /^([A-Z][A-Z_]{1,30})(?:\s|$)/.exec(error.message);
+  return match === null ? undefined : match[1];
 }
 
 /** SLUICE_STORE_UNAVAILABLE with a message that names Redis and never a key. */

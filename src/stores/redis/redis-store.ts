@@ -5,8 +5,9 @@ import { parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, configError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
-import type { RuleBuckets, Store, TakeEntry } from '../../store.js';
+import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
 import { Batcher, errorMessage, timedOut, unavailable, type BatchEntry, type BatchRule } from './batcher.js';
+import { checkTakeArguments } from './take-arguments.js';
 import { redisClient, type RedisClient, type RedisClientInput } from './redis-client.js';
 import { keySlot } from './key-slot.js';
 
@@ -56,7 +57,7 @@ export interface RedisStoreOptions {
   maxPending?: number;
   /**
    * The most decisions (keys) one script call carries. Decisions waiting are spread over up to
-   * 8 calls in flight (at least 16 per call), so that Node turns one reply into decisions while
+   * 8 calls in flight (at least 8 per call), so that Node turns one reply into decisions while
    * Redis runs the next call; this caps a call, and so how long one script blocks Redis.
    * @default 1024
    */
@@ -178,8 +179,14 @@ export class RedisStore implements Store {
     this.rules.delete(name);
   }
 
+  /** @internal True while `buckets` is the rule bound under its name (not unbound, not replaced). */
+  holds(buckets: RedisRuleBuckets): boolean {
+    return this.rules.get(buckets.name) === buckets;
+  }
+
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
     try {
+      assertDistinctEntries(entries);
       return this.takeAllUnchecked(entries, now);
     } catch (error) {
       return Promise.reject(error);
@@ -192,14 +199,10 @@ export class RedisStore implements Store {
     let slot = -1;
     for (const entry of entries) {
       const buckets = entry.buckets;
-      if (!(buckets instanceof RedisRuleBuckets) || this.rules.get(buckets.name) !== buckets) {
-        return Promise.reject(
-          new SluiceError(
-            'SLUICE_CONFIG',
-            `rule ${JSON.stringify(buckets.name)} is not bound to this RedisStore`,
-          ),
-        );
+      if (!(buckets instanceof RedisRuleBuckets) || !this.holds(buckets)) {
+        return Promise.reject(notBound(buckets.name));
       }
+      checkTakeArguments(entry.key, entry.cost, entry.limit, buckets.quota);
       const key = buckets.redisKey(entry.key);
       if (this.client.cluster) {
         const entrySlot = keySlot(key);
@@ -272,7 +275,7 @@ export class RedisStore implements Store {
         call = run();
       } catch (error) {
         clearTimeout(timer);
-        reject(unavailable(`failed: ${errorMessage(error)}`));
+        reject(unavailable(`answered with an error (${errorMessage(error)})`));
         return;
       }
       call.then(
@@ -282,7 +285,7 @@ export class RedisStore implements Store {
         },
         (error: unknown) => {
           clearTimeout(timer);
-          reject(unavailable(`failed: ${errorMessage(error)}`));
+          reject(unavailable(`answered with an error (${errorMessage(error)})`));
         },
       );
     });
@@ -320,14 +323,26 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   }
 
   take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
-    const redisKey = this.redisKey(key);
-    const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-    return this.store.batcher.take(this, redisKey, cost, now, limit, slot);
+    try {
+      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
+      checkTakeArguments(key, cost, limit, this.quota);
+      const redisKey = this.redisKey(key);
+      const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
+      return this.store.batcher.take(this, redisKey, cost, now, limit, slot);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   reset(key: string): Promise<void> {
-    const redisKey = this.redisKey(key);
-    return this.store.command(() => this.store.client.del([redisKey])).then(() => undefined);
+    try {
+      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
+      checkTakeArguments(key, 0, undefined, false);
+      const redisKey = this.redisKey(key);
+      return this.store.command(() => this.store.client.del([redisKey])).then(() => undefined);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** @internal */
@@ -407,4 +422,12 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     }
     return `${start}${tag}}${id}`;
   }
+}
+
+/** SLUICE_CONFIG for buckets whose rule is not (or no longer) bound to the store. */
+function notBound(name: string): SluiceError {
+  return new SluiceError(
+    'SLUICE_CONFIG',
+    `rule ${JSON.stringify(name)} is not bound to this RedisStore (never bound, or unbound since)`,
+  );
 }

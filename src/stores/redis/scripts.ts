@@ -8,7 +8,11 @@ import { createHash } from 'node:crypto';
  * - `ARGV[1]`: empty for the server's clock (the script reads `TIME` once per call); otherwise
  *   the caller's clock decides, every group carries its `now`, and this is the extra TTL in ms
  *   added to every write (see docs/redis.md).
- * - `ARGV[2]`: `S`, the number of rule parameters that follow (`ARGV[3 .. 2 + S]`): each rule of
+ * - `ARGV[2]`: on the server's clock, the call's deadline in ms of the server's clock: when the
+ *   script starts later than that, it changes nothing and replies `[now, -4]`, because Node has
+ *   answered these decisions already (with the failure policy) and must not find them charged
+ *   later. Empty on the caller's clock (the script reads no `TIME` there).
+ * - `ARGV[3]`: `S`, the number of rule parameters that follow (`ARGV[4 .. 3 + S]`): each rule of
  *   the call once, precomputed in Node, converted to numbers once per call:
  *   - token bucket `1, limit, periodMs, burst, penalty` (5 values);
  *   - calendar quota `2, penalty, limit, b0, b1, b2, b3` (7 values): the starts of yesterday,
@@ -32,14 +36,18 @@ import { createHash } from 'node:crypto';
  *   `core/gcra.ts` only ever needs the arrival time relative to `now` (at most 2 × burst × period
  *   scaled units, checked to be a safe integer when the rule is made), so there is no epoch and
  *   no horizon after which numbers lose exactness.
- * - calendar quota `"<windowStartMs>:<count>"`.
+ * - calendar quota `"<windowStartMs>:<count>:<windowEndMs>"` (a state without its end, written
+ *   by an earlier version, still reads). The end is stored because a take whose clock lies in an
+ *   earlier day than the stored one counts against the stored day (a quota never moves
+ *   backwards), and Lua cannot compute that day's end: the days sent may not reach it.
  *
  * Reply: `[now, then per entry: retry, remaining, resetMs]`, and for a quota entry a fourth,
  * `windowMs` (the length of the day that counted: 23, 24 or 25 hours; a bucket's is its period,
  * known to Node). `retry` is the status too: 0 admitted; > 0 refused, retry after so many ms;
  * -1 refused for good (Infinity; Redis truncates Lua numbers to integers); -3 a group that was
  * not evaluated and changed nothing: the server's day lies outside the days Node sent (clock
- * skew over a day; Node retries with the server's time). A key of another type or an unreadable
+ * skew over a day; Node retries with the server's time). A call that started after its deadline
+ * replies `[now, -4]` alone and changes nothing. A key of another type or an unreadable
  * value reads as absent and is overwritten (a self-repair: the key is in the store's own prefix).
  *
  * Each key is read once per call (MGET) and written once at its end, however many decisions of
@@ -64,19 +72,33 @@ now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
 
 /**
  * A key's state from its value `v` (MGET's: nil for an absent key or one of another type), spliced
- * into both scripts: `sa` (ms or day start; false when absent or unreadable) and `sb` (fraction or
- * count). What cannot be read is absent, and the write that follows repairs it.
+ * into both scripts: `sa` (ms or day start; false when absent or unreadable), `sb` (fraction or
+ * count) and `sc` (a quota's day end; false when not stored). What cannot be read is absent, and
+ * the write that follows repairs it.
  */
-const READ_STATE = `local sa, sb = false, 0
+const READ_STATE = `local sa, sb, sc = false, 0, false
 if v then
-  local colon = find(v, ':', 1, true)
-  if colon then
-    sa = tonumber(sub(v, 1, colon - 1))
-    sb = tonumber(sub(v, colon + 1))
-    if not (sa and sb) then sa, sb = false, 0 end
+  local c1 = find(v, ':', 1, true)
+  if c1 then
+    local c2 = find(v, ':', c1 + 1, true)
+    sa = tonumber(sub(v, 1, c1 - 1))
+    if c2 then
+      sb = tonumber(sub(v, c1 + 1, c2 - 1))
+      sc = tonumber(sub(v, c2 + 1))
+      if not sc then sb = nil end
+    else
+      sb = tonumber(sub(v, c1 + 1))
+    end
+    if not (sa and sb) then sa, sb, sc = false, 0, false end
   end
 end
 `;
+
+/**
+ * The new value of a key: a quota's `"<start>:<count>:<end>"` (`nc` its day end) or a bucket's
+ * `"<ms>:<frac>"` (`nc` false). Whole numbers as `%d`: every one is an integer below 2^53.
+ */
+const STATE_VALUE = `if nc then value = format('%d:%d:%d', na, nb, nc) else value = format('%d:%d', na, nb) end`;
 
 /**
  * The token bucket's decision, core/gcra.ts's decide() in Lua, spliced into both scripts. Reads
@@ -146,9 +168,9 @@ const TOKEN_DECISION = `  -- core/gcra.ts, decide(). Exact division of whole num
 
 /**
  * The calendar quota's decision, core/quota.ts's decide() in Lua, spliced into both scripts.
- * Reads `now`, `cost`, `asked`, `sa`/`sb`, `q` (the limit), `b0`..`b3` (day starts), `penalty`,
- * `single`; sets `retry` (-3 when no day sent holds `now`), `remaining`, `reset`, `window` and,
- * when the take charges, `na`/`nb`/`ttl`.
+ * Reads `now`, `cost`, `asked`, `sa`/`sb`/`sc`, `q` (the limit), `b0`..`b3` (day starts),
+ * `penalty`, `single`; sets `retry` (-3 when no day sent holds `now`), `remaining`, `reset`,
+ * `window` and, when the take charges, `na`/`nb`/`nc`/`ttl`.
  */
 const QUOTA_DECISION = `  -- core/quota.ts, decide(): the local day holding now, among the four sent.
   local s, f
@@ -163,7 +185,20 @@ const QUOTA_DECISION = `  -- core/quota.ts, decide(): the local day holding now,
   retry = -3
   if s then
     local used = 0
-    if sa == s then used = sb end
+    if sa == s then
+      used = sb
+    elseif sa and sa > s then
+      -- The clock stepped back (a caller's clock, or another node's a second behind across
+      -- midnight) into a day before the stored one: the take counts against the stored day,
+      -- which never moves backwards and never restarts. A state from before the day's end was
+      -- stored ends where the day after it starts, among the days sent, or a day of today's
+      -- length later.
+      local e = sc
+      if not e then
+        if sa == b2 then e = b3 else e = sa + f - s end
+      end
+      s, f, used = sa, e, sb
+    end
     reset = f - now
     window = f - s
     if used < q then remaining = q - used end
@@ -173,11 +208,11 @@ const QUOTA_DECISION = `  -- core/quota.ts, decide(): the local day holding now,
       retry = 0
       if cost > 0 then
         remaining = remaining - cost
-        na, nb, ttl = s, used + cost, reset
+        na, nb, nc, ttl = s, used + cost, f, reset
       end
     else
       retry = reset
-      if single and penalty == 1 and cost > 0 then na, nb, ttl = s, used + cost, reset end
+      if single and penalty == 1 and cost > 0 then na, nb, nc, ttl = s, used + cost, f, reset end
     end
   end
 `;
@@ -192,15 +227,23 @@ local argv = ARGV
 local keys = KEYS
 local slack = tonumber(argv[1])
 local caller = slack ~= nil
-if not caller then slack = 0 end
+local now = 0
+if not caller then
+  slack = 0
+${SERVER_NOW}  -- Past its deadline Node has answered this call already: charging now would count
+  -- decisions whose callers were told something else.
+  local deadline = tonumber(argv[2])
+  if deadline and now > deadline then return { now, -4 } end
+end
 -- Rule parameters as numbers, at their index in ARGV.
-local a = 3 + tonumber(argv[2])
+local a = 4 + tonumber(argv[3])
 local P = {}
-for x = 3, a - 1 do P[x] = tonumber(argv[x]) end
+for x = 4, a - 1 do P[x] = tonumber(argv[x]) end
 
 -- Every key is read once (MGET, in chunks; GET would fail on a key of another type) and gets a
--- slot in S, 4 values from S[base + 1]: the key, its state a (ms or day start; false when
--- absent), b (fraction or count) and the TTL to write it with (false: unchanged). E[x] is the
+-- slot in S, 5 values from S[base + 1]: the key, its state a (ms or day start; false when
+-- absent), b (fraction or count), c (a quota's day end; false for a bucket) and the TTL to write
+-- it with (false: unchanged). E[x] is the
 -- base of KEYS[x]'s slot. A key of another type reads as absent (MGET returns nil for it), and
 -- an unreadable value too: both are repaired by the write that follows.
 local nkeys = #keys
@@ -218,13 +261,14 @@ while i <= nkeys do
     local e = slots[key]
     if not e then
       e = u
-      u = u + 4
+      u = u + 5
       slots[key] = e
       local v = values[x - i + 1]
 ${READ_STATE}      S[e + 1] = key
       S[e + 2] = sa
       S[e + 3] = sb
-      S[e + 4] = false
+      S[e + 4] = sc
+      S[e + 5] = false
     end
     E[x] = e
   end
@@ -235,8 +279,7 @@ local out = { 0 }
 local o = 1
 local k = 1
 local total = #argv
-local now = 0
--- An all-or-nothing group's new states and reply offsets (4 values per entry), applied when
+-- An all-or-nothing group's new states and reply offsets (5 values per entry), applied when
 -- every entry admits.
 local W
 while a <= total do
@@ -255,8 +298,7 @@ while a <= total do
   end
   if caller then
     if single then now = tonumber(argv[a + 1]) else now = tonumber(argv[a]); a = a + 1 end
-  elseif k == 1 then
-${SERVER_NOW}  end
+  end
   local admitted = true
   local failed = false
   local p, cost, limit
@@ -272,7 +314,7 @@ ${SERVER_NOW}  end
     local asked = cost
     if cost == 0 then asked = 1 end
     -- The new state (na false: none) and its TTL.
-    local na = false
+    local na, nc = false, false
     local nb, ttl
     local retry, remaining, reset
     if P[p] == 1 then
@@ -284,7 +326,7 @@ ${TOKEN_DECISION}      out[o + 1] = retry
     else
       local q = limit or P[p + 2]
       local penalty, b0, b1, b2, b3 = P[p + 1], P[p + 3], P[p + 4], P[p + 5], P[p + 6]
-      local sa, sb = S[e + 2], S[e + 3]
+      local sa, sb, sc = S[e + 2], S[e + 3], S[e + 4]
       local window
 ${QUOTA_DECISION}      if retry == -3 then failed = true end
       out[o + 4] = window
@@ -296,12 +338,14 @@ ${QUOTA_DECISION}      if retry == -3 then failed = true end
       if na then
         S[e + 2] = na
         S[e + 3] = nb
-        S[e + 4] = ttl
+        S[e + 4] = nc
+        S[e + 5] = ttl
       end
     else
-      local w = 4 * x
-      W[w - 3] = na
-      W[w - 2] = nb
+      local w = 5 * x
+      W[w - 4] = na
+      W[w - 3] = nb
+      W[w - 2] = nc
       W[w - 1] = ttl
       W[w] = o
     end
@@ -311,26 +355,32 @@ ${QUOTA_DECISION}      if retry == -3 then failed = true end
   if not single then
     if failed then
       -- Not evaluated: the server's day lies outside the days sent; nothing changes.
-      for x = 1, n do out[W[4 * x] + 1] = -3 end
+      for x = 1, n do out[W[5 * x] + 1] = -3 end
     elseif admitted then
       for x = 1, n do
-        local w = 4 * x
-        if W[w - 3] then
+        local w = 5 * x
+        if W[w - 4] then
           local e = E[k - n + x - 1]
-          S[e + 2] = W[w - 3]
-          S[e + 3] = W[w - 2]
-          S[e + 4] = W[w - 1]
+          S[e + 2] = W[w - 4]
+          S[e + 3] = W[w - 3]
+          S[e + 4] = W[w - 2]
+          S[e + 5] = W[w - 1]
         end
       end
     end
   end
 end
 out[1] = now
-for e = 0, u - 4, 4 do
-  local ttl = S[e + 4]
+for e = 0, u - 5, 5 do
+  local ttl = S[e + 5]
   -- The TTL as a string: Redis 7.0 converts a Lua number argument more slowly than format does
   -- (~0.2 µs of a write's ~1.5).
-  if ttl then call('SET', S[e + 1], format('%d:%d', S[e + 2], S[e + 3]), 'PX', format('%d', ttl + slack)) end
+  if ttl then
+    local na, nb, nc = S[e + 2], S[e + 3], S[e + 4]
+    local value
+    ${STATE_VALUE}
+    call('SET', S[e + 1], value, 'PX', format('%d', ttl + slack))
+  end
 end
 return out
 `;
@@ -342,34 +392,39 @@ return out
  * much: what a lone decision waits for is this script and the round trip.
  *
  * ARGV: `cost`, the rule's parameters (`1, limit, periodMs, burst, penalty` or `2, penalty, limit,
- * b0, b1, b2, b3`), for a quota the call's `limit` (empty for the rule's own), and on the caller's
- * clock only, `slack` and `now` (see {@link decisionScript}). Few arguments: each costs Redis and
- * the client a little on every call. One key.
+ * b0, b1, b2, b3`), for a quota the call's `limit` (empty for the rule's own), then on the server's
+ * clock one more, the deadline (see {@link decisionScript}; `[now, -4]` past it), and on the
+ * caller's clock two, `slack` and `now`. Few arguments: each costs Redis and the client a little
+ * on every call. One key.
  */
 export const singleDecisionScript = `
 local call = redis.call
 local find = string.find
 local sub = string.sub
+local format = string.format
 local argv = ARGV
 local key = KEYS[1]
 local token = argv[2] == '1'
--- The caller's clock's two arguments come last, after the token's 6 or the quota's 9.
+-- The clock's arguments come last, after the token's 6 or the quota's 9: the caller's slack and
+-- now, or the server's deadline alone.
 local clock = 10
 if token then clock = 7 end
-local slack = tonumber(argv[clock])
-local now
-if slack then
+local slack, now
+if #argv > clock then
+  slack = tonumber(argv[clock])
   now = tonumber(argv[clock + 1])
 else
   slack = 0
-${SERVER_NOW}end
+${SERVER_NOW}  local deadline = tonumber(argv[clock])
+  if deadline and now > deadline then return { now, -4 } end
+end
 -- MGET, not GET: a key of another type reads as absent instead of failing.
 local v = call('MGET', key)[1]
 ${READ_STATE}local cost = tonumber(argv[1])
 local asked = cost
 if cost == 0 then asked = 1 end
 local single = true
-local na = false
+local na, nc = false, false
 local nb, ttl
 local retry, remaining, reset
 local out
@@ -383,7 +438,11 @@ else
   local window
 ${QUOTA_DECISION}  out = { now, retry, remaining, reset, window }
 end
-if na then call('SET', key, string.format('%d:%d', na, nb), 'PX', string.format('%d', ttl + slack)) end
+if na then
+  local value
+  ${STATE_VALUE}
+  call('SET', key, value, 'PX', format('%d', ttl + slack))
+end
 return out
 `;
 
