@@ -243,9 +243,13 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     if (state !== undefined) return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
     const fresh = this.recall(id, now);
     if (cost === 0) return this.rule.decide(fresh, now, this.epoch, this.name, 0, limit, false);
+    const value = fresh.value;
+    const window = fresh.window;
     const decision = this.rule.decide(fresh, now, this.epoch, this.name, cost, limit, true);
-    // A key that changed nothing (a refused take without penalty) needs no bucket.
-    if (decision.allowed || this.rule.penalty) this.insert(id, fresh, now);
+    // A take that changed nothing (a refusal without penalty, or a cost beyond the burst even
+    // with one) needs no bucket: storing an untouched full bucket would differ from the shared
+    // stores, which write nothing then, as soon as the clock steps back.
+    if (fresh.value !== value || fresh.window !== window) this.insert(id, fresh, now);
     return decision;
   }
 
