@@ -78,8 +78,9 @@ export interface Store {
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]>;
   /**
    * Set by a store that bounds every call itself (rejecting with `SLUICE_STORE_TIMEOUT`), in ms.
-   * A limiter on this store takes it as its default `timeout` and adds no timer of its own; a
-   * limiter may set a shorter timeout, never a longer one (`SLUICE_CONFIG` at setup).
+   * A limiter on this store takes it as its `timeout` and adds no timer of its own; a limiter
+   * `timeout` that differs from it is `SLUICE_CONFIG` at setup. A store that sets this promises
+   * that a call it answered with `SLUICE_STORE_TIMEOUT` is never charged afterwards.
    */
   readonly timeoutMs?: number;
   /** Releases connections or other resources the store owns (never the client you passed in). */

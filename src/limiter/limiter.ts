@@ -50,9 +50,10 @@ export interface LimiterOptions<S extends Store = Store> {
    *
    * One timeout, agreeing with the store's: a store that bounds its own calls (`RedisStore` and
    * `PostgresStore` have a `timeout` option, exposed as `store.timeoutMs`) sets this default, so
-   * `new RedisStore({ client, timeout: '5s' })` waits 5 s. A shorter limiter timeout tightens
-   * that limiter only; a longer one is `SLUICE_CONFIG` at setup, because the store's own timer
-   * would cut every call first: set the store's `timeout` instead.
+   * `new RedisStore({ client, timeout: '5s' })` waits 5 s. A limiter timeout that differs from
+   * such a store's is `SLUICE_CONFIG` at setup: a longer one would be cut by the store's timer,
+   * and a shorter one would answer a decision the store could still charge afterwards (the
+   * store refuses to write only past its own deadline). Set the store's `timeout` instead.
    * @default the store's `timeoutMs` when it has one, else "100ms"
    */
   timeout?: Duration;

@@ -7,11 +7,14 @@ import type { Store } from '../store.js';
 export const DEFAULT_TIMEOUT_MS = 100;
 
 /**
- * One timeout per limiter, agreeing with its store's own bound: a store that bounds every call
- * itself (`store.timeoutMs`, e.g. `new RedisStore({ timeout: '5s' })`) gives the limiter its
- * default, so that a store set to wait 5 s is not cut at 100 ms by a limiter nobody configured.
- * A limiter may tighten that bound, never loosen it: the store's own timer would fire first, so
- * a longer limiter timeout is a configuration error that says which option to set.
+ * One timeout per limiter, set in one place. A store that bounds every call itself
+ * (`store.timeoutMs`, e.g. `new RedisStore({ timeout: '5s' })`) owns the timeout: the limiter
+ * takes the store's, so a store set to wait 5 s is not cut at 100 ms by a limiter nobody
+ * configured. A limiter `timeout` that differs from such a store's is a configuration error:
+ * a longer one would be cut by the store's timer first, and a shorter one would answer a
+ * decision (with the failure policy) that the store could still charge afterwards, since the
+ * store only refuses to write past its own deadline. A store without its own bound (the memory
+ * store never hangs; a custom store may) takes the limiter's timeout, 100 ms by default.
  *
  * @returns the timeout in ms
  */
@@ -20,10 +23,10 @@ export function resolveTimeout(limitName: string, timeout: unknown, store: Store
   if (timeout === undefined) return storeBound ?? DEFAULT_TIMEOUT_MS;
   const option = `limiter ${JSON.stringify(limitName)} timeout`;
   const ms = parseTimerDuration(timeout, option);
-  if (storeBound !== undefined && ms > storeBound) {
+  if (storeBound !== undefined && ms !== storeBound) {
     throw new SluiceError(
       'SLUICE_CONFIG',
-      `${option} (${ms} ms) is longer than the ${store.kind} store's own timeout (${storeBound} ms), which would cut every call first: set the store's timeout instead, or leave the limiter's unset to use the store's`,
+      `${option} (${ms} ms) differs from the ${store.kind} store's own timeout (${storeBound} ms), which bounds every call and is the one that counts: set the timeout on the store (a second store on the same client can carry another), or leave the limiter's unset`,
     );
   }
   return ms;

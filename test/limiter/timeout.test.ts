@@ -1,6 +1,7 @@
 /**
  * One timeout: a limiter's store timeout agrees with the store's own bound. A store set to wait
- * 5 s is not cut at the limiter's 100 ms default; a limiter may tighten the bound, not loosen it.
+ * 5 s is not cut at the limiter's 100 ms default, and a limiter cannot set another: a longer one
+ * would be cut by the store, a shorter one would answer decisions the store could still charge.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,8 +21,22 @@ describe('the limiter timeout and the store timeout', () => {
     assert.equal(createLimiter({ name: 'a', rule: rule(), store: new MemoryStore() }).timeoutMs, 100);
   });
 
-  it("a shorter limiter timeout tightens that limiter only, and is enforced by the limiter's own timer", async () => {
+  it("a limiter timeout that differs from the store's own is SLUICE_CONFIG that says to set the store's", () => {
     const store = new FailingStore({ timeoutMs: 5_000 });
+    assert.equal(createLimiter({ name: 'eq', rule: rule(), store, timeout: '5s' }).timeoutMs, 5_000);
+    for (const timeout of ['6s', '20ms'] as const) {
+      assert.throws(
+        () => createLimiter({ name: `t${timeout}`, rule: rule(), store, timeout }),
+        (e: unknown) =>
+          isSluiceError(e, 'SLUICE_CONFIG') &&
+          /timeout/.test(e.message) &&
+          /set the timeout on the store/.test(e.message),
+      );
+    }
+  });
+
+  it("a store without a bound of its own is bounded by the limiter's timer", async () => {
+    const store = new FailingStore();
     const tight = createLimiter({
       name: 'tight',
       rule: rule(),
@@ -29,23 +44,9 @@ describe('the limiter timeout and the store timeout', () => {
       timeout: '20ms',
       logger: { warn() {} },
     });
-    const loose = createLimiter({ name: 'loose', rule: rule(), store });
     assert.equal(tight.timeoutMs, 20);
-    assert.equal(loose.timeoutMs, 5_000);
     store.mode = 'hang';
     await assert.rejects(tight.take('k'), (e: unknown) => isSluiceError(e, 'SLUICE_STORE_TIMEOUT'));
-  });
-
-  it("an equal limiter timeout is accepted; a longer one is SLUICE_CONFIG that says to set the store's timeout", () => {
-    const store = new FailingStore({ timeoutMs: 5_000 });
-    assert.equal(createLimiter({ name: 'eq', rule: rule(), store, timeout: '5s' }).timeoutMs, 5_000);
-    assert.throws(
-      () => createLimiter({ name: 'long', rule: rule(), store, timeout: '6s' }),
-      (e: unknown) =>
-        isSluiceError(e, 'SLUICE_CONFIG') &&
-        /timeout/.test(e.message) &&
-        /set the store's timeout/.test(e.message),
-    );
   });
 
   it('a store bound that is not a whole number of ms within timer range is SLUICE_CONFIG', () => {
