@@ -275,7 +275,6 @@ describe('PostgresStore', { skip }, () => {
         name: name(),
         rule: calendarQuota({ limit: 1000 }),
         store,
-        timeout: '30s',
       });
       const ids = await Promise.all(Array.from({ length: 20 }, () => newUser()));
       const takes = ids.flatMap((id) =>

@@ -100,6 +100,7 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
     const tagged = new RedisStore({
       client: client!,
       prefix: 'tagged:',
+      timeout: '2s',
       hashTag: (_name, key) => key.split('|')[0]!,
     });
     const ta = createLimiter({
@@ -143,7 +144,7 @@ describe('RedisStore on a Redis Cluster', { skip }, () => {
   it('E2 + A4: node-redis v5 cluster client: exact under concurrency', async () => {
     const nodeCluster = await nodeRedisCluster(cluster!.nodes);
     try {
-      const store = new RedisStore({ client: nodeCluster, prefix: 'node:' });
+      const store = new RedisStore({ client: nodeCluster, prefix: 'node:', timeout: '2s' });
       const limiter = createLimiter({
         timeout: '2s',
         name: 'hot',

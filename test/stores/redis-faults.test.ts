@@ -76,7 +76,6 @@ for (const [clientName, connect] of clients) {
         rule: tokenBucket({ limit: burst, period: '1h' }),
         store,
         logger: silent,
-        timeout: '10s', // the store's own timeout is under test here
       });
 
     it('bad input: scripts lost (SCRIPT FLUSH) are reloaded by the NOSCRIPT fallback', async () => {
@@ -111,7 +110,6 @@ for (const [clientName, connect] of clients) {
         store,
         logger: silent,
         failure: 'open',
-        timeout: '10s', // the store's own timeout is under test here
       });
       // Counted as they settle: the test keeps no decision, so the heap shows the store's.
       let open = 0;
