@@ -9,6 +9,8 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { reportSkipped } from './services.js';
+
 const live = new Set<ChildProcess>();
 const dirs = new Set<string>();
 process.once('exit', () => {
@@ -24,6 +26,7 @@ export function redisBinariesMissing(): string | false {
       const reason = `${bin} is not installed`;
       if (process.env.CI === 'true')
         throw new Error(`${reason}; under CI=true this is a failure, not a skip`);
+      reportSkipped(reason);
       return reason;
     }
   }
