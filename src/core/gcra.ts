@@ -2,7 +2,7 @@ import { makeDecision, type Decision } from './decision.js';
 import { parseDuration, type Duration } from './duration.js';
 import { MAX_COUNT, MAX_TOKEN_RATE } from './bounds.js';
 import { SluiceError, configError } from './errors.js';
-import type { RuleAlgorithm } from './rule.js';
+import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
 import { checkOptionKeys } from './options.js';
 
@@ -18,13 +18,13 @@ export interface TokenBucketOptions {
   /**
    * Capacity: the most that can be taken at once from a full bucket. A positive whole number,
    * at most {@link MAX_COUNT} (10^12).
-   * @default limit — "5 per hour" admits 5 at once, then one every 12 minutes (ADR-055).
+   * @default limit — "5 per hour" admits 5 at once, then one every 12 minutes.
    */
   burst?: number;
   /**
    * When true, a refused take is charged too (debt, capped at one extra full refill), so that
    * a client that keeps hammering keeps itself waiting. Off by default: a refusal consumes
-   * nothing (A6), and a legitimate user who retried too early is not punished for it.
+   * nothing, and a legitimate user who retried too early is not punished for it.
    * @default false
    */
   penalty?: boolean;
@@ -41,8 +41,11 @@ const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty'] as const;
  * stays below 2^53, i.e. for about 285 years at `limit` 1,000 and 104 days at `limit` 1,000,000
  * from the epoch the store keeps; beyond that results are off by fractions of a millisecond.
  */
-export class TokenBucketRule implements RuleAlgorithm {
+export class TokenBucketRule implements Rule {
   readonly kind = 'token-bucket' as const;
+  readonly shape = 'arrival-time' as const;
+  /** A token bucket takes no per-call limit: its capacity is its burst. */
+  readonly acceptsCallLimit = false;
   /** Tokens per period. */
   readonly limit: number;
   /** The period in milliseconds. */
@@ -81,6 +84,11 @@ export class TokenBucketRule implements RuleAlgorithm {
     this.tolerance = burst * periodMs;
   }
 
+  /** The rate, whatever the per-call limit (token buckets take none). */
+  limitFor(_limit: number | undefined): number {
+    return this.limit;
+  }
+
   /** The most one take can ever get: the burst, whatever the per-call limit (token buckets take none). */
   capacityFor(_limit: number | undefined): number {
     return this.burst;
@@ -88,7 +96,18 @@ export class TokenBucketRule implements RuleAlgorithm {
 
   /** A full bucket: the arrival time is now. */
   initialState(now: number, epoch: number): BucketState {
-    return { value: (now - epoch) * this.limit, window: 0 };
+    return { value: (now - epoch) * this.limit, window: 0, previous: 0 };
+  }
+
+  /** An arrival time not ahead of now is a full bucket. */
+  floorValue(now: number, epoch: number): number {
+    return (now - epoch) * this.limit;
+  }
+
+  /** Time until the bucket is full again: until its arrival time (whole ms, rounded up). */
+  horizonMs(state: BucketState, now: number, epoch: number): number {
+    const queued = state.value - (now - epoch) * this.limit;
+    return queued > 0 ? Math.ceil(queued / this.limit) : 0;
   }
 
   decide(
@@ -146,7 +165,7 @@ export class TokenBucketRule implements RuleAlgorithm {
  * A token bucket: `limit` tokens per `period`, holding at most `burst`.
  *
  * @example
- * const registration = tokenBucket({ limit: 5, period: '1h' });            // burst 5 (ADR-055)
+ * const registration = tokenBucket({ limit: 5, period: '1h' });            // burst 5
  * const messages = tokenBucket({ limit: 30, period: '1m', burst: 10 });
  */
 export function tokenBucket(options: TokenBucketOptions): TokenBucketRule {

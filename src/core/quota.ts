@@ -3,7 +3,7 @@ import { makeDecision, type Decision } from './decision.js';
 import { MAX_COUNT } from './bounds.js';
 import { configError } from './errors.js';
 import { checkOptionKeys } from './options.js';
-import type { RuleAlgorithm } from './rule.js';
+import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
 
 /** Options of {@link calendarQuota}. */
@@ -21,7 +21,7 @@ export interface CalendarQuotaOptions {
    */
   timeZone?: string;
   /**
-   * When true, refused takes are counted too. Off by default: a refusal consumes nothing (A6).
+   * When true, refused takes are counted too. Off by default: a refusal consumes nothing.
    * @default false
    */
   penalty?: boolean;
@@ -33,8 +33,11 @@ const calendarQuotaKeys = ['limit', 'timeZone', 'penalty'] as const;
  * A quota of N per calendar day: the count resets at the start of each local day.
  * State per key: the count and the start of the day it belongs to.
  */
-export class CalendarQuotaRule implements RuleAlgorithm {
+export class CalendarQuotaRule implements Rule {
   readonly kind = 'calendar-quota' as const;
+  readonly shape = 'window-count' as const;
+  /** A take may pass its own limit (a per-key limit from data). */
+  readonly acceptsCallLimit = true;
   /** The default units per day (a take may pass its own). */
   readonly limit: number;
   /** The time zone whose days count. */
@@ -56,6 +59,11 @@ export class CalendarQuotaRule implements RuleAlgorithm {
     this.penalty = penalty;
   }
 
+  /** The per-call limit, or the rule's. */
+  limitFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
+  }
+
   /** The most one take can ever get: the per-call limit, or the rule's. */
   capacityFor(limit: number | undefined): number {
     return limit === undefined ? this.limit : limit;
@@ -63,7 +71,19 @@ export class CalendarQuotaRule implements RuleAlgorithm {
 
   /** An untouched quota. */
   initialState(now: number): BucketState {
-    return { value: 0, window: this.days.startOf(now) };
+    return { value: 0, window: this.days.startOf(now), previous: 0 };
+  }
+
+  /** A quota with no count has nothing to remember. */
+  floorValue(): number {
+    return 0;
+  }
+
+  /** Time until the end of the day the count belongs to: after it, the count is spent. */
+  horizonMs(state: BucketState, now: number): number {
+    if (!(state.value > 0)) return 0;
+    const end = this.days.endOf(state.window);
+    return end > now ? end - now : 0;
   }
 
   decide(
@@ -109,7 +129,7 @@ export class CalendarQuotaRule implements RuleAlgorithm {
 }
 
 /**
- * A quota of `limit` per calendar day in `timeZone` (A2).
+ * A quota of `limit` per calendar day in `timeZone`.
  *
  * @example
  * const reports = calendarQuota({ limit: 10 });                              // 10 a day, UTC days

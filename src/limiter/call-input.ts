@@ -57,11 +57,17 @@ export function costOf(cost: unknown): number {
   );
 }
 
-/** Checks a per-call limit: calendar quotas only, a whole number from 1 to {@link MAX_COUNT}. */
+/**
+ * Checks a per-call limit: rules that accept one (counts per window, not token buckets), a whole
+ * number from 1 to {@link MAX_COUNT}.
+ */
 export function limitOf(limit: unknown, rule: Rule): number | undefined {
   if (limit === undefined) return undefined;
-  if (rule.kind !== 'calendar-quota') {
-    throw new SluiceError('SLUICE_ARGUMENT', 'a per-call limit applies to calendar quotas only');
+  if (!rule.acceptsCallLimit) {
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `a per-call limit applies to rules counted per window, not to a ${rule.kind} rule`,
+    );
   }
   if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_COUNT)
     return limit;

@@ -174,9 +174,7 @@ export class FailureHandler {
   private insuranceCapacity(limit: number | undefined): { limit: number; capacity: number } {
     const rule = this.insurance?.rule;
     if (rule === undefined) return { limit: limit ?? 0, capacity: limit ?? 0 };
-    if (rule.kind === 'token-bucket') return { limit: rule.limit, capacity: rule.burst };
-    const quota = limit ?? rule.limit;
-    return { limit: quota, capacity: quota };
+    return { limit: rule.limitFor(limit), capacity: rule.capacityFor(limit) };
   }
 
   /**

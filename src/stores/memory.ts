@@ -209,8 +209,6 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private previous = new Map<string, MemoryBucket>();
   private summary: EvictedSummary;
   private readonly hasher: KeyHasher;
-  /** Token buckets compare arrival times with now to tell a full bucket; quotas compare counts with 0. */
-  private readonly timesArrivals: boolean;
   /** Origin of this rule's scaled time: the first `now` seen, which keeps GCRA integers small. */
   private epoch = Number.NaN;
   /** Set by unbind: every later call is a configuration error. */
@@ -222,7 +220,6 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     this.maxKeys = maxKeys;
     this.summary = summary;
     this.hasher = hasher;
-    this.timesArrivals = rule.kind === 'token-bucket';
   }
 
   /** Buckets held in both generations. */
@@ -245,11 +242,13 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     if (cost === 0) return this.rule.decide(fresh, now, this.epoch, this.name, 0, limit, false);
     const value = fresh.value;
     const window = fresh.window;
+    const previous = fresh.previous;
     const decision = this.rule.decide(fresh, now, this.epoch, this.name, cost, limit, true);
     // A take that changed nothing (a refusal without penalty, or a cost beyond the burst even
     // with one) needs no bucket: storing an untouched full bucket would differ from the shared
     // stores, which write nothing then, as soon as the clock steps back.
-    if (fresh.value !== value || fresh.window !== window) this.insert(id, fresh, now);
+    if (fresh.value !== value || fresh.window !== window || fresh.previous !== previous)
+      this.insert(id, fresh, now);
     return decision;
   }
 
@@ -292,9 +291,9 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     // The summary cannot forget one key; a bucket that reads as full, kept in the maps, hides it.
     const hasher = this.hasher;
     hasher.hash(id);
-    const probe = resetBucket(this.rule.kind);
+    const probe = resetBucket(this.rule.shape);
     if (this.summary.estimate(hasher.first, hasher.second, -Infinity, probe)) {
-      this.insert(id, resetBucket(this.rule.kind), Number.NaN);
+      this.insert(id, resetBucket(this.rule.shape), Number.NaN);
     }
   }
 
@@ -342,15 +341,16 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private recall(id: string, now: number): MemoryBucket {
     if (this.summary.isEmpty) {
       const initial = this.rule.initialState(now, this.epoch);
-      return new MemoryBucket(initial.value, initial.window, -1, 1);
+      return new MemoryBucket(initial.value, initial.window, initial.previous, -1, 1);
     }
     const hasher = this.hasher;
     hasher.hash(id);
-    const bucket = new MemoryBucket(0, 0, hasher.first, hasher.second);
+    const bucket = new MemoryBucket(0, 0, 0, hasher.first, hasher.second);
     if (!this.summary.estimate(hasher.first, hasher.second, this.floor(now), bucket)) {
       const initial = this.rule.initialState(now, this.epoch);
       bucket.value = initial.value;
       bucket.window = initial.window;
+      bucket.previous = initial.previous;
     }
     return bucket;
   }
@@ -361,9 +361,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
    * `now` (NaN) folds every bucket, which is merely wasteful, never loose.
    */
   private floor(now: number): number {
-    if (!this.timesArrivals) return 0;
-    const scaled = (now - this.epoch) * this.rule.limit;
-    return scaled === scaled ? scaled : -Infinity;
+    const floor = this.rule.floorValue(now, this.epoch);
+    return floor === floor ? floor : -Infinity;
   }
 
   private insert(id: string, state: MemoryBucket, now: number): void {

@@ -151,9 +151,9 @@ describe('per-call input', () => {
     assert.equal(limiter.peekSync('k').remaining, 3);
   });
 
-  it('a per-call limit applies to quotas only and must be a positive whole number', () => {
+  it('a per-call limit applies to rules counted per window (not token buckets) and must be a positive whole number', () => {
     const { limiter } = setup();
-    throwsCode(() => limiter.takeSync('k', { limit: 5 }), 'SLUICE_ARGUMENT', /quota/);
+    throwsCode(() => limiter.takeSync('k', { limit: 5 }), 'SLUICE_ARGUMENT', /per-call limit .*token-bucket/);
     const quota = createLimiter({ name: 'q', rule: calendarQuota({ limit: 3 }), store: new MemoryStore() });
     for (const limit of [0, -1, 2.5, Number.NaN])
       throwsCode(() => quota.takeSync('k', { limit }), 'SLUICE_ARGUMENT', /limit/);

@@ -1,3 +1,4 @@
+import type { StateShape } from '../../core/algorithm.js';
 import type { BucketState } from '../../core/state.js';
 
 /**
@@ -8,12 +9,14 @@ import type { BucketState } from '../../core/state.js';
 export class MemoryBucket implements BucketState {
   value: number;
   window: number;
+  previous: number;
   first: number;
   second: number;
 
-  constructor(value: number, window: number, first: number, second: number) {
+  constructor(value: number, window: number, previous: number, first: number, second: number) {
     this.value = value;
     this.window = window;
+    this.previous = previous;
     this.first = first;
     this.second = second;
   }
@@ -24,8 +27,8 @@ export class MemoryBucket implements BucketState {
  * clock reading (a token bucket's arrival time, a quota's window, earlier than any clock), which
  * is never folded back while it stays that way.
  */
-export function resetBucket(kind: 'token-bucket' | 'calendar-quota'): MemoryBucket {
-  return kind === 'token-bucket'
-    ? new MemoryBucket(-Infinity, 0, -1, 1)
-    : new MemoryBucket(0, -Infinity, -1, 1);
+export function resetBucket(shape: StateShape): MemoryBucket {
+  return shape === 'arrival-time'
+    ? new MemoryBucket(-Infinity, 0, 0, -1, 1)
+    : new MemoryBucket(0, -Infinity, 0, -1, 1);
 }

@@ -9,7 +9,7 @@ import type { BucketState } from '../../core/state.js';
  * src/core/quota.ts with the day's reset that PostgreSQL computed.
  */
 export class DecisionReplay {
-  private readonly state: BucketState = { value: 0, window: 0 };
+  private readonly state: BucketState = { value: 0, window: 0, previous: 0 };
   private resetMs = 0;
   private windowMs = 0;
 

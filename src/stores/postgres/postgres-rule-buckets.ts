@@ -64,7 +64,7 @@ export interface AccountTakeResult {
  * into few commits, without changing any decision: the statement applies the `n` takes in order.
  */
 export class PostgresRuleBuckets implements RuleBuckets {
-  readonly kind: 'token-bucket' | 'calendar-quota';
+  readonly kind: string;
   private pending: Batch | undefined;
   private running = 0;
   /** Rows (distinct buckets) of the statements running: what their answers will bring back. */

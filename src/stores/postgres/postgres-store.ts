@@ -1,3 +1,4 @@
+import type { BuiltInRule } from '../built-in-rules.js';
 import type { Decision } from '../../core/decision.js';
 import { parseDuration, parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, configError } from '../../core/errors.js';
@@ -206,7 +207,7 @@ export class PostgresStore implements Store {
     this.takeAllSql = takeAllStatement(this.names, clock);
   }
 
-  bind(name: string, rule: Rule): PostgresRuleBuckets {
+  bind(name: string, bound: Rule): PostgresRuleBuckets {
     if (typeof name !== 'string' || name.length === 0)
       throw configError('PostgresStore bind name', 'a non-empty string', name);
     if (this.rules.has(name)) {
@@ -216,6 +217,7 @@ export class PostgresStore implements Store {
       );
     }
     let buckets: PostgresRuleBuckets;
+    const rule = bound as BuiltInRule;
     if (rule.kind === 'token-bucket') {
       // Reduce limit/period by their gcd: the same exact arithmetic in smaller integers.
       const g = gcd(rule.limit, rule.periodMs);
@@ -308,7 +310,7 @@ export class PostgresStore implements Store {
       }
       bound.push(buckets);
       const p = buckets.params;
-      const rule = buckets.rule;
+      const rule = buckets.rule as BuiltInRule;
       if (rule.kind === 'token-bucket') {
         const row = [i + 1, buckets.name, bucketId(entry.key), entry.cost, p[1], p[2], p[3]];
         for (let c = 0; c < 7; c++) (t[c] as unknown[]).push(row[c]);
@@ -455,7 +457,7 @@ SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`
       );
       let tokenRows = 0;
       for (const buckets of this.rules.values()) {
-        const rule = buckets.rule;
+        const rule = buckets.rule as BuiltInRule;
         if (rule.kind !== 'token-bucket') continue;
         const rate = rule.limit / gcd(rule.limit, rule.periodMs);
         tokenRows += await this.deleteInBatches(

@@ -1,3 +1,4 @@
+import type { BuiltInRule } from '../built-in-rules.js';
 import { createHash } from 'node:crypto';
 import { CalendarDays } from '../../core/calendar.js';
 import { makeDecision, type Decision } from '../../core/decision.js';
@@ -307,7 +308,8 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   private dayEnd = -1;
 
   /** `rule` undefined: a rule not bound here, only to build its keys (erase). */
-  constructor(store: RedisStore, name: string, rule: Rule | undefined) {
+  constructor(store: RedisStore, name: string, bound: Rule | undefined) {
+    const rule = bound as BuiltInRule | undefined;
     this.store = store;
     this.name = name;
     this.rule = rule as Rule;
@@ -381,7 +383,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     cost: number,
     limit: number | undefined,
   ): Decision {
-    const rule = this.rule;
+    const rule = this.rule as BuiltInRule;
     if (rule.kind === 'token-bucket') {
       return makeDecision(
         allowed,

@@ -1,0 +1,84 @@
+import type { Decision } from './decision.js';
+import type { BucketState } from './state.js';
+
+/**
+ * How an algorithm's state reads, for code that keeps states without knowing the algorithm (the
+ * memory store's summary of forgotten buckets, tools that inspect a store):
+ *
+ * - `'arrival-time'`: `value` is a time in the rule's scaled units (a token bucket's theoretical
+ *   arrival time); larger is more restrictive; `window` and `previous` are unused (0).
+ * - `'window-count'`: `value` is the count spent in the window that starts at `window` (ms since
+ *   the Unix epoch); a later window starts from zero; `previous` is unused (0).
+ * - `'sliding-count'`: as `'window-count'`, and `previous` is the count of the window just
+ *   before `window` (which still weighs on decisions while the current window runs).
+ *
+ * A new algorithm whose state fits none of these adds a shape, and the memory store learns it.
+ */
+export type StateShape = 'arrival-time' | 'window-count' | 'sliding-count';
+
+/**
+ * The algorithm contract: what every rule is. A rule is a value that decides, purely: it reads a
+ * key's state at `now`, decides a take and (when `commit` is true) updates the state in place. No
+ * I/O, no clock (`now` is passed in), no knowledge of stores.
+ *
+ * Stores keep the state. The memory store runs {@link decide} itself; a shared store (Redis,
+ * PostgreSQL) runs its own translation of it next to the data, in one module per algorithm that
+ * it finds by {@link kind}, and rejects a rule whose kind it has no module for when it is bound.
+ * Those translations are held to this one by differential property tests.
+ *
+ * Built-in rules: `tokenBucket()`, `fixedWindow()`, `slidingWindow()`, `calendarQuota()`.
+ */
+export interface Rule {
+  /**
+   * The algorithm's name, e.g. `"token-bucket"`: stable, lower-case, what a shared store looks
+   * its module up by and what a stored state is tagged with.
+   */
+  readonly kind: string;
+  /** How {@link BucketState}'s numbers read for this rule. */
+  readonly shape: StateShape;
+  /** The rule's own limit: units per period or window (what headers call the limit). */
+  readonly limit: number;
+  /** When true, a refused take is charged too; off by default (a refusal consumes nothing). */
+  readonly penalty: boolean;
+  /** Whether a take may pass its own limit for this call (a per-key limit from data). */
+  readonly acceptsCallLimit: boolean;
+  /**
+   * The limit a decision reports under the per-call `limit` (undefined: the rule's own): the
+   * token bucket's rate, a window's count.
+   */
+  limitFor(limit: number | undefined): number;
+  /**
+   * The largest cost one take can ever be admitted with, under the per-call `limit` or the
+   * rule's own: a larger cost is refused for good, whatever the state, so a limiter answers it
+   * without asking the store.
+   */
+  capacityFor(limit: number | undefined): number;
+  /** The state of a key never seen before (a full bucket, an untouched window) at `now`. */
+  initialState(now: number, epoch: number): BucketState;
+  /**
+   * The value at or below which `state.value` is as good as new at `now` (for `'arrival-time'`:
+   * `now` in scaled units; for counts: 0). A state at or below it needs no remembering.
+   */
+  floorValue(now: number, epoch: number): number;
+  /**
+   * Milliseconds after `now` from which forgetting `state` changes no decision: a bucket's time
+   * to full, a window's time to its end (for a sliding window, the end of the window after it).
+   * Shared stores expire keys and prune rows by it; 0 when the state is as good as new already.
+   */
+  horizonMs(state: BucketState, now: number, epoch: number): number;
+  /**
+   * Decides a take of `cost` units (0 = peek: report whether a take of 1 would succeed, change
+   * nothing). With `commit`, an admitted take is charged (and a refused one too when the rule
+   * has `penalty`). `epoch` is a fixed origin the caller keeps per set of states, so that scaled
+   * arithmetic stays exact (see `tokenBucket`); `limit` is the per-call limit or undefined.
+   */
+  decide(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision;
+}
