@@ -30,8 +30,8 @@ export type StateShape = 'arrival-time' | 'window-count' | 'sliding-count';
  */
 export interface Rule {
   /**
-   * The algorithm's name, e.g. `"token-bucket"`: stable, lower-case, what a shared store looks
-   * its module up by and what a stored state is tagged with.
+   * The algorithm's name, e.g. `"token-bucket"`: stable and lower-case; what a shared store
+   * looks its module for the rule up by.
    */
   readonly kind: string;
   /** How {@link BucketState}'s numbers read for this rule. */
