@@ -5,6 +5,7 @@ export const entries = {
   index: 'src/index.ts',
   redis: 'src/stores/redis/index.ts',
   postgres: 'src/stores/postgres/index.ts',
+  http: 'src/http/index.ts',
   express: 'src/adapters/express.ts',
   fastify: 'src/adapters/fastify.ts',
   hono: 'src/adapters/hono.ts',

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // After `npm run build`: every subpath in package.json "exports" resolves, for import and for
-// require, to built files with types, and both forms export the same names; then publint.
+// require, to built files with types; both forms export the same names, and those are the names
+// of the source entry tsup.config.ts builds the subpath from (so a name a test imports from the
+// source is there for users too); then publint. Run under tsx, which reads the sources.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { basename, join } from 'node:path';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
+import { entries } from '../tsup.config.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -36,8 +39,18 @@ for (const [subpath, target] of Object.entries(pkg.exports)) {
       .filter((k) => k !== 'default' && k !== '__esModule')
       .sort();
     if (esm.length === 0) fail(`${specifier}: exports nothing`);
+    const entry = entries[basename(target.import?.default ?? '', '.js')];
+    const source =
+      entry === undefined
+        ? undefined
+        : Object.keys(await import(pathToFileURL(join(root, entry)).href))
+            .filter((k) => k !== 'default')
+            .sort();
     if (esm.join() !== cjs.join()) fail(`${specifier}: ESM exports [${esm}] differ from CommonJS [${cjs}]`);
-    else console.log(`ok ${specifier}: ${esm.length} exports (ESM and CommonJS)`);
+    else if (source === undefined) fail(`${specifier}: no tsup entry builds ${target.import?.default}`);
+    else if (source.join() !== esm.join())
+      fail(`${specifier}: built exports [${esm}] differ from its source ${entry} [${source}]`);
+    else console.log(`ok ${specifier}: ${esm.length} exports (ESM and CommonJS, as in ${entry})`);
   } catch (error) {
     fail(`${specifier}: ${error.message}`);
   }

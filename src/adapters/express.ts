@@ -12,14 +12,14 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../core/decision.js';
 import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './expose.js';
+import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './node-response.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * Express middleware for a limit: an admitted request gets its rate-limit headers and goes on
  * (`next()`); anything else is answered here (429, 400, 401, 500, 503) and `next` is not called.
- * It never reads the body (D5): mount it before body parsers for limits that need only the
+ * It never reads the body: mount it before body parsers for limits that need only the
  * connection or the session. The key function receives Express's `Request`; `exclude` routes are
  * matched against the full path (`req.originalUrl`), also when the middleware is mounted on a
  * path (`app.use('/api', rateLimit(…))`). A request that passes the same limit twice (app level

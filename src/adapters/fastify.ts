@@ -19,14 +19,14 @@ import {
   type LimitedResponseOptions,
 } from '../http/problem.js';
 import { pathOf } from '../http/path.js';
-import { EXPOSE, mergeExposed } from './expose.js';
+import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * An `onRequest` hook for a limit. Use it per route (`{ onRequest: rateLimit(...) }`) or for a
  * whole context (`app.addHook('onRequest', rateLimit(...))`). `onRequest` runs before the body
- * is read (D5). An admitted request gets its rate-limit headers; anything else is answered here
+ * is read. An admitted request gets its rate-limit headers; anything else is answered here
  * (429, 400, 401, 500, 503) and the route handler does not run. The key function receives the
  * `FastifyRequest`; `exclude` routes are matched against the URL path without its query (a
  * `GET` route covers the `HEAD` Fastify answers with it). A request that passes the same limit
@@ -125,7 +125,7 @@ export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
 function setHeaders(reply: FastifyReply, headers: HeaderValues): void {
   for (const name in headers) {
     const value = headers[name] as string;
-    reply.header(name, name === EXPOSE ? mergeExposed(reply.getHeader(name), value) : value);
+    reply.header(name, name === EXPOSE_HEADER ? mergeExposed(reply.getHeader(name), value) : value);
   }
 }
 

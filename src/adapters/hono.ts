@@ -18,14 +18,14 @@ import {
   type LimitedResponseOptions,
 } from '../http/problem.js';
 import { pathOf } from '../http/path.js';
-import { EXPOSE, mergeExposed } from './expose.js';
+import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * Hono middleware for a limit: an admitted request gets its rate-limit headers and goes on
  * (`await next()`); anything else is answered here (429, 400, 401, 500, 503). It never reads the
- * body (D5). The key function receives Hono's `Context`; `exclude` routes are matched against
+ * body. The key function receives Hono's `Context`; `exclude` routes are matched against
  * the request URL's path as the client wrote it. A request that passes the same limit twice is
  * charged once. Errors of later middleware and handlers pass through untouched.
  *
@@ -93,6 +93,6 @@ function send(c: Context, http: HttpResponse): Response {
 function setHeaders(c: Context, headers: HeaderValues): void {
   for (const name in headers) {
     const value = headers[name] as string;
-    c.header(name, name === EXPOSE ? mergeExposed(c.res.headers.get(EXPOSE), value) : value);
+    c.header(name, name === EXPOSE_HEADER ? mergeExposed(c.res.headers.get(EXPOSE_HEADER), value) : value);
   }
 }

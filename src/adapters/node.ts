@@ -14,13 +14,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
 import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse as send } from './expose.js';
+import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse as send } from './node-response.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 
 /**
  * A route limit for `node:http`: resolves `true` when the request may go on (its rate-limit
- * headers are set), `false` when a response was sent. It never reads the body (D5) and never
+ * headers are set), `false` when a response was sent. It never reads the body and never
  * rejects, so an `async` request listener that awaits it leaves no rejected promise behind.
  */
 export function rateLimit(

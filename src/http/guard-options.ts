@@ -8,11 +8,16 @@ import { configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Cascade } from '../limiter/cascade.js';
 import type { Limiter } from '../limiter/limiter.js';
-import type { HeaderStyle } from './headers.js';
+import { HEADER_STYLES, type HeaderStyle } from './headers.js';
 import type { ProblemOptions } from './problem.js';
 import { RouteSet, parseMethods } from './routes.js';
 
-/** What a guard reports through `onError` along with the error. */
+/**
+ * What a guard reports through `onError` along with the error.
+ *
+ * @example
+ * onError: (error, { failures }) => log.error({ failures }, 'rate limit failing')
+ */
 export interface ErrorReportDetails {
   /**
    * The failures of this limit since its last report, this one included: a limit reports at
@@ -50,7 +55,10 @@ const optionKeys = [
   'onError',
 ] as const;
 const problemKeys = ['type', 'title', 'detail'] as const;
-const styles: readonly HeaderStyle[] = ['none', 'legacy', 'draft'];
+/** The header styles as an error message lists them: `"none", "legacy" or "draft"`. */
+const styleChoices = HEADER_STYLES.map((style) => JSON.stringify(style))
+  .join(', ')
+  .replace(/, ([^,]*)$/, ' or $1');
 /** A header value an application configures: visible ASCII, spaces and tabs; never CR or LF. */
 const headerSafe = /^[\t\x20-\x7e]*$/;
 /** Text of a problem body: anything but control characters. */
@@ -92,8 +100,8 @@ export function readGuardOptions(options: unknown): GuardSettings {
   }
   if (typeof chargePreflight !== 'boolean')
     throw configError('rateLimit chargePreflight', 'true or false', chargePreflight);
-  if (!styles.includes(headers as HeaderStyle))
-    throw configError('rateLimit headers', '"none", "legacy" or "draft"', headers);
+  if (!(HEADER_STYLES as readonly unknown[]).includes(headers))
+    throw configError('rateLimit headers', styleChoices, headers);
   if (
     typeof cacheControl !== 'string' ||
     !/\bno-store\b/.test(cacheControl) ||

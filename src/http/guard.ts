@@ -14,7 +14,13 @@ import {
   type ProblemOptions,
 } from './problem.js';
 
-/** A key with what else the request's identity decided (ADR-0057). */
+/**
+ * A key with what else the request's identity decided (see `resolveIdentity`): an API key's own
+ * limit, and the mode sent as `X-Auth-Mode`.
+ *
+ * @example
+ * const spec: KeySpec = { key: 'key:3f9a', limit: 10_000, authMode: 'key' };
+ */
 export interface KeySpec {
   /** The bucket key: build it with the key helpers (`ipKey`, `compositeKey`, `pseudonymousKey`). */
   key: string;
@@ -24,14 +30,26 @@ export interface KeySpec {
   authMode?: string;
 }
 
-/** What a key function returns: one key for every limit, or one per limit in order. */
+/**
+ * What a key function returns: one key for every limit, or one per limit in order.
+ *
+ * @example
+ * const key = (req: IncomingMessage): KeyResult => [ipKey(clientAddress(req).address), `user:${userId(req)}`];
+ */
 export type KeyResult = string | KeySpec | readonly (string | KeySpec)[];
 
-/** Options of a route limit; adapters take these as they are. */
+/**
+ * Options of a route limit: `createGuard` and every adapter's `rateLimit` take these as they are.
+ * Each option is checked at setup (`SLUICE_CONFIG` naming it); unknown options are refused.
+ *
+ * @default every method, cost 1, draft headers, `Cache-Control: no-store`, `onError` = console.error
+ * @example
+ * const options: RateLimitOptions<Request> = { limits: writes, key: () => 'client-1', methods: ['POST'] };
+ */
 export interface RateLimitOptions<Request> {
   /**
    * The limit(s) to apply, wide to narrow. An array is a first-refusal cascade: the first refusal
-   * stops and later limits are not charged (D6). Pass a `createCascade(...)` for all-or-nothing.
+   * stops and later limits are not charged. Pass a `createCascade(...)` for all-or-nothing.
    */
   limits: Limiter | readonly Limiter[] | Cascade;
   /**
@@ -42,14 +60,14 @@ export interface RateLimitOptions<Request> {
   /** Units this request costs. @default 1 */
   cost?: number | ((request: Request) => number);
   /**
-   * Only requests with these methods are limited; others pass untouched and uncharged (D7: reads
-   * are not charged to write budgets). `GET` brings `HEAD`, which frameworks answer with the GET
+   * Only requests with these methods are limited; others pass untouched and uncharged (so that
+   * reads are not charged to a write budget). `GET` brings `HEAD`, which frameworks answer with the GET
    * handler. @default every method
    */
   methods?: readonly string[];
   /**
    * Routes that have their own rule and are left out of this one, e.g. `["POST /api/messages"]`
-   * for a catch-all write budget (D7, ADR-055). `"METHOD /path"` is that path in any spelling a
+   * for a catch-all write budget. `"METHOD /path"` is that path in any spelling a
    * framework routes alike (case, trailing or repeated slashes, dot segments, percent-encoded
    * letters); `"METHOD /path/*"` is that path and everything below it. Paths are the full
    * request path, also under an Express mount point. A `GET` route covers `HEAD` too.
@@ -61,13 +79,13 @@ export interface RateLimitOptions<Request> {
    * action twice. @default false
    */
   chargePreflight?: boolean;
-  /** Rate-limit headers (D4). @default "draft" */
+  /** Rate-limit headers: one of `HEADER_STYLES`. @default "draft" */
   headers?: HeaderStyle;
   /** Problem body wording of the 429. */
   problem?: ProblemOptions;
   /**
    * `Cache-Control` of the responses this limit sends (429, 400, 401, 500, 503). It must
-   * contain `no-store`. ADR-0057's API answers `private, no-store`.
+   * contain `no-store`; an API that also forbids shared caches answers `private, no-store`.
    * @default "no-store"
    */
   cacheControl?: string;
@@ -83,7 +101,14 @@ export interface RateLimitOptions<Request> {
 
 export type { ErrorReportDetails } from './guard-options.js';
 
-/** What a guard reads of a request itself: its method, its path, whether it is a CORS preflight. */
+/**
+ * What a guard reads of a request itself: its method, its path, whether it is a CORS preflight.
+ * An adapter computes them from its framework's request.
+ *
+ * @default `preflight` false
+ * @example
+ * const facts: RequestFacts = { method: req.method, path: pathOf(req.url), preflight: isPreflight(req.method, req.headers['access-control-request-method']) };
+ */
 export interface RequestFacts {
   method: string;
   /** The full path as received (no query needed; see `pathOf`); normalized for `exclude`. */
@@ -95,6 +120,7 @@ export interface RequestFacts {
 /**
  * True for a CORS preflight: `OPTIONS` with an `Access-Control-Request-Method` header.
  *
+ * @default false for a missing method
  * @example
  * isPreflight(req.method, req.headers['access-control-request-method'])
  */
@@ -102,12 +128,26 @@ export function isPreflight(method: string | undefined, requestMethodHeader: unk
   return method === 'OPTIONS' && requestMethodHeader !== undefined && requestMethodHeader !== null;
 }
 
-/** What to do with a request: continue with these headers, or answer with this response. */
+/**
+ * What to do with a request: continue with these headers (set them on the response that follows),
+ * or answer with this response and go no further. `decisions` are the limits' own, for logging
+ * or metrics.
+ *
+ * @example
+ * if (outcome.action === 'respond') return send(outcome.response);
+ * for (const [name, value] of Object.entries(outcome.headers)) res.setHeader(name, value);
+ */
 export type GuardOutcome =
   | { readonly action: 'continue'; readonly headers: HeaderValues; readonly decisions: readonly Decision[] }
   | { readonly action: 'respond'; readonly response: HttpResponse; readonly decisions: readonly Decision[] };
 
-/** A route limit, framework-free: adapters call `check` and copy the outcome. */
+/**
+ * A route limit, framework-free: adapters call `check` and copy the outcome. Made by
+ * {@link createGuard}.
+ *
+ * @example
+ * const outcome = await guard.check(ctx, { method: ctx.method, path: ctx.path });
+ */
 export interface Guard<Request> {
   /**
    * Decides for a request; never rejects (a failure becomes a problem response). `request` must
@@ -129,6 +169,7 @@ const untouchedPromise = Promise.resolve(untouched);
  * `sluice/fastify`, `sluice/hono`) wrap it; use it directly for another framework. Its `check`
  * never rejects: whatever fails between the key step and the response becomes a problem response.
  *
+ * @default see {@link RateLimitOptions} for each option's default
  * @example
  * const guard = createGuard({ limits: general, key: (req) => sessionUserKey(req), methods: ['POST', 'PUT', 'PATCH', 'DELETE'] });
  * const outcome = await guard.check(req, { method: req.method, path: url.pathname });

@@ -2,17 +2,38 @@ import type { Decision } from '../core/decision.js';
 import { serializeBareItem } from './structured-fields.js';
 
 /**
- * Which rate-limit headers a response carries (D4):
+ * Every rate-limit header style, in the order error messages list them. This list is the one
+ * place a style is named: the guard's `headers` option accepts exactly these, and
+ * {@link HeaderStyle} is made from it, so a new style is added here and in the writers of this
+ * file (which the compiler then asks for), nowhere else.
+ *
+ * @default the guard and `limitedResponse` use `"draft"` when no style is given
+ * @example
+ * HEADER_STYLES.includes(style) // true for 'none', 'legacy' and 'draft'
+ */
+export const HEADER_STYLES = ['none', 'legacy', 'draft'] as const;
+
+/**
+ * Which rate-limit headers a response carries:
  * - `none`: only `Retry-After` on refusals.
  * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` describing the
  *   decisive limit. Reset is the number of seconds until the bucket is full (or the quota
  *   resets), not a Unix time: a relative number means the same whatever the client's clock says.
  * - `draft`: the IETF fields `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-10),
  *   one list member per limit that decided.
+ *
+ * @default "draft"
+ * @example
+ * const style: HeaderStyle = 'legacy';
  */
-export type HeaderStyle = 'none' | 'legacy' | 'draft';
+export type HeaderStyle = (typeof HEADER_STYLES)[number];
 
-/** Plain header values: name to value. Adapters copy them onto their framework's response. */
+/**
+ * Plain header values: name to value. Adapters copy them onto their framework's response.
+ *
+ * @example
+ * const headers: HeaderValues = { 'Retry-After': '30' };
+ */
 export type HeaderValues = Record<string, string>;
 
 const exposedByStyle: Record<HeaderStyle, string> = {
@@ -23,7 +44,10 @@ const exposedByStyle: Record<HeaderStyle, string> = {
 
 /**
  * The `Access-Control-Expose-Headers` value for a style, so that cross-origin pages can read
- * Retry-After and the rate-limit headers (D3); add `X-Auth-Mode` where identity modes are used.
+ * Retry-After and the rate-limit headers; add `X-Auth-Mode` where identity modes are used.
+ *
+ * @example
+ * exposedHeaders('none') // 'Retry-After'
  */
 export function exposedHeaders(style: HeaderStyle, extra?: readonly string[]): string {
   return extra === undefined || extra.length === 0
@@ -46,8 +70,11 @@ export function decisiveOf(decisions: readonly Decision[]): Decision | undefined
 }
 
 /**
- * Rate-limit headers describing exactly the bucket(s) that decided (D4). Nothing for `none`, and
- * nothing for decisions no bucket made (a store failure under the `open` policy).
+ * Rate-limit headers describing exactly the bucket(s) that decided, in the given style. Nothing
+ * for `none`, and nothing for decisions no bucket made (a store failure under the `open` policy).
+ * A number a header field cannot carry is clamped (see {@link headerInteger}): it never throws.
+ *
+ * @default no default style: pass one of {@link HEADER_STYLES}
  *
  * @example
  * rateLimitHeaders([decision], 'draft')

@@ -8,14 +8,26 @@ import {
   type HeaderValues,
 } from './headers.js';
 
-/** A response as plain values; each adapter copies it onto its framework's response. */
+/**
+ * A response as plain values; each adapter copies it onto its framework's response.
+ *
+ * @example
+ * const r: HttpResponse = errorResponse(error);
+ * res.writeHead(r.status, r.headers).end(r.body);
+ */
 export interface HttpResponse {
   status: number;
   headers: HeaderValues;
   body: string;
 }
 
-/** How problem bodies (RFC 9457) read. */
+/**
+ * How the problem body (RFC 9457) of a 429 reads. Its text must not name the user or the key.
+ *
+ * @default `about:blank`, "Too Many Requests", "Too many requests. Retry after N seconds."
+ * @example
+ * const problem: ProblemOptions = { type: 'https://catalog.example/problems/write-rate-limit', title: 'Slow down' };
+ */
 export interface ProblemOptions {
   /**
    * The problem type URI of a 429. With `about:blank` the title is the status phrase.
@@ -28,9 +40,15 @@ export interface ProblemOptions {
   detail?: string;
 }
 
-/** What shapes a 429. */
+/**
+ * What shapes a 429 written by {@link limitedResponse} (and each adapter's `sendRateLimited`).
+ *
+ * @default draft headers, no extra headers, `Cache-Control: no-store`
+ * @example
+ * limitedResponse(decision, { headers: 'legacy', cacheControl: 'private, no-store' })
+ */
 export interface LimitedResponseOptions {
-  /** Rate-limit header style (D4). @default "draft" */
+  /** Rate-limit header style. @default "draft" */
   headers?: HeaderStyle;
   /** Problem body wording. */
   problem?: ProblemOptions;
@@ -38,7 +56,7 @@ export interface LimitedResponseOptions {
   extraHeaders?: HeaderValues;
   /**
    * `Cache-Control` of the 429: it must forbid storing, since a cached refusal would refuse a
-   * client who is allowed again. ADR-0057's API answers `private, no-store`.
+   * client who is allowed again. An API that also forbids shared caches answers `private, no-store`.
    * @default "no-store"
    */
   cacheControl?: string;
@@ -46,7 +64,13 @@ export interface LimitedResponseOptions {
 
 const PROBLEM_TYPE = 'application/problem+json';
 
-/** Machine codes of the problem bodies sluice writes; clients switch on `code` (ADR-055: `rate_limited`). */
+/**
+ * Machine codes of the problem bodies sluice writes, by status. Clients switch on `code` (a 429
+ * is always `rate_limited`) rather than on wording, which a route may change.
+ *
+ * @example
+ * if (body.code === problemCodes[429]) scheduleRetry();
+ */
 export const problemCodes = {
   400: 'invalid_request',
   401: 'unauthorized',
@@ -64,12 +88,14 @@ const titles: Record<number, string> = {
 };
 
 /**
- * The 429 for refused decision(s) (D1): `Retry-After` in whole seconds (rounded up, at least 1),
+ * The 429 for refused decision(s): `Retry-After` in whole seconds (rounded up, at least 1),
  * `Cache-Control: no-store`, an `application/problem+json` body with `code: "rate_limited"` and
  * the names of the limits that refused, the rate-limit headers of the bucket(s) that decided, and
- * `Access-Control-Expose-Headers` so cross-origin pages can read them (D3). A cost that can never
- * be admitted (larger than the capacity) gets no Retry-After: waiting would not help.
+ * `Access-Control-Expose-Headers` so cross-origin pages can read them. A cost that can never
+ * be admitted (larger than the capacity) gets no Retry-After: waiting would not help. Throws
+ * `SLUICE_ARGUMENT` when no decision was refused: there is nothing to answer with a 429.
  *
+ * @default options: draft headers, `Cache-Control: no-store`
  * @example
  * const d = await login.take(key);
  * if (!d.allowed) { const r = limitedResponse(d); res.writeHead(r.status, r.headers).end(r.body); }
@@ -119,6 +145,12 @@ export function limitedResponse(
  * The headers an admitted response carries: the rate-limit headers of the bucket(s) that
  * decided, and `Access-Control-Expose-Headers` for them. Nothing at all when nothing is sent
  * (style `none` without extra headers, or only fail-open decisions).
+ *
+ * @default style "draft"
+ * @example
+ * admittedHeaders([decision], 'draft')
+ * // { 'RateLimit-Policy': '"api";q=10;w=60', RateLimit: '"api";r=9;t=6',
+ * //   'Access-Control-Expose-Headers': 'Retry-After, RateLimit, RateLimit-Policy' }
  */
 export function admittedHeaders(
   decisions: Decision | readonly Decision[],
@@ -139,6 +171,10 @@ export function admittedHeaders(
  * such as a missing key — never a 429 and never a pass. The body never carries the error message
  * of a 500 (it may describe internals); log the error itself. A store that is overloaded (its
  * queue is full: load, not a failure) answers 503 with `Retry-After: 1`, exposed to other origins.
+ *
+ * @default 500 for anything that is not a `SluiceError`; `Cache-Control: no-store`
+ * @example
+ * try { d = await login.take(key); } catch (error) { const r = errorResponse(error); res.writeHead(r.status, r.headers).end(r.body); }
  */
 export function errorResponse(
   error: unknown,

@@ -9,7 +9,7 @@ function build(spec: AppSpec): Promise<RunningApp> {
   const app = express();
   const limit = (options: RateLimitOptions<unknown> | undefined): RequestHandler[] =>
     options === undefined ? [] : [rateLimit(options)];
-  // The handlers read the body: a limit that answered late would leave D5's request hanging.
+  // The handlers read the body: a limit that answered late would leave the open-body request hanging.
   const body = express.text({ type: '*/*', limit: '2mb' });
   const ok: RequestHandler = (_req, res) => void res.json({ ok: true });
 

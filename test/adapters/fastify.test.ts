@@ -106,7 +106,7 @@ describe('fastify: rateLimitPlugin encapsulation', () => {
     key: () => 'k',
   });
 
-  it('D7: registered in a child context it limits that context only, not its siblings or the parent', async () => {
+  it('registered in a child context it limits that context only, not its siblings or the parent', async () => {
     const app = Fastify();
     await app.register(async (api) => {
       await api.register(rateLimitPlugin, options());
@@ -133,7 +133,7 @@ describe('fastify: rateLimitPlugin encapsulation', () => {
     await app.close();
   });
 
-  it('A8: the plugin rejects unknown options at registration', async () => {
+  it('the plugin rejects unknown options at registration', async () => {
     const app = Fastify();
     app.register(rateLimitPlugin, { ...options(), limt: 3 } as RateLimitOptions<FastifyRequest>);
     await assert.rejects(async () => {

@@ -23,7 +23,7 @@ async function build(spec: AppSpec): Promise<RunningApp> {
   const pass: MiddlewareHandler = (_c, next) => next();
   const limit = (options: RateLimitOptions<unknown> | undefined) =>
     options === undefined ? pass : rateLimit(options);
-  // The handlers read the body: a limit that answered late would leave D5's request hanging.
+  // The handlers read the body: a limit that answered late would leave the open-body request hanging.
   const ok = async (c: Context) => {
     await c.req.text();
     return c.json({ ok: true });
@@ -89,7 +89,7 @@ httpConformance({
 });
 
 describe('hono: with its own cors() middleware', () => {
-  it('D3: the expose list of hono/cors is kept and ours added, on 200 and 429', async () => {
+  it('the expose list of hono/cors is kept and ours added, on 200 and 429', async () => {
     const limits = createLimiter({
       name: 'api',
       rule: tokenBucket({ limit: 1, period: '1m' }),

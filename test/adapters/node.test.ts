@@ -47,7 +47,7 @@ function build(spec: AppSpec): Promise<RunningApp> {
       res.statusCode = 404;
       return void res.end();
     }
-    // The handler reads the body: a limit that answered late would leave D5's request hanging.
+    // The handler reads the body: a limit that answered late would leave the open-body request hanging.
     for await (const _ of req);
     res.setHeader('Content-Type', 'application/json');
     res.end('{"ok":true}');

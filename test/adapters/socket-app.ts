@@ -1,6 +1,6 @@
 /**
  * A {@link RunningApp} over a real socket on 127.0.0.1 (port 0), for adapters that bind a
- * `node:http` server: requests go through `fetch`, the open-body request (D5) through a raw socket.
+ * `node:http` server: requests go through `fetch`, the open-body request (a body that never finishes) through a raw socket.
  */
 import { once } from 'node:events';
 import type { IncomingMessage, Server } from 'node:http';

@@ -6,7 +6,7 @@ import { MemoryStore, createLimiter, isSluiceError, manualClock, tokenBucket } f
 const facts = { method: 'POST', path: '/api/x' };
 
 describe('guard options', () => {
-  it('D1: cacheControl applies to the 429 and must keep no-store', async () => {
+  it('cacheControl applies to the 429 and must keep no-store', async () => {
     const limits = createLimiter({
       name: 'g',
       rule: tokenBucket({ limit: 1, period: '1h' }),

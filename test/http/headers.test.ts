@@ -1,4 +1,4 @@
-/** D3/D4: rate-limit header values, exactly. */
+/** Rate-limit header values and the expose list, exactly. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decisiveOf, exposedHeaders, rateLimitHeaders, secondsUp } from '../../src/http/headers.js';
@@ -21,7 +21,7 @@ const refused = decision('daily', {
   windowMs: 86_400_000,
 });
 
-describe('D4: rateLimitHeaders', () => {
+describe('rateLimitHeaders', () => {
   it('"none" writes no rate-limit header', () => {
     assert.deepEqual(rateLimitHeaders([admitted, refused], 'none'), {});
   });
@@ -71,7 +71,7 @@ describe('D4: rateLimitHeaders', () => {
   });
 });
 
-describe('D3: exposedHeaders', () => {
+describe('exposedHeaders', () => {
   it('lists Retry-After and the headers of the style, then extra names', () => {
     assert.equal(exposedHeaders('none'), 'Retry-After');
     assert.equal(
@@ -84,7 +84,7 @@ describe('D3: exposedHeaders', () => {
   });
 });
 
-describe('A3: secondsUp', () => {
+describe('secondsUp', () => {
   it('rounds up to whole seconds; nothing left is 0', () => {
     assert.deepEqual([-5, 0, 1, 999, 1000, 1001, 59_999.5].map(secondsUp), [0, 0, 1, 1, 1, 2, 60]);
   });

@@ -1,4 +1,4 @@
-/** D1/D2/C4/C7: problem responses and admitted headers, exactly. */
+/** Problem responses (429, 400, 401, 500, 503) and admitted headers, exactly. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SluiceError, isSluiceError } from '../../src/core/errors.js';
@@ -9,7 +9,7 @@ const refused = (name: string, retryAfterMs: number) =>
   decision(name, { allowed: false, limit: 5, remaining: 0, retryAfterMs, resetMs: 60_000 });
 const admitted = decision('wide', { allowed: true, limit: 100, remaining: 99, resetMs: 600 });
 
-describe('D1: limitedResponse', () => {
+describe('limitedResponse', () => {
   it('a 429 problem+json with Retry-After, Cache-Control: no-store, the refusing limit and the code rate_limited', () => {
     const response = limitedResponse([admitted, refused('login', 12_000)]);
     assert.equal(response.status, 429);
@@ -31,7 +31,7 @@ describe('D1: limitedResponse', () => {
     });
   });
 
-  it('A3: Retry-After is whole seconds, rounded up, at least 1', () => {
+  it('Retry-After is whole seconds, rounded up, at least 1', () => {
     const retryAfter = (ms: number) => limitedResponse(refused('x', ms)).headers['Retry-After'];
     assert.deepEqual([1, 999, 1000, 1001, 59_001].map(retryAfter), ['1', '1', '1', '2', '60']);
   });
@@ -81,7 +81,7 @@ describe('D1: limitedResponse', () => {
   });
 });
 
-describe('D4: admittedHeaders', () => {
+describe('admittedHeaders', () => {
   it('the rate-limit headers of the deciding bucket(s) and their expose list', () => {
     assert.deepEqual(admittedHeaders(admitted, 'legacy'), {
       'X-RateLimit-Limit': '100',
@@ -100,14 +100,14 @@ describe('D4: admittedHeaders', () => {
     });
   });
 
-  it('D2: fail-open decisions give no headers at all', () => {
+  it('fail-open decisions give no headers at all', () => {
     for (const style of ['none', 'legacy', 'draft'] as const) {
       assert.deepEqual(admittedHeaders([failOpen('comfort')], style), {}, style);
     }
   });
 });
 
-describe('D2/C4/C7: errorResponse', () => {
+describe('errorResponse', () => {
   const body = (status: number, title: string, detail: string, code: string) => ({
     type: 'about:blank',
     title,
@@ -180,7 +180,7 @@ describe('D2/C4/C7: errorResponse', () => {
 });
 
 describe('Cache-Control of problem responses', () => {
-  it('D1: defaults to no-store and takes a stricter value such as ADR-0057\'s "private, no-store"', () => {
+  it('defaults to no-store and takes a stricter value such as "private, no-store"', () => {
     const refused = decision('reports', {
       allowed: false,
       limit: 10,

@@ -1,5 +1,5 @@
 /**
- * D4: the RFC 9651 serializer behind the IETF RateLimit fields. Exact outputs, the errors the RFC
+ * The RFC 9651 serializer behind the IETF RateLimit fields. Exact outputs, the errors the RFC
  * requires, and a property: whatever the serializer writes, a parser written from the RFC (below,
  * the parts of §4.2 the RateLimit fields use) reads back as the same values.
  */
@@ -13,7 +13,7 @@ import {
   type ListMember,
 } from '../../src/http/structured-fields.js';
 
-describe('D4: structured-field bare items (RFC 9651 §4.1.3)', () => {
+describe('structured-field bare items (RFC 9651 §4.1.3)', () => {
   it('integers: whole numbers of up to 15 digits, signed', () => {
     assert.equal(serializeBareItem(0), '0');
     assert.equal(serializeBareItem(-42), '-42');
@@ -48,7 +48,7 @@ describe('D4: structured-field bare items (RFC 9651 §4.1.3)', () => {
   });
 });
 
-describe('D4: structured-field lists (RFC 9651 §4.1.1)', () => {
+describe('structured-field lists (RFC 9651 §4.1.1)', () => {
   it('members are joined by ", " and parameters follow as ;key=value', () => {
     const members: ListMember[] = [
       {
@@ -165,7 +165,7 @@ function parseBareItem(s: { input: string; pos: number }): BareItem {
   return { token };
 }
 
-describe('D4: what the serializer writes, an RFC 9651 parser reads back', () => {
+describe('what the serializer writes, an RFC 9651 parser reads back', () => {
   const printable = fc.string({
     unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
     maxLength: 40,

@@ -1,35 +1,13 @@
+/**
+ * Writing a guard's outcome onto a `node:http` response, shared by `sluice/node` and
+ * `sluice/express` (an Express response is a `node:http` one).
+ */
 import type { IncomingMessage } from 'node:http';
 import { isPreflight, type Guard, type GuardOutcome, type RequestFacts } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import { pathOf } from '../http/path.js';
 import { errorResponse, type HttpResponse } from '../http/problem.js';
-
-/** The one header a rate limit adds to rather than replaces: CORS layers set it too (D3). */
-export const EXPOSE = 'Access-Control-Expose-Headers';
-
-/**
- * The `Access-Control-Expose-Headers` value after adding ours to what a CORS layer already
- * exposed, so that neither list is lost, and without repeating a name already listed. Every adapter merges the same way, so that they answer
- * byte for byte alike.
- *
- * @default `ours` when nothing was exposed before
- * @example
- * mergeExposed('X-Request-Id', 'Retry-After') // 'X-Request-Id, Retry-After'
- */
-export function mergeExposed(existing: unknown, ours: string): string {
-  if (existing === undefined || existing === null || existing === '') return ours;
-  const before = Array.isArray(existing) ? existing.join(', ') : String(existing);
-  // A name already listed (by a CORS layer, or by this limit on an earlier pass) is not repeated.
-  const listed = new Set(
-    before
-      .toLowerCase()
-      .split(',')
-      .map((name) => name.trim()),
-  );
-  let merged = before;
-  for (const name of ours.split(', ')) if (!listed.has(name.toLowerCase())) merged += `, ${name}`;
-  return merged;
-}
+import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
 
 /** The part of a `node:http` response (and so of an Express one) the adapters write to. */
 export interface NodeResponseLike {
@@ -50,7 +28,7 @@ export interface NodeResponseLike {
 export function setNodeHeaders(response: NodeResponseLike, headers: HeaderValues): void {
   for (const name in headers) {
     const value = headers[name] as string;
-    response.setHeader(name, name === EXPOSE ? mergeExposed(response.getHeader(name), value) : value);
+    response.setHeader(name, name === EXPOSE_HEADER ? mergeExposed(response.getHeader(name), value) : value);
   }
 }
 
