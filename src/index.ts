@@ -4,11 +4,19 @@
  */
 export { tokenBucket, TokenBucketRule, type TokenBucketOptions } from './core/gcra.js';
 export { calendarQuota, CalendarQuotaRule, type CalendarQuotaOptions } from './core/quota.js';
+export type { CalendarUnit, IsoWeekday } from './core/calendar.js';
+export {
+  fixedWindow,
+  FixedWindowRule,
+  ENVOY_UNIT_WINDOWS,
+  type FixedWindowOptions,
+} from './core/fixed-window.js';
+export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/sliding-window.js';
 export type { Rule } from './core/rule.js';
 export type { BucketState } from './core/state.js';
 export type { Decision, AllowedDecision, RefusedDecision } from './core/decision.js';
 export { parseDuration, parseTimerDuration, type Duration, type DurationUnit } from './core/duration.js';
-export { MAX_COUNT, MAX_TOKEN_RATE, MAX_TIMER_MS } from './core/bounds.js';
+export { MAX_COUNT, MAX_PENALTY_COUNT, MAX_TOKEN_RATE, MAX_TIMER_MS } from './core/bounds.js';
 export { systemClock, manualClock, type Clock, type ManualClock } from './core/clock.js';
 export { SluiceError, isSluiceError, errorCodes, type SluiceErrorCode } from './core/errors.js';
 export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './store.js';

@@ -36,6 +36,13 @@ export interface Rule {
   readonly kind: string;
   /** How {@link BucketState}'s numbers read for this rule. */
   readonly shape: StateShape;
+  /**
+   * The length of every window in ms, for rules whose windows are all equal and aligned to the
+   * Unix epoch (fixed and sliding windows); absent otherwise. A `'sliding-count'` rule must have
+   * it: the window "just before" `window` starts at `window − windowMs`, and code that keeps
+   * states without knowing the algorithm (the memory store's summary) ages them by it.
+   */
+  readonly windowMs?: number;
   /** The rule's own limit: units per period or window (what headers call the limit). */
   readonly limit: number;
   /** When true, a refused take is charged too; off by default (a refusal consumes nothing). */

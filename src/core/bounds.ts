@@ -28,3 +28,11 @@ export const MAX_TOKEN_RATE = 1_000_000;
  * longer `setTimeout` after 1 ms instead, which would time out every call.
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Where a count charged under `penalty` stops growing: 2 × {@link MAX_COUNT}. Beyond twice the
+ * largest limit a higher count changes no decision, and stopping there keeps every count an
+ * exact integer in every store (doubles, Lua numbers, PostgreSQL bigint) however long a client
+ * keeps hammering.
+ */
+export const MAX_PENALTY_COUNT = 2 * MAX_COUNT;

@@ -115,3 +115,12 @@ export function configError(option: string, expected: string, received: unknown)
     `${option} must be ${expected}; received ${describeValue(received)}`,
   );
 }
+
+/**
+ * SLUICE_CONFIG naming the option and what it must be. The value received is left out on purpose:
+ * options are often built from data (a per-tenant window, a zone from a profile), and an error
+ * message or log line must never carry such a value.
+ */
+export function optionError(option: string, expected: string): SluiceError {
+  return new SluiceError('SLUICE_CONFIG', `${option} must be ${expected}`);
+}

@@ -1,61 +1,82 @@
-import { CalendarDays } from './calendar.js';
-import { makeDecision, type Decision } from './decision.js';
+import { CalendarPeriods, type CalendarUnit, type IsoWeekday } from './calendar.js';
+import type { Decision } from './decision.js';
 import { MAX_COUNT } from './bounds.js';
-import { configError } from './errors.js';
+import { optionError } from './errors.js';
 import { checkOptionKeys } from './options.js';
 import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
+import { decideWindowCount } from './window-count.js';
 
 /** Options of {@link calendarQuota}. */
 export interface CalendarQuotaOptions {
   /**
-   * Units per calendar day. A whole number from 1 to {@link MAX_COUNT} (10^12). A take may pass
-   * its own limit instead
-   * (a per-key limit from data, e.g. ADR-0057's `api_keys.daily_limit`).
+   * Units per calendar period. A whole number from 1 to {@link MAX_COUNT} (10^12). A take may
+   * pass its own limit instead (a per-key limit from data, e.g. an API key's daily limit).
    */
   limit: number;
   /**
-   * The IANA time zone whose calendar days count, e.g. `"Europe/Berlin"`. Days are local days:
-   * 23 hours long on the spring DST change and 25 on the autumn one.
+   * The calendar period the quota counts per: a local `'hour'` (from local :00), `'day'`,
+   * `'week'` (from `weekStart`) or `'month'` (from local day 1).
+   * @default "day"
+   */
+  per?: CalendarUnit;
+  /**
+   * The IANA time zone whose calendar counts, e.g. `"Europe/Berlin"`. Periods are local: a day
+   * is 23 hours long on the spring DST change and 25 on the autumn one; the hour repeated when
+   * clocks go back is a second hour with a quota of its own.
    * @default "UTC"
    */
   timeZone?: string;
   /**
-   * When true, refused takes are counted too. Off by default: a refusal consumes nothing.
+   * The ISO weekday a week starts on: 1 = Monday … 7 = Sunday. Only with `per: 'week'`.
+   * @default 1
+   */
+  weekStart?: IsoWeekday;
+  /**
+   * When true, refused takes are counted too (a count saturates at 2 × {@link MAX_COUNT}). Off
+   * by default: a refusal consumes nothing.
    * @default false
    */
   penalty?: boolean;
 }
 
-const calendarQuotaKeys = ['limit', 'timeZone', 'penalty'] as const;
+const calendarQuotaKeys = ['limit', 'per', 'timeZone', 'weekStart', 'penalty'] as const;
 
 /**
- * A quota of N per calendar day: the count resets at the start of each local day.
- * State per key: the count and the start of the day it belongs to.
+ * A quota of N per local calendar period (hour, day, week or month): the count resets at the
+ * start of each period. State per key: the count and the start of the period it belongs to.
  */
 export class CalendarQuotaRule implements Rule {
   readonly kind = 'calendar-quota' as const;
   readonly shape = 'window-count' as const;
   /** A take may pass its own limit (a per-key limit from data). */
   readonly acceptsCallLimit = true;
-  /** The default units per day (a take may pass its own). */
+  /** The default units per period (a take may pass its own). */
   readonly limit: number;
-  /** The time zone whose days count. */
+  /** What one period is. */
+  readonly per: CalendarUnit;
+  /** The time zone whose calendar counts. */
   readonly timeZone: string;
+  /** The ISO weekday weeks start on (1 unless `per` is `'week'`). */
+  readonly weekStart: IsoWeekday;
   /** Whether refusals are counted. */
   readonly penalty: boolean;
-  /** Day boundaries of `timeZone`. */
-  readonly days: CalendarDays;
+  /** Period boundaries of `timeZone`: what a store needs to find the period of an instant. */
+  readonly periods: CalendarPeriods;
 
   constructor(options: CalendarQuotaOptions) {
     checkOptionKeys('calendarQuota', options, calendarQuotaKeys);
-    const { limit, timeZone = 'UTC', penalty = false } = options;
+    const { limit, per = 'day', timeZone = 'UTC', weekStart, penalty = false } = options;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_COUNT)
-      throw configError('calendarQuota limit', `a whole number from 1 to ${MAX_COUNT}`, limit);
-    if (typeof penalty !== 'boolean') throw configError('calendarQuota penalty', 'a boolean', penalty);
-    this.days = new CalendarDays(timeZone);
+      throw optionError('calendarQuota limit', `a whole number from 1 to ${MAX_COUNT}`);
+    if (typeof penalty !== 'boolean') throw optionError('calendarQuota penalty', 'a boolean');
+    if (weekStart !== undefined && per !== 'week')
+      throw optionError('calendarQuota weekStart', 'left out unless per is "week"');
+    this.periods = new CalendarPeriods(timeZone, per, weekStart ?? 1);
     this.limit = limit;
-    this.timeZone = this.days.timeZone;
+    this.per = this.periods.per;
+    this.timeZone = this.periods.timeZone;
+    this.weekStart = this.periods.weekStart;
     this.penalty = penalty;
   }
 
@@ -71,7 +92,7 @@ export class CalendarQuotaRule implements Rule {
 
   /** An untouched quota. */
   initialState(now: number): BucketState {
-    return { value: 0, window: this.days.startOf(now), previous: 0 };
+    return { value: 0, window: this.periods.startOf(now), previous: 0 };
   }
 
   /** A quota with no count has nothing to remember. */
@@ -79,10 +100,10 @@ export class CalendarQuotaRule implements Rule {
     return 0;
   }
 
-  /** Time until the end of the day the count belongs to: after it, the count is spent. */
+  /** Time until the end of the period the count belongs to: after it, the count is spent. */
   horizonMs(state: BucketState, now: number): number {
     if (!(state.value > 0)) return 0;
-    const end = this.days.endOf(state.window);
+    const end = this.periods.endOf(state.window);
     return end > now ? end - now : 0;
   }
 
@@ -96,44 +117,26 @@ export class CalendarQuotaRule implements Rule {
     commit: boolean,
   ): Decision {
     const quota = limit === undefined ? this.limit : limit;
-    const today = this.days.startOf(now);
+    const current = this.periods.startOf(now);
     // A clock stepped back (or a node whose clock lags the one that wrote the state) lands in a
-    // day earlier than the stored one: that take counts against the stored day, which never
-    // moves backwards, so stepping a clock back can neither reset a count nor spend a day twice.
-    const behind = state.window > today;
-    const start = behind ? state.window : today;
-    const end = behind ? this.days.endOf(start) : this.days.endOf(now);
-    const resetMs = end - now;
-    const windowMs = end - start;
-    // A count from an earlier day is spent; the new day starts at zero.
-    const used = state.window === start ? state.value : 0;
-    const asked = cost === 0 ? 1 : cost;
-    const left = used >= quota ? 0 : quota - used;
-
-    if (asked > quota)
-      return makeDecision(false, name, quota, quota, left, cost, Infinity, resetMs, windowMs);
-    if (asked <= left) {
-      if (cost === 0) return makeDecision(true, name, quota, quota, left, 0, 0, resetMs, windowMs);
-      if (commit) {
-        state.value = used + cost;
-        state.window = start;
-      }
-      return makeDecision(true, name, quota, quota, left - cost, cost, 0, resetMs, windowMs);
-    }
-    if (commit && this.penalty && cost > 0) {
-      state.value = used + cost;
-      state.window = start;
-    }
-    return makeDecision(false, name, quota, quota, left, cost, resetMs, resetMs, windowMs);
+    // period earlier than the stored one: that take counts against the stored period, which
+    // never moves backwards, so stepping a clock back can neither reset a count nor spend a
+    // period twice.
+    const behind = state.window > current;
+    const start = behind ? state.window : current;
+    const end = behind ? this.periods.endOf(start) : this.periods.endOf(now);
+    return decideWindowCount(state, start, end - now, end - start, name, cost, quota, commit, this.penalty);
   }
 }
 
 /**
- * A quota of `limit` per calendar day in `timeZone`.
+ * A quota of `limit` per local calendar period (`per`, by default a day) in `timeZone`.
  *
  * @example
  * const reports = calendarQuota({ limit: 10 });                              // 10 a day, UTC days
  * const local = calendarQuota({ limit: 10, timeZone: 'Europe/Berlin' });
+ * const weekly = calendarQuota({ limit: 500, per: 'week', weekStart: 7, timeZone: 'America/New_York' });
+ * const monthly = calendarQuota({ limit: 10_000, per: 'month' });
  * await reportsLimiter.take(key, { limit: apiKey.dailyLimit });            // per-key limit
  */
 export function calendarQuota(options: CalendarQuotaOptions): CalendarQuotaRule {

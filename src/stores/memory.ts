@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Decision } from '../core/decision.js';
-import { SluiceError, configError } from '../core/errors.js';
+import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Rule } from '../core/rule.js';
 import { assertDistinctEntries, type SyncRuleBuckets, type SyncStore, type TakeEntry } from '../store.js';
@@ -109,7 +109,17 @@ export class MemoryStore implements SyncStore {
         `a rule named ${JSON.stringify(name)} is already bound to this MemoryStore; every limit needs its own name`,
       );
     }
-    const summary = new EvictedSummary(this.summaryDepth, this.summaryWidth);
+    // A sliding window's summary ages its counts window by window, so it needs the length.
+    const slidingMs = rule.shape === 'sliding-count' ? rule.windowMs : 0;
+    if (
+      slidingMs !== 0 &&
+      (typeof slidingMs !== 'number' || !Number.isSafeInteger(slidingMs) || slidingMs < 1)
+    )
+      throw optionError(
+        'MemoryStore bind rule windowMs',
+        "a positive whole number for a 'sliding-count' rule",
+      );
+    const summary = new EvictedSummary(this.summaryDepth, this.summaryWidth, slidingMs);
     const buckets = new MemoryRuleBuckets(name, rule, this.maxKeysPerGeneration, summary, this.hasher);
     this.rules.set(name, buckets);
     return buckets;
@@ -383,7 +393,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const summary = this.summary;
     const hasher = this.hasher;
     for (const [id, state] of leaving) {
-      if (!(state.value > floor)) continue;
+      // A sliding window's previous count weighs too (for the other shapes `previous` is 0).
+      if (!(state.value > floor) && !(state.previous > 0)) continue;
       if (state.first < 0) {
         hasher.hash(id);
         state.first = hasher.first;

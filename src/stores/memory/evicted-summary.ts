@@ -6,43 +6,60 @@ import type { BucketState } from '../../core/state.js';
  *
  * Count-min style: `depth` rows of `width` cells. A bucket that leaves the maps is folded into
  * one cell per row (chosen by its id's seeded hash) by keeping the most restrictive state there:
- * the latest arrival time of a token bucket, the highest count of a quota's latest window. A key
+ * the latest arrival time of a token bucket, the highest count of a window's latest window. A key
  * that is not in the maps reads the least restrictive of its `depth` cells. Every one of those
  * cells already holds a state at least as restrictive as the key's own, so the estimate can only
  * be stricter than the truth, never looser; it equals the truth whenever the key holds the
  * maximum of at least one of its cells.
  *
- * Both algorithms fit one shape, the two-number {@link BucketState}: cells hold `value`, and one
- * `window` for the whole summary holds the latest quota window seen (a token bucket's window is
- * always 0). Counts of an earlier window are spent, so a later window clears every cell.
+ * Cells hold `value`, and one `window` for the whole summary holds the latest window seen (a
+ * token bucket's window is always 0). Counts of an earlier window are spent, so a later window
+ * clears every cell. A sliding window (`'sliding-count'`) has a second set of cells for the
+ * previous window's count, because both counts weigh on its decisions: each is kept at its own
+ * maximum and read at its own minimum over the rows (every row bounds both of the key's counts),
+ * and when the summary moves on by exactly one window, the current counts become the previous
+ * ones instead of being cleared.
  *
  * Cells are allocated on the first fold (a rule that never rotates its maps never pays for them)
- * and never grow: `depth × width × 8` bytes.
+ * and never grow: `depth × width × 8` bytes, twice that for a sliding window.
  */
 export class EvictedSummary {
   readonly depth: number;
   readonly width: number;
   private cells: Float64Array | undefined;
+  /** Previous-window counts of a sliding window; undefined for the other shapes. */
+  private previousCells: Float64Array | undefined;
   /** The window the cells' values belong to. */
   private window = -Infinity;
+  /** A sliding window's length in ms; 0 for the other shapes. */
+  private readonly slidingMs: number;
 
-  /** @param width a power of two, so that a cell index is a mask, not a division */
-  constructor(depth: number, width: number) {
+  /**
+   * @param width a power of two, so that a cell index is a mask, not a division
+   * @param slidingMs for a `'sliding-count'` rule, its window length; otherwise 0
+   */
+  constructor(depth: number, width: number, slidingMs = 0) {
     this.depth = depth;
     this.width = width;
+    this.slidingMs = slidingMs;
   }
 
   /** Bytes the cells take (0 until the first fold). */
   get byteLength(): number {
-    return this.cells === undefined ? 0 : this.cells.byteLength;
+    const current = this.cells === undefined ? 0 : this.cells.byteLength;
+    return current + (this.previousCells === undefined ? 0 : this.previousCells.byteLength);
   }
 
   /**
    * Folds a bucket that leaves the maps. `first`/`second` are its id's hashes; `floor` is the
    * value at or below which a bucket is as good as new (a token bucket's scaled now; 0 for a
-   * quota), so full buckets are not folded and take no cell.
+   * count), so full buckets are not folded and take no cell.
    */
   fold(first: number, second: number, state: BucketState, floor: number): void {
+    if (this.slidingMs > 0) {
+      this.foldSliding(first, second, state);
+      return;
+    }
     const value = state.value;
     if (!(value > floor) || state.window < this.window) return;
     let cells = this.cells;
@@ -54,11 +71,7 @@ export class EvictedSummary {
       cells.fill(-Infinity);
       this.window = state.window;
     }
-    const mask = this.width - 1;
-    for (let row = 0, offset = 0; row < this.depth; row++, offset += this.width) {
-      const index = offset + ((first + row * second) & mask);
-      if ((cells[index] as number) < value) cells[index] = value;
-    }
+    raise(cells, this.depth, this.width, first, second, value);
   }
 
   /**
@@ -69,22 +82,80 @@ export class EvictedSummary {
   estimate(first: number, second: number, floor: number, target: BucketState): boolean {
     const cells = this.cells;
     if (cells === undefined) return false;
-    const mask = this.width - 1;
-    let least = Infinity;
-    for (let row = 0, offset = 0; row < this.depth; row++, offset += this.width) {
-      const value = cells[offset + ((first + row * second) & mask)] as number;
-      if (value < least) {
-        if (!(value > floor)) return false;
-        least = value;
-      }
+    const value = least(cells, this.depth, this.width, first, second);
+    const previousCells = this.previousCells;
+    if (previousCells === undefined) {
+      if (!(value > floor)) return false;
+      target.value = value;
+      target.window = this.window;
+      return true;
     }
-    target.value = least;
+    const previous = least(previousCells, this.depth, this.width, first, second);
+    if (!(value > floor) && !(previous > floor)) return false;
+    target.value = value > 0 ? value : 0;
+    target.previous = previous > 0 ? previous : 0;
     target.window = this.window;
     return true;
+  }
+
+  /**
+   * A sliding window's state read as of the summary's window: a state one window older counts
+   * only as the previous count; an older one has nothing left that weighs.
+   */
+  private foldSliding(first: number, second: number, state: BucketState): void {
+    if (!(state.value > 0) && !(state.previous > 0)) return;
+    const w = this.slidingMs;
+    let cells = this.cells;
+    let previousCells = this.previousCells;
+    if (cells === undefined || previousCells === undefined) {
+      cells = new Float64Array(this.depth * this.width).fill(-Infinity);
+      previousCells = new Float64Array(this.depth * this.width).fill(-Infinity);
+      this.cells = cells;
+      this.previousCells = previousCells;
+    }
+    if (state.window > this.window) {
+      if (state.window === this.window + w) previousCells.set(cells);
+      else previousCells.fill(-Infinity);
+      cells.fill(-Infinity);
+      this.window = state.window;
+    }
+    if (state.window === this.window) {
+      raise(cells, this.depth, this.width, first, second, state.value);
+      raise(previousCells, this.depth, this.width, first, second, state.previous);
+    } else if (state.window === this.window - w) {
+      raise(previousCells, this.depth, this.width, first, second, state.value);
+    }
   }
 
   /** True once something was folded: before that, no key needs hashing to be looked up. */
   get isEmpty(): boolean {
     return this.cells === undefined;
   }
+}
+
+/** Keeps in each of a key's cells the larger of the cell and `value`. */
+function raise(
+  cells: Float64Array,
+  depth: number,
+  width: number,
+  first: number,
+  second: number,
+  value: number,
+): void {
+  const mask = width - 1;
+  for (let row = 0, offset = 0; row < depth; row++, offset += width) {
+    const index = offset + ((first + row * second) & mask);
+    if ((cells[index] as number) < value) cells[index] = value;
+  }
+}
+
+/** The smallest of a key's cells. */
+function least(cells: Float64Array, depth: number, width: number, first: number, second: number): number {
+  const mask = width - 1;
+  let smallest = Infinity;
+  for (let row = 0, offset = 0; row < depth; row++, offset += width) {
+    const value = cells[offset + ((first + row * second) & mask)] as number;
+    if (value < smallest) smallest = value;
+  }
+  return smallest;
 }

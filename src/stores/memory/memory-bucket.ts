@@ -24,8 +24,8 @@ export class MemoryBucket implements BucketState {
 
 /**
  * The state a reset leaves behind when the summary still remembers the key: a full bucket at any
- * clock reading (a token bucket's arrival time, a quota's window, earlier than any clock), which
- * is never folded back while it stays that way.
+ * clock reading (a token bucket's arrival time, a window earlier than any clock, with no count in
+ * it nor in the one before), which is never folded back while it stays that way.
  */
 export function resetBucket(shape: StateShape): MemoryBucket {
   return shape === 'arrival-time'

@@ -1,0 +1,144 @@
+import type { Decision } from './decision.js';
+import type { Duration } from './duration.js';
+import type { Rule } from './algorithm.js';
+import type { BucketState } from './state.js';
+import { decideWindowCount } from './window-count.js';
+import { readWindowOptions } from './window-options.js';
+
+/** Options of {@link fixedWindow}. */
+export interface FixedWindowOptions {
+  /**
+   * Units per window. A whole number from 1 to {@link MAX_COUNT} (10^12). A take may pass its
+   * own limit instead (a per-key limit from data).
+   */
+  limit: number;
+  /**
+   * The window's length, a duration string from `"1ms"` to `"366d"`. Windows are aligned to the
+   * Unix epoch: a `"1m"` window runs from :00 to :59 of every UTC minute, on every node alike.
+   */
+  window: Duration;
+  /**
+   * When true, refused takes are counted too (a count saturates at 2 × {@link MAX_COUNT}), so a
+   * client that keeps hammering stays refused until the window ends. Off by default: a refusal
+   * consumes nothing.
+   * @default false
+   */
+  penalty?: boolean;
+}
+
+/**
+ * The windows of envoyproxy/ratelimit's units, for a fixed window that admits what Envoy's rate
+ * limit service admits: it counts in blocks aligned to the Unix epoch (the key of a hit is
+ * `floor(now_s / divider) * divider`), a MONTH being 30 days and a YEAR 365.
+ *
+ * With `penalty: true`, `fixedWindow({ limit, window: ENVOY_UNIT_WINDOWS.MINUTE, penalty: true })`
+ * admits exactly what Envoy admits for every sequence of hits of 1 to `limit` units: both count
+ * refused hits. One difference remains: a single hit above the limit is refused by both, but
+ * Envoy charges it and sluice does not (it can never be admitted, so sluice answers it before
+ * asking a store).
+ *
+ * @example
+ * const perMinute = fixedWindow({ limit: 100, window: ENVOY_UNIT_WINDOWS.MINUTE, penalty: true });
+ */
+export const ENVOY_UNIT_WINDOWS = {
+  SECOND: '1s',
+  MINUTE: '1m',
+  HOUR: '1h',
+  DAY: '1d',
+  WEEK: '7d',
+  MONTH: '30d',
+  YEAR: '365d',
+} as const;
+
+/**
+ * A fixed window: at most `limit` units per window of `window`, windows aligned to the Unix epoch.
+ * State per key: the count and the start of the window it belongs to.
+ *
+ * Cheap and predictable, but a client can spend `limit` at the end of one window and `limit`
+ * again at the start of the next: up to twice the limit within one window's length. Use a
+ * sliding window or a token bucket where that burst matters.
+ */
+export class FixedWindowRule implements Rule {
+  readonly kind = 'fixed-window' as const;
+  readonly shape = 'window-count' as const;
+  /** A take may pass its own limit (a per-key limit from data). */
+  readonly acceptsCallLimit = true;
+  /** The default units per window (a take may pass its own). */
+  readonly limit: number;
+  /** The window's length in ms. */
+  readonly windowMs: number;
+  /** Whether refusals are counted. */
+  readonly penalty: boolean;
+
+  constructor(options: FixedWindowOptions) {
+    const settings = readWindowOptions('fixedWindow', options);
+    this.limit = settings.limit;
+    this.windowMs = settings.windowMs;
+    this.penalty = settings.penalty;
+  }
+
+  /** The per-call limit, or the rule's. */
+  limitFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
+  }
+
+  /** The most one take can ever get: the per-call limit, or the rule's. */
+  capacityFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
+  }
+
+  /** An untouched window. */
+  initialState(now: number): BucketState {
+    return { value: 0, window: Math.floor(now / this.windowMs) * this.windowMs, previous: 0 };
+  }
+
+  /** A window with no count has nothing to remember. */
+  floorValue(): number {
+    return 0;
+  }
+
+  /** Time until the end of the window the count belongs to: after it, the count is spent. */
+  horizonMs(state: BucketState, now: number): number {
+    if (!(state.value > 0)) return 0;
+    const end = state.window + this.windowMs;
+    return end > now ? end - now : 0;
+  }
+
+  decide(
+    state: BucketState,
+    now: number,
+    _epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const windowMs = this.windowMs;
+    const aligned = Math.floor(now / windowMs) * windowMs;
+    // A clock stepped back (or a node whose clock lags the one that wrote the state) counts
+    // against the stored window, which never moves backwards.
+    const start = state.window > aligned ? state.window : aligned;
+    return decideWindowCount(
+      state,
+      start,
+      start + windowMs - now,
+      windowMs,
+      name,
+      cost,
+      limit === undefined ? this.limit : limit,
+      commit,
+      this.penalty,
+    );
+  }
+}
+
+/**
+ * A fixed window: at most `limit` units per `window`, windows aligned to the Unix epoch.
+ *
+ * @example
+ * const search = fixedWindow({ limit: 100, window: '1m' });        // 100 per UTC minute
+ * const strict = fixedWindow({ limit: 5, window: '10s', penalty: true });
+ */
+export function fixedWindow(options: FixedWindowOptions): FixedWindowRule {
+  return new FixedWindowRule(options);
+}
