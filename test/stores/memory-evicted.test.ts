@@ -10,10 +10,14 @@ import {
   calendarQuota,
   compositeKey,
   createLimiter,
+  fixedWindow,
   ipKey,
   manualClock,
+  slidingWindow,
   tokenBucket,
+  type Rule,
 } from '../../src/index.js';
+import fc from 'fast-check';
 
 describe('MemoryStore: evicted buckets stay strict', () => {
   it('junk-nick attack: one IP rotating 8,200 throwaway nicks gets exactly what one honest bucket gives at the target nick', () => {
@@ -112,4 +116,85 @@ describe('MemoryStore: evicted buckets stay strict', () => {
     for (let i = 0; i < 20; i++) limit.takeSync(`burst${i}`);
     assert.equal(store.summaryBytes('s'), 4 * 16384 * 8);
   });
+
+  it('a fixed window that left the maps keeps its count until its window ends', () => {
+    const clock = manualClock(Date.UTC(2026, 0, 1, 9));
+    const store = new MemoryStore({ maxKeysPerGeneration: 16 });
+    const api = createLimiter({ name: 'fw', rule: fixedWindow({ limit: 3, window: '1m' }), store, clock });
+    for (let i = 0; i < 3; i++) assert.equal(api.takeSync('acct').allowed, true);
+    for (let i = 0; i < 40; i++) api.takeSync(`other${i}`);
+    assert.equal(api.takeSync('acct').allowed, false, 'evicted, but its window is spent');
+    clock.advance('1m');
+    assert.equal(api.peekSync('acct').remaining, 3);
+  });
+
+  it('a sliding window that left the maps keeps both counts: the previous one weighs as it did', () => {
+    const start = Date.UTC(2026, 0, 1, 9);
+    const clock = manualClock(start);
+    const store = new MemoryStore({ maxKeysPerGeneration: 16 });
+    const api = createLimiter({ name: 'sw', rule: slidingWindow({ limit: 10, window: '1m' }), store, clock });
+    for (let i = 0; i < 10; i++) assert.equal(api.takeSync('acct').allowed, true);
+    // Half-way through the next window; the flood is charged there, so the summary moves on one
+    // window after folding 'acct' (whose count becomes the previous one).
+    clock.set(start + 90_000);
+    for (let i = 0; i < 40; i++) api.takeSync(`other${i}`);
+    assert.equal(store.bucketCount('sw') <= 32, true);
+    assert.equal(api.peekSync('acct').remaining, 5, 'ten in the previous window weigh five half-way');
+    assert.equal(api.takeSync('acct', { cost: 5 }).allowed, true);
+    assert.equal(api.takeSync('acct').allowed, false);
+    // Both counts survive a second eviction: 10 before, 5 now.
+    for (let i = 40; i < 80; i++) api.takeSync(`other${i}`);
+    clock.set(start + 105_000); // three quarters in: 10 × 1/4 weighs 3 (rounded up), plus 5
+    assert.equal(api.peekSync('acct').remaining, 2);
+    // A window later, the 5 weigh as the previous count; two windows later nothing is left.
+    clock.set(start + 150_000);
+    for (let i = 80; i < 120; i++) api.takeSync(`other${i}`);
+    assert.equal(api.peekSync('acct').remaining, 7);
+    clock.set(start + 240_000);
+    assert.equal(api.peekSync('acct').remaining, 10);
+  });
+
+  for (const [title, make] of [
+    ['fixed window', (limit: number) => fixedWindow({ limit, window: '10s' })],
+    ['sliding window', (limit: number) => slidingWindow({ limit, window: '10s' })],
+  ] as const) {
+    it(`${title}: a key that comes back from the summary is never looser than one never evicted`, () => {
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 1, max: 8 }),
+          fc.array(
+            fc.record({
+              advanceMs: fc.integer({ min: 0, max: 12_000 }),
+              cost: fc.integer({ min: 0, max: 4 }),
+              flood: fc.integer({ min: 0, max: 40 }),
+            }),
+            { minLength: 1, maxLength: 40 },
+          ),
+          (limit, steps) => {
+            const clock = manualClock(Date.UTC(2026, 0, 1));
+            const rule: Rule = make(limit);
+            const small = createLimiter({
+              name: 'l',
+              rule,
+              store: new MemoryStore({ maxKeysPerGeneration: 4, summaryWidth: 16 }),
+              clock,
+            });
+            const exact = createLimiter({ name: 'l', rule, store: new MemoryStore(), clock });
+            let junk = 0;
+            for (const { advanceMs, cost, flood } of steps) {
+              clock.advance(advanceMs);
+              for (let i = 0; i < flood; i++) small.takeSync(`junk${junk++}`, { cost: 1 + (i % 3) });
+              const strict = small.takeSync('k', { cost });
+              const truth = exact.takeSync('k', { cost });
+              if (strict.allowed) assert.equal(truth.allowed, true);
+              // Once the evicted key is refused where the exact one is not, their histories part.
+              if (strict.allowed !== truth.allowed) return;
+              assert.ok(strict.remaining <= truth.remaining);
+            }
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
+  }
 });
