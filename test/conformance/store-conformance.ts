@@ -13,11 +13,14 @@ import {
   MAX_COUNT,
   MAX_TOKEN_RATE,
   calendarQuota,
+  fixedWindow,
   isSluiceError,
   createCascade,
   createLimiter,
   manualClock,
+  slidingWindow,
   tokenBucket,
+  type CalendarUnit,
   type Decision,
   type Duration,
   type Limiter,
@@ -46,10 +49,25 @@ export interface ConformanceTarget {
    * @default "100ms"
    */
   readonly timeout?: Duration;
+  /**
+   * The rule kinds the store supports (`rule.kind`: `'token-bucket'`, `'fixed-window'`,
+   * `'sliding-window'`, `'calendar-quota'`). Tests that need another kind are skipped, saying so.
+   * @default every built-in kind
+   */
+  readonly kinds?: readonly string[];
+  /**
+   * The calendar quota periods (`per`) the store supports. Tests of other periods are skipped,
+   * saying so.
+   * @default ["hour", "day", "week", "month"]
+   */
+  readonly calendarPeriods?: readonly CalendarUnit[];
 }
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
+const DAY = 86_400_000;
+const allKinds = ['token-bucket', 'fixed-window', 'sliding-window', 'calendar-quota'];
+const allPeriods: readonly CalendarUnit[] = ['hour', 'day', 'week', 'month'];
 
 /** Registers the conformance suite for one store. */
 export function storeConformance(target: ConformanceTarget): void {
@@ -87,6 +105,18 @@ export function storeConformance(target: ConformanceTarget): void {
       return out;
     }
     const allowedCount = (ds: readonly Decision[]) => ds.filter((d) => d.allowed).length;
+    // A test that needs a rule kind or a calendar period the store does not support is skipped
+    // with the reason written out, never silently.
+    const kinds = target.kinds ?? allKinds;
+    const periods = target.calendarPeriods ?? allPeriods;
+    function needs(required: readonly string[], per: readonly CalendarUnit[] = []): { skip: string | false } {
+      const missing = required.filter((kind) => !kinds.includes(kind));
+      if (missing.length > 0) return { skip: `${target.name} does not support ${missing.join(', ')} rules` };
+      const missingPeriods = per.filter((unit) => !periods.includes(unit));
+      if (missingPeriods.length > 0)
+        return { skip: `${target.name} does not support calendar quotas per ${missingPeriods.join(', ')}` };
+      return { skip: false };
+    }
 
     after(async () => {
       if (store !== undefined) await target.release?.(store);
@@ -399,6 +429,369 @@ export function storeConformance(target: ConformanceTarget): void {
         const perCall = await q.take('other', { cost: MAX_COUNT - 1, limit: MAX_COUNT });
         assert.equal(perCall.remaining, 1);
       });
+    });
+
+    describe('fixed window', () => {
+      const fixed = ['fixed-window'];
+      // 12:00:30 UTC: half-way through an aligned minute.
+      const halfway = Date.UTC(2026, 0, 15, 12, 0, 30);
+
+      it(
+        'admits exactly `limit` per aligned window; the next window starts from zero',
+        needs(fixed),
+        async () => {
+          await fresh(halfway);
+          const l = limiter(fixedWindow({ limit: 5, window: '1m' }));
+          const ds = await takeMany(l, 'k', 6);
+          assert.deepEqual(
+            ds.map((d) => [d.allowed, d.remaining]),
+            [
+              [true, 4],
+              [true, 3],
+              [true, 2],
+              [true, 1],
+              [true, 0],
+              [false, 0],
+            ],
+          );
+          const refused = ds[5]!;
+          assert.equal(refused.retryAfterMs, 30_000);
+          assert.equal(refused.resetMs, 30_000);
+          assert.equal(refused.windowMs, MINUTE);
+          assert.equal(refused.limit, 5);
+          clock.advance(29_999);
+          assert.equal((await l.take('k')).allowed, false);
+          clock.advance(1);
+          const next = await l.take('k');
+          assert.deepEqual([next.allowed, next.remaining, next.resetMs], [true, 4, MINUTE]);
+        },
+      );
+
+      it(
+        'weighted costs, a per-call limit, a cost beyond the limit refused for good',
+        needs(fixed),
+        async () => {
+          await fresh(halfway);
+          const l = limiter(fixedWindow({ limit: 5, window: '1m' }));
+          assert.equal((await l.take('k', { cost: 3 })).remaining, 2);
+          const refused = await l.take('k', { cost: 3 });
+          assert.deepEqual([refused.allowed, refused.remaining, refused.retryAfterMs], [false, 2, 30_000]);
+          const raised = await l.take('k', { cost: 3, limit: 8 });
+          assert.deepEqual([raised.allowed, raised.limit, raised.remaining], [true, 8, 2]);
+          const never = await l.take('other', { cost: 3, limit: 2 });
+          assert.deepEqual([never.allowed, never.retryAfterMs], [false, Infinity]);
+          assert.equal((await l.peek('other')).remaining, 5, 'nothing was charged');
+        },
+      );
+
+      it('refusals charge nothing by default; with penalty they count', needs(fixed), async () => {
+        await fresh(halfway);
+        const plain = limiter(fixedWindow({ limit: 3, window: '1m' }));
+        const strict = limiter(fixedWindow({ limit: 3, window: '1m', penalty: true }));
+        for (const l of [plain, strict]) {
+          assert.equal(allowedCount(await takeMany(l, 'k', 5)), 3);
+          // A raised per-call limit shows what was counted: 3 without penalty, 5 with it.
+        }
+        assert.equal((await plain.take('k', { limit: 6 })).remaining, 2);
+        assert.equal((await strict.take('k', { limit: 6 })).remaining, 0);
+        clock.advance('30s');
+        assert.equal((await strict.take('k')).remaining, 2, 'a new window forgets the penalty');
+      });
+
+      it('reset(key) empties that key only', needs(fixed), async () => {
+        await fresh(halfway);
+        const l = limiter(fixedWindow({ limit: 3, window: '1m' }));
+        await takeMany(l, 'a', 3);
+        await takeMany(l, 'b', 3);
+        await l.reset('a');
+        assert.equal((await l.peek('a')).remaining, 3);
+        assert.equal((await l.peek('b')).remaining, 0);
+      });
+
+      it(
+        'a clock stepped back counts against the stored window, which never moves back',
+        needs(fixed),
+        async () => {
+          const minute = Date.UTC(2026, 0, 15, 12, 1);
+          await fresh(minute + 500);
+          const l = limiter(fixedWindow({ limit: 5, window: '1m' }));
+          assert.equal(allowedCount(await takeMany(l, 'k', 3)), 3);
+          clock.set(minute - 500);
+          const behind = await takeMany(l, 'k', 3);
+          assert.deepEqual(
+            behind.map((d) => [d.allowed, d.remaining]),
+            [
+              [true, 1],
+              [true, 0],
+              [false, 0],
+            ],
+          );
+          assert.equal(behind[0]!.resetMs, MINUTE + 500);
+          clock.set(minute + MINUTE);
+          assert.equal(allowedCount(await takeMany(l, 'k', 6)), 5);
+        },
+      );
+
+      it('a limit and costs of MAX_COUNT are counted exactly, with penalty too', needs(fixed), async () => {
+        await fresh(halfway);
+        const l = limiter(fixedWindow({ limit: MAX_COUNT, window: '1h', penalty: true }));
+        assert.equal((await l.take('k', { cost: MAX_COUNT })).remaining, 0);
+        for (let i = 0; i < 3; i++) assert.equal((await l.take('k', { cost: MAX_COUNT })).allowed, false);
+        const peek = await l.peek('k');
+        assert.deepEqual([peek.allowed, peek.remaining], [false, 0]);
+        const other = await l.take('j', { cost: MAX_COUNT - 1 });
+        assert.equal(other.remaining, 1);
+      });
+
+      it('1,000 simultaneous takes on one key admit exactly the limit', needs(fixed), async () => {
+        await fresh(halfway);
+        const l = limiter(fixedWindow({ limit: 100, window: '1h' }));
+        const ds = await Promise.all(Array.from({ length: 1000 }, () => l.take('hot')));
+        assert.equal(allowedCount(ds), 100);
+      });
+    });
+
+    describe('sliding window', () => {
+      const sliding = ['sliding-window'];
+      // 12:00:00 UTC: the start of an aligned minute.
+      const aligned = Date.UTC(2026, 0, 15, 12);
+
+      it(
+        'the previous window weighs by the time left of it: exact counts and waits',
+        needs(sliding),
+        async () => {
+          await fresh(aligned);
+          const l = limiter(slidingWindow({ limit: 10, window: '1m' }));
+          const ds = await takeMany(l, 'k', 11);
+          assert.equal(allowedCount(ds), 10);
+          assert.deepEqual(
+            ds.slice(8).map((d) => [d.remaining, d.resetMs, d.windowMs]),
+            [
+              [1, MINUTE, MINUTE],
+              [0, MINUTE, MINUTE],
+              [0, MINUTE, MINUTE],
+            ],
+          );
+          // Ten in the previous window weigh ceil(10 × (60 − e) / 60): at most 9 once e >= 6 s.
+          assert.equal(ds[10]!.retryAfterMs, 66_000);
+          clock.advance(65_999);
+          assert.equal((await l.take('k')).allowed, false);
+          clock.advance(1);
+          const first = await l.take('k');
+          assert.deepEqual([first.allowed, first.remaining], [true, 0]);
+          clock.set(aligned + 90_000); // half-way: 10 weigh 5, plus the 1 just taken
+          assert.equal((await l.peek('k')).remaining, 4);
+          assert.equal((await l.take('k', { cost: 4 })).allowed, true);
+          assert.equal((await l.take('k')).allowed, false);
+          clock.set(aligned + 3 * MINUTE); // two windows on, nothing weighs
+          assert.equal((await l.peek('k')).remaining, 10);
+        },
+      );
+
+      it('weighted costs and a per-call limit', needs(sliding), async () => {
+        await fresh(aligned);
+        const l = limiter(slidingWindow({ limit: 10, window: '1m' }));
+        assert.equal((await l.take('k', { cost: 4 })).remaining, 6);
+        const refused = await l.take('k', { cost: 2, limit: 5 });
+        assert.deepEqual([refused.allowed, refused.limit, refused.remaining], [false, 5, 1]);
+        // Next window: the 4 weigh ceil(4 × (60 − e) / 60) <= 3 from e = 15 s.
+        assert.equal(refused.retryAfterMs, 75_000);
+        const never = await l.take('k', { cost: 6, limit: 5 });
+        assert.deepEqual([never.allowed, never.retryAfterMs], [false, Infinity]);
+        assert.equal((await l.take('k', { cost: 6 })).remaining, 0);
+      });
+
+      it(
+        'refusals charge nothing by default; with penalty they weigh on the next window',
+        needs(sliding),
+        async () => {
+          await fresh(aligned);
+          const plain = limiter(slidingWindow({ limit: 2, window: '1m' }));
+          const strict = limiter(slidingWindow({ limit: 2, window: '1m', penalty: true }));
+          for (const l of [plain, strict]) assert.equal(allowedCount(await takeMany(l, 'k', 3)), 2);
+          clock.set(aligned + 90_000); // half-way through the next window: 2 weigh 1, 3 weigh 2
+          assert.equal((await plain.take('k')).allowed, true);
+          assert.equal((await strict.take('k')).allowed, false);
+          // Three quarters: the 3 weigh 1, and the refusal just charged counts 1 in this window.
+          clock.set(aligned + 105_000);
+          assert.equal((await strict.take('k')).allowed, false);
+          clock.set(aligned + 3 * MINUTE);
+          assert.equal((await strict.take('k')).allowed, true);
+        },
+      );
+
+      it('reset(key) empties that key only, both windows', needs(sliding), async () => {
+        await fresh(aligned);
+        const l = limiter(slidingWindow({ limit: 3, window: '1m' }));
+        await takeMany(l, 'a', 3);
+        await takeMany(l, 'b', 3);
+        clock.advance('1m');
+        await l.reset('a');
+        assert.equal((await l.peek('a')).remaining, 3);
+        assert.equal((await l.peek('b')).remaining, 0);
+      });
+
+      it(
+        'a clock stepped back counts against the stored window with the previous one in full',
+        needs(sliding),
+        async () => {
+          await fresh(aligned + 500);
+          const l = limiter(slidingWindow({ limit: 5, window: '1m' }));
+          assert.equal(allowedCount(await takeMany(l, 'k', 3)), 3);
+          clock.set(aligned - 500);
+          const behind = await takeMany(l, 'k', 3);
+          assert.deepEqual(
+            behind.map((d) => [d.allowed, d.remaining]),
+            [
+              [true, 1],
+              [true, 0],
+              [false, 0],
+            ],
+          );
+          assert.equal(behind[0]!.resetMs, MINUTE + 500);
+          clock.set(aligned + MINUTE); // the next window: all 5 weigh in full
+          assert.equal((await l.take('k')).allowed, false);
+          clock.set(aligned + 2 * MINUTE);
+          assert.equal(allowedCount(await takeMany(l, 'k', 6)), 5);
+        },
+      );
+
+      it('a limit and costs of MAX_COUNT are counted exactly, with penalty too', needs(sliding), async () => {
+        await fresh(aligned);
+        const l = limiter(slidingWindow({ limit: MAX_COUNT, window: '1m', penalty: true }));
+        assert.equal((await l.take('k', { cost: MAX_COUNT })).remaining, 0);
+        for (let i = 0; i < 3; i++) assert.equal((await l.take('k', { cost: MAX_COUNT })).allowed, false);
+        clock.set(aligned + 90_000); // the saturated count weighs 2 × MAX_COUNT / 2
+        assert.equal((await l.peek('k')).remaining, 0);
+        const q = limiter(slidingWindow({ limit: MAX_COUNT, window: '1m' }));
+        await q.take('k', { cost: MAX_COUNT });
+        clock.set(aligned + 150_000);
+        assert.equal((await q.peek('k')).remaining, MAX_COUNT / 2);
+      });
+
+      it('1,000 simultaneous takes on one key admit exactly the limit', needs(sliding), async () => {
+        await fresh(aligned);
+        const l = limiter(slidingWindow({ limit: 100, window: '1h' }));
+        const ds = await Promise.all(Array.from({ length: 1000 }, () => l.take('hot')));
+        assert.equal(allowedCount(ds), 100);
+      });
+    });
+
+    describe('calendar quota per hour, week and month', () => {
+      const quota = ['calendar-quota'];
+
+      it('Asia/Kolkata hours run from UTC :30 to UTC :30', needs(quota, ['hour']), async () => {
+        await fresh(Date.UTC(2026, 0, 15, 10, 29)); // 15:59 IST
+        const l = limiter(calendarQuota({ limit: 2, per: 'hour', timeZone: 'Asia/Kolkata' }));
+        const ds = await takeMany(l, 'k', 3);
+        assert.deepEqual(
+          ds.map((d) => [d.allowed, d.resetMs, d.windowMs]),
+          [
+            [true, MINUTE, HOUR],
+            [true, MINUTE, HOUR],
+            [false, MINUTE, HOUR],
+          ],
+        );
+        assert.equal(ds[2]!.retryAfterMs, MINUTE);
+        clock.advance('1m');
+        assert.equal((await l.take('k')).remaining, 1);
+      });
+
+      it(
+        'Europe/Berlin: the hour repeated when clocks go back has a quota of its own',
+        needs(quota, ['hour']),
+        async () => {
+          await fresh(Date.UTC(2026, 9, 25, 0, 30)); // 02:30 CEST
+          const l = limiter(calendarQuota({ limit: 1, per: 'hour', timeZone: 'Europe/Berlin' }));
+          assert.equal((await l.take('k')).allowed, true);
+          const refused = await l.take('k');
+          assert.deepEqual([refused.allowed, refused.retryAfterMs], [false, 30 * MINUTE]);
+          clock.set(Date.UTC(2026, 9, 25, 1, 30)); // 02:30 CET, an hour later
+          assert.equal((await l.take('k')).allowed, true);
+        },
+      );
+
+      it(
+        'weeks from Sunday in America/New_York; a DST week is an hour short',
+        needs(quota, ['week']),
+        async () => {
+          // Saturday 17 January 2026, 23:59 in New York (UTC-5).
+          await fresh(Date.UTC(2026, 0, 18, 4, 59));
+          const l = limiter(
+            calendarQuota({ limit: 3, per: 'week', weekStart: 7, timeZone: 'America/New_York' }),
+          );
+          const ds = await takeMany(l, 'k', 4);
+          assert.equal(allowedCount(ds), 3);
+          assert.deepEqual([ds[3]!.retryAfterMs, ds[3]!.windowMs], [MINUTE, 7 * DAY]);
+          clock.advance('1m');
+          assert.equal((await l.take('k')).remaining, 2);
+          clock.set(Date.UTC(2026, 2, 9, 12)); // the week of Sunday 8 March, when clocks go forward
+          assert.equal((await l.take('k')).windowMs, 7 * DAY - HOUR);
+        },
+      );
+
+      it('months from local day 1, 28 to 31 days long', needs(quota, ['month']), async () => {
+        await fresh(Date.UTC(2026, 0, 31, 23, 59, 59, 999));
+        const l = limiter(calendarQuota({ limit: 2, per: 'month' }));
+        const jan = await l.take('k', { cost: 2 });
+        assert.deepEqual([jan.remaining, jan.resetMs, jan.windowMs], [0, 1, 31 * DAY]);
+        assert.equal((await l.take('k')).retryAfterMs, 1);
+        clock.advance(1);
+        const feb = await l.take('k');
+        assert.deepEqual([feb.allowed, feb.remaining, feb.windowMs], [true, 1, 28 * DAY]);
+      });
+
+      it('a clock stepped back counts against the stored hour', needs(quota, ['hour']), async () => {
+        const hour = Date.UTC(2026, 0, 15, 13);
+        await fresh(hour + 500);
+        const l = limiter(calendarQuota({ limit: 3, per: 'hour' }));
+        await takeMany(l, 'k', 2);
+        clock.set(hour - 500);
+        const behind = await takeMany(l, 'k', 2);
+        assert.deepEqual(
+          behind.map((d) => [d.allowed, d.resetMs]),
+          [
+            [true, HOUR + 500],
+            [false, HOUR + 500],
+          ],
+        );
+      });
+    });
+
+    describe('all-or-nothing across every rule', () => {
+      it(
+        'one refusal charges nothing anywhere: token bucket, fixed and sliding windows, quotas per hour, week and month',
+        needs(allKinds, ['hour', 'week', 'month']),
+        async () => {
+          await fresh(Date.UTC(2026, 0, 15, 12, 0, 30));
+          const bucket = limiter(tokenBucket({ limit: 5, period: '1h' }));
+          const fixed = limiter(fixedWindow({ limit: 3, window: '1m' }));
+          const sliding = limiter(slidingWindow({ limit: 4, window: '1m' }));
+          const hourly = limiter(calendarQuota({ limit: 10, per: 'hour', timeZone: 'Europe/Berlin' }));
+          const weekly = limiter(calendarQuota({ limit: 10, per: 'week' }));
+          const monthly = limiter(calendarQuota({ limit: 10, per: 'month', timeZone: 'Asia/Kolkata' }));
+          const all = [bucket, fixed, sliding, hourly, weekly, monthly];
+          const cascade = createCascade(all, { mode: 'all-or-nothing' });
+          for (let i = 0; i < 3; i++) assert.equal((await cascade.take('k')).allowed, true);
+          const refused = await cascade.take('k');
+          assert.equal(refused.allowed, false);
+          assert.deepEqual(refused.refusedBy, [fixed.name]);
+          const left = await Promise.all(all.map((l) => l.peek('k')));
+          assert.deepEqual(
+            left.map((d) => d.remaining),
+            [2, 0, 1, 7, 7, 7],
+          );
+          // The next minute the fixed window is fresh and the sliding one's 3 still weigh 3: one
+          // more take fits everywhere, the one after is refused by the sliding window alone.
+          clock.advance('30s');
+          assert.equal((await cascade.take('k')).allowed, true);
+          assert.deepEqual((await cascade.take('k')).refusedBy, [sliding.name]);
+          assert.deepEqual(
+            (await Promise.all(all.map((l) => l.peek('k')))).map((d) => d.remaining),
+            [1, 2, 0, 6, 6, 6],
+          );
+        },
+      );
     });
 
     describe('bounds', () => {

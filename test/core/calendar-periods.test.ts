@@ -127,7 +127,7 @@ describe('calendar periods against brute-force boundaries', () => {
           if (per === 'hour' || per === 'day') {
             const i = boundaries.findLastIndex((b) => b <= change);
             assert.equal(
-              rule.decide(rule.initialState(change, 0), change, 0, 'q', 0, undefined, false).windowMs,
+              rule.decide(rule.initialState(change), change, 0, 'q', 0, undefined, false).windowMs,
               boundaries[i + 1]! - boundaries[i]!,
             );
           }
@@ -151,7 +151,7 @@ describe('calendar periods: stated cases', () => {
     const second = Date.UTC(2026, 9, 25, 1, 30); // 02:30 CET
     assert.equal(rule.periods.startOf(first), Date.UTC(2026, 9, 25, 0));
     assert.equal(rule.periods.startOf(second), Date.UTC(2026, 9, 25, 1));
-    const state = rule.initialState(first, 0);
+    const state = rule.initialState(first);
     assert.equal(rule.decide(state, first, 0, 'q', 1, undefined, true).allowed, true);
     assert.equal(rule.decide(state, first + 1, 0, 'q', 1, undefined, true).allowed, false);
     assert.equal(rule.decide(state, second, 0, 'q', 1, undefined, true).allowed, true);

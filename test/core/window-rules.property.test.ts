@@ -389,7 +389,7 @@ describe('fixed and sliding windows: charges', () => {
   it('calendarQuota: penalty counts saturate at 2 × MAX_COUNT', async () => {
     const { calendarQuota } = await import('../../src/index.js');
     const rule = calendarQuota({ limit: MAX_COUNT, per: 'hour', penalty: true });
-    const state = rule.initialState(0, 0);
+    const state = rule.initialState(0);
     rule.decide(state, 0, 0, 'q', MAX_COUNT, undefined, true);
     for (let i = 0; i < 5; i++) rule.decide(state, 1, 0, 'q', MAX_COUNT, undefined, true);
     assert.equal(state.value, MAX_PENALTY_COUNT);
