@@ -1,9 +1,8 @@
 import type { Decision } from './decision.js';
 import type { Duration } from './duration.js';
-import type { Rule } from './algorithm.js';
+import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { BucketState } from './state.js';
 import { decideWindowCount } from './window-count.js';
-import { readWindowOptions } from './window-options.js';
 
 /** Options of {@link fixedWindow}. */
 export interface FixedWindowOptions {
@@ -58,43 +57,12 @@ export const ENVOY_UNIT_WINDOWS = {
  * again at the start of the next: up to twice the limit within one window's length. Use a
  * sliding window or a token bucket where that burst matters.
  */
-export class FixedWindowRule implements Rule {
+export class FixedWindowRule extends AlignedWindowRule {
   readonly kind = 'fixed-window' as const;
   readonly shape = 'window-count' as const;
-  /** A take may pass its own limit (a per-key limit from data). */
-  readonly acceptsCallLimit = true;
-  /** The default units per window (a take may pass its own). */
-  readonly limit: number;
-  /** The window's length in ms. */
-  readonly windowMs: number;
-  /** Whether refusals are counted. */
-  readonly penalty: boolean;
 
   constructor(options: FixedWindowOptions) {
-    const settings = readWindowOptions('fixedWindow', options);
-    this.limit = settings.limit;
-    this.windowMs = settings.windowMs;
-    this.penalty = settings.penalty;
-  }
-
-  /** The per-call limit, or the rule's. */
-  limitFor(limit: number | undefined): number {
-    return limit === undefined ? this.limit : limit;
-  }
-
-  /** The most one take can ever get: the per-call limit, or the rule's. */
-  capacityFor(limit: number | undefined): number {
-    return limit === undefined ? this.limit : limit;
-  }
-
-  /** An untouched window. */
-  initialState(now: number): BucketState {
-    return { value: 0, window: Math.floor(now / this.windowMs) * this.windowMs, previous: 0 };
-  }
-
-  /** A window with no count has nothing to remember. */
-  floorValue(): number {
-    return 0;
+    super('fixedWindow', options);
   }
 
   /** Time until the end of the window the count belongs to: after it, the count is spent. */

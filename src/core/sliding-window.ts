@@ -1,9 +1,8 @@
 import { MAX_PENALTY_COUNT } from './bounds.js';
 import { makeDecision, type Decision } from './decision.js';
 import type { Duration } from './duration.js';
-import type { Rule } from './algorithm.js';
+import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { BucketState } from './state.js';
-import { readWindowOptions } from './window-options.js';
 
 /** Options of {@link slidingWindow}. */
 export interface SlidingWindowOptions {
@@ -42,43 +41,12 @@ export interface SlidingWindowOptions {
  * takes were spread evenly; where they were not, it can admit more than `limit` in a window that
  * straddles two aligned ones, never more than twice).
  */
-export class SlidingWindowRule implements Rule {
+export class SlidingWindowRule extends AlignedWindowRule {
   readonly kind = 'sliding-window' as const;
   readonly shape = 'sliding-count' as const;
-  /** A take may pass its own limit (a per-key limit from data). */
-  readonly acceptsCallLimit = true;
-  /** The default units per window (a take may pass its own). */
-  readonly limit: number;
-  /** The window's length in ms. */
-  readonly windowMs: number;
-  /** Whether refusals are counted. */
-  readonly penalty: boolean;
 
   constructor(options: SlidingWindowOptions) {
-    const settings = readWindowOptions('slidingWindow', options);
-    this.limit = settings.limit;
-    this.windowMs = settings.windowMs;
-    this.penalty = settings.penalty;
-  }
-
-  /** The per-call limit, or the rule's. */
-  limitFor(limit: number | undefined): number {
-    return limit === undefined ? this.limit : limit;
-  }
-
-  /** The most one take can ever get: the per-call limit, or the rule's. */
-  capacityFor(limit: number | undefined): number {
-    return limit === undefined ? this.limit : limit;
-  }
-
-  /** An untouched window: no count in it, none in the one before. */
-  initialState(now: number): BucketState {
-    return { value: 0, window: Math.floor(now / this.windowMs) * this.windowMs, previous: 0 };
-  }
-
-  /** Counts of 0 have nothing to remember. */
-  floorValue(): number {
-    return 0;
+    super('slidingWindow', options);
   }
 
   /**

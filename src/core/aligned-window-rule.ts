@@ -1,0 +1,63 @@
+import type { Decision } from './decision.js';
+import type { Rule, StateShape } from './algorithm.js';
+import type { BucketState } from './state.js';
+import { readWindowOptions } from './window-options.js';
+
+/**
+ * What the fixed and the sliding window share: a count per window of `windowMs`, windows aligned
+ * to the Unix epoch (so every node and store agrees where one starts), a per-call limit that
+ * replaces the rule's, and an untouched state that is as good as new. Each subclass brings its
+ * kind, its shape, its horizon and its decision.
+ */
+export abstract class AlignedWindowRule implements Rule {
+  abstract readonly kind: string;
+  abstract readonly shape: StateShape;
+  /** A take may pass its own limit (a per-key limit from data). */
+  readonly acceptsCallLimit = true;
+  /** The default units per window (a take may pass its own). */
+  readonly limit: number;
+  /** The window's length in ms. */
+  readonly windowMs: number;
+  /** Whether refusals are counted. */
+  readonly penalty: boolean;
+
+  /** @param owner the rule's factory name, for error messages (`fixedWindow window`) */
+  constructor(owner: string, options: unknown) {
+    const settings = readWindowOptions(owner, options);
+    this.limit = settings.limit;
+    this.windowMs = settings.windowMs;
+    this.penalty = settings.penalty;
+  }
+
+  /** The per-call limit, or the rule's. */
+  limitFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
+  }
+
+  /** The most one take can ever get: the per-call limit, or the rule's. */
+  capacityFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
+  }
+
+  /** An untouched window: no count in it (nor in the one before). */
+  initialState(now: number): BucketState {
+    return { value: 0, window: Math.floor(now / this.windowMs) * this.windowMs, previous: 0 };
+  }
+
+  /** Counts of 0 have nothing to remember. */
+  floorValue(): number {
+    return 0;
+  }
+
+  abstract horizonMs(state: BucketState, now: number, epoch: number): number;
+
+  abstract decide(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision;
+}
