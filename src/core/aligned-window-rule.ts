@@ -8,6 +8,9 @@ import { readWindowOptions } from './window-options.js';
  * to the Unix epoch (so every node and store agrees where one starts), a per-call limit that
  * replaces the rule's, and an untouched state that is as good as new. Each subclass brings its
  * kind, its shape, its horizon and its decision.
+ *
+ * @example
+ * fixedWindow({ limit: 5, window: '1m' }) instanceof AlignedWindowRule; // true
  */
 export abstract class AlignedWindowRule implements Rule {
   abstract readonly kind: string;

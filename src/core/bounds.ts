@@ -34,5 +34,9 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  * largest limit a higher count changes no decision, and stopping there keeps every count an
  * exact integer in every store (doubles, Lua numbers, PostgreSQL bigint) however long a client
  * keeps hammering.
+ *
+ * @example
+ * // fixedWindow({ limit: MAX_COUNT, window: '1h', penalty: true }) never counts past it
+ * MAX_PENALTY_COUNT === 2 * MAX_COUNT; // true
  */
 export const MAX_PENALTY_COUNT = 2 * MAX_COUNT;

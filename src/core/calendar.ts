@@ -4,10 +4,18 @@ import { ZoneClock } from './zone-clock.js';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
-/** The calendar periods a quota can count per. */
+/**
+ * The calendar periods a quota can count per.
+ * @example
+ * calendarQuota({ limit: 500, per: 'week' });
+ */
 export type CalendarUnit = 'hour' | 'day' | 'week' | 'month';
 
-/** An ISO weekday: 1 = Monday … 7 = Sunday. */
+/**
+ * An ISO weekday: 1 = Monday … 7 = Sunday.
+ * @example
+ * calendarQuota({ limit: 500, per: 'week', weekStart: 7 }); // weeks from Sunday
+ */
 export type IsoWeekday = 1 | 2 | 3 | 4 | 5 | 6 | 7;
 
 const units: readonly string[] = ['hour', 'day', 'week', 'month'];
@@ -173,6 +181,8 @@ export class CalendarPeriods {
 /**
  * Calendar days of one time zone: {@link CalendarPeriods} per day, for the shared stores that
  * still send days only.
+ * @example
+ * new CalendarDays('Europe/Berlin').endOf(Date.now()); // the next local midnight
  */
 export class CalendarDays extends CalendarPeriods {
   constructor(timeZone: string) {

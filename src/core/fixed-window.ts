@@ -56,6 +56,10 @@ export const ENVOY_UNIT_WINDOWS = {
  * Cheap and predictable, but a client can spend `limit` at the end of one window and `limit`
  * again at the start of the next: up to twice the limit within one window's length. Use a
  * sliding window or a token bucket where that burst matters.
+ *
+ * @example
+ * const rule: FixedWindowRule = fixedWindow({ limit: 100, window: '1m' });
+ * rule.windowMs; // 60000
  */
 export class FixedWindowRule extends AlignedWindowRule {
   readonly kind = 'fixed-window' as const;

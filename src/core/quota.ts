@@ -45,6 +45,10 @@ const calendarQuotaKeys = ['limit', 'per', 'timeZone', 'weekStart', 'penalty'] a
 /**
  * A quota of N per local calendar period (hour, day, week or month): the count resets at the
  * start of each period. State per key: the count and the start of the period it belongs to.
+ *
+ * @example
+ * const rule: CalendarQuotaRule = calendarQuota({ limit: 10, per: 'month', timeZone: 'Asia/Kolkata' });
+ * rule.periods.endOf(Date.now()); // the first instant of next month in Kolkata
  */
 export class CalendarQuotaRule implements Rule {
   readonly kind = 'calendar-quota' as const;

@@ -40,6 +40,10 @@ export interface SlidingWindowOptions {
  * 2 × `limit` within any interval one window long (the estimate assumes the previous window's
  * takes were spread evenly; where they were not, it can admit more than `limit` in a window that
  * straddles two aligned ones, never more than twice).
+ *
+ * @example
+ * const rule: SlidingWindowRule = slidingWindow({ limit: 100, window: '1m' });
+ * rule.windowMs; // 60000
  */
 export class SlidingWindowRule extends AlignedWindowRule {
   readonly kind = 'sliding-window' as const;
