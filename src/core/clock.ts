@@ -3,8 +3,8 @@ import { configError } from './errors.js';
 
 /**
  * A clock: milliseconds since the Unix epoch. Limiters take one (`clock` option) so that tests
- * can move time instead of sleeping (H1). Stores shared by several nodes use their own clock
- * instead (A5).
+ * can move time instead of sleeping. Stores shared by several nodes use their own clock
+ * instead.
  */
 export type Clock = () => number;
 

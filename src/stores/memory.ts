@@ -11,7 +11,7 @@ import { MemoryBucket, resetBucket } from './memory/memory-bucket.js';
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * Keys per generation and rule (ADR-055: N). When the current generation reaches N keys it
+   * Keys per generation and rule (N). When the current generation reaches N keys it
    * becomes the previous one and the old previous is dropped whole, so a rule never holds more
    * than 2N buckets, however many distinct keys arrive.
    * @default 4096
@@ -66,7 +66,7 @@ const hashedKeyPadding = '#'.repeat(MAX_RAW_KEY_LENGTH + 1 - 43);
  * time a bucket that is not full leaves the maps): under 2 MB however many keys arrive. A
  * process restart forgets everything.
  *
- * Independent memory stores in N processes enforce N times the limit (E4): use the Redis or
+ * Independent memory stores in N processes enforce N times the limit: use the Redis or
  * PostgreSQL store when several processes must share one limit.
  *
  * @example
@@ -377,7 +377,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
 
   private insert(id: string, state: MemoryBucket, now: number): void {
     if (this.current.size >= this.maxKeys) {
-      // Generation change (ADR-055): the current map becomes the previous one, and the old
+      // Generation change: the current map becomes the previous one, and the old
       // previous leaves the maps. Its buckets that are not full are folded into the summary, so
       // that none of them comes back fuller than it left: O(N) once every N inserts, no timer.
       const leaving = this.previous;

@@ -1,10 +1,10 @@
 /**
  * The store conformance suite: every Store passes it with exact numbers (ARCHITECTURE: one
- * conformance suite that every store passes). Each test names the requirement line it proves.
+ * conformance suite that every store passes). Each test names the behaviour it proves.
  *
  * A target supplies fresh stores that decide at the `now` they are given (the caller's clock),
- * so that the suite can move time with a manual clock instead of sleeping (H1). A store that
- * normally uses its own clock (A5) offers a caller-clock mode for this; its own test proves the
+ * so that the suite can move time with a manual clock instead of sleeping. A store that
+ * normally uses its own clock offers a caller-clock mode for this; its own test proves the
  * store-clock mode separately.
  */
 import { after, before, describe, it } from 'node:test';
@@ -123,7 +123,7 @@ export function storeConformance(target: ConformanceTarget): void {
     });
 
     describe('token bucket', () => {
-      it('A1: a full bucket admits exactly `burst` at once, burst defaults to the limit (5 per hour -> 5)', async () => {
+      it('a full bucket admits exactly `burst` at once, burst defaults to the limit (5 per hour -> 5)', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 5, period: '1h' }));
         const ds = await takeMany(l, 'ip-1', 6);
@@ -150,7 +150,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(refused.source, 'store');
       });
 
-      it('A1: an explicit burst caps what is taken at once; then the refill rate governs (30/min, burst 10)', async () => {
+      it('an explicit burst caps what is taken at once; then the refill rate governs (30/min, burst 10)', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 30, period: '1m', burst: 10 }));
         assert.equal(allowedCount(await takeMany(l, 'u', 15)), 10);
@@ -167,7 +167,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(allowedCount(await takeMany(l, 'u', 12)), 10);
       });
 
-      it('A1: an idle bucket fills up to burst, never more', async () => {
+      it('an idle bucket fills up to burst, never more', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 10, period: '10m' }));
         clock.advance('1d');
@@ -179,7 +179,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal((await l.peek('k')).resetMs, 0);
       });
 
-      it('A1: refill is exact for periods that do not divide by the limit (7 per hour)', async () => {
+      it('refill is exact for periods that do not divide by the limit (7 per hour)', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 7, period: '1h' }));
         assert.equal(allowedCount(await takeMany(l, 'k', 8)), 7);
@@ -196,7 +196,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(peek.remaining, 7);
       });
 
-      it('A1: weighted costs take several tokens at once', async () => {
+      it('weighted costs take several tokens at once', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 10, period: '10s' }));
         const first = await l.take('k', { cost: 3 });
@@ -211,7 +211,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal((await l.take('k', { cost: 4 })).allowed, true);
       });
 
-      it('A1: a cost larger than burst is refused for good, and charges nothing', async () => {
+      it('a cost larger than burst is refused for good, and charges nothing', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 10, period: '10s', burst: 5 }));
         const d = await l.take('k', { cost: 6 });
@@ -221,7 +221,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal((await l.peek('k')).remaining, 5);
       });
 
-      it('A6: refusals consume nothing: hammering an empty bucket does not delay the next token', async () => {
+      it('refusals consume nothing: hammering an empty bucket does not delay the next token', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 10, period: '10m' }));
         await takeMany(l, 'k', 10);
@@ -232,7 +232,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal((await l.take('k')).allowed, true);
       });
 
-      it('A6: a rule with penalty charges refusals, capped at one extra refill', async () => {
+      it('a rule with penalty charges refusals, capped at one extra refill', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 10, period: '10m', penalty: true }));
         await takeMany(l, 'k', 10);
@@ -249,7 +249,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal((await l.take('k')).allowed, true);
       });
 
-      it('A3: a peek (cost 0) reports what a take of 1 would get and charges nothing', async () => {
+      it('a peek (cost 0) reports what a take of 1 would get and charges nothing', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 2, period: '1m' }));
         const p0 = await l.peek('k');
@@ -267,7 +267,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal((await l.take('k')).allowed, true);
       });
 
-      it('A3: retryAfterSeconds rounds up and is at least 1', async () => {
+      it('retryAfterSeconds rounds up and is at least 1', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 1, period: '1500ms' }));
         await l.take('k');
@@ -282,7 +282,7 @@ export function storeConformance(target: ConformanceTarget): void {
     });
 
     describe('calendar quota', () => {
-      it('A2: N per UTC day; the count resets exactly at midnight', async () => {
+      it('N per UTC day; the count resets exactly at midnight', async () => {
         await fresh(Date.UTC(2026, 4, 1, 23, 59, 59, 0));
         const l = limiter(calendarQuota({ limit: 10 }));
         const ds = await takeMany(l, 'acct', 11);
@@ -299,7 +299,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(next.resetMs, 24 * HOUR);
       });
 
-      it('A2: a per-call limit from data (api_keys.daily_limit) applies to that call', async () => {
+      it('a per-call limit from data (api_keys.daily_limit) applies to that call', async () => {
         await fresh();
         const l = limiter(calendarQuota({ limit: 10 }));
         const ds: Decision[] = [];
@@ -318,7 +318,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal((await l.take('key-b')).remaining, 9);
       });
 
-      it('A2: weighted costs and refusals without debt', async () => {
+      it('weighted costs and refusals without debt', async () => {
         await fresh();
         const l = limiter(calendarQuota({ limit: 10 }));
         assert.equal((await l.take('k', { cost: 8 })).remaining, 2);
@@ -330,7 +330,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(never.retryAfterMs, Infinity);
       });
 
-      it('A2: local days in Europe/Berlin: the count spans UTC midnight and resets at local midnight', async () => {
+      it('local days in Europe/Berlin: the count spans UTC midnight and resets at local midnight', async () => {
         // 21:30 UTC on 10 June is 23:30 in Berlin (UTC+2): half an hour to local midnight.
         await fresh(Date.UTC(2026, 5, 10, 21, 30));
         const l = limiter(calendarQuota({ limit: 2, timeZone: 'Europe/Berlin' }));
@@ -348,7 +348,7 @@ export function storeConformance(target: ConformanceTarget): void {
         ['America/New_York', [2026, 2, 8], 23],
         ['America/New_York', [2026, 10, 1], 25],
       ] as const) {
-        it(`A2: ${zone} ${date[0]}-${date[1] + 1}-${date[2]} lasts ${hours} hours (DST)`, async () => {
+        it(`${zone} ${date[0]}-${date[1] + 1}-${date[2]} lasts ${hours} hours (DST)`, async () => {
           const offset = zone === 'Europe/Berlin' ? (date[1] === 2 ? 1 : 2) : date[1] === 2 ? -5 : -4;
           const localMidnight = Date.UTC(date[0], date[1], date[2]) - offset * HOUR;
           await fresh(localMidnight);
@@ -827,7 +827,7 @@ export function storeConformance(target: ConformanceTarget): void {
     });
 
     describe('keys, resets and independence', () => {
-      it('A7: reset(key) gives a full bucket to that key only', async () => {
+      it('reset(key) gives a full bucket to that key only', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 3, period: '1h' }));
         await takeMany(l, 'a', 3);
@@ -842,7 +842,7 @@ export function storeConformance(target: ConformanceTarget): void {
         await l.reset('never-seen');
       });
 
-      it('D6: two limits keep their own counters even when keys are equal', async () => {
+      it('two limits keep their own counters even when keys are equal', async () => {
         await fresh();
         const wide = limiter(tokenBucket({ limit: 3, period: '1h' }));
         const narrow = limiter(tokenBucket({ limit: 3, period: '1h' }));
@@ -876,7 +876,7 @@ export function storeConformance(target: ConformanceTarget): void {
     });
 
     describe('atomicity', () => {
-      it('A4: 1,000 simultaneous takes on one key with burst 100 admit exactly 100', async () => {
+      it('1,000 simultaneous takes on one key with burst 100 admit exactly 100', async () => {
         await fresh();
         const l = limiter(tokenBucket({ limit: 100, period: '1h' }));
         const ds = await Promise.all(Array.from({ length: 1000 }, () => l.take('hot')));
@@ -886,7 +886,7 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.equal(allowedCount(qs), 100);
       });
 
-      it('D6: an all-or-nothing cascade charges every limit or none', async () => {
+      it('an all-or-nothing cascade charges every limit or none', async () => {
         await fresh();
         const a = limiter(tokenBucket({ limit: 5, period: '1h' }));
         const b = limiter(tokenBucket({ limit: 2, period: '1h' }));
@@ -931,7 +931,7 @@ export function storeConformance(target: ConformanceTarget): void {
         );
       });
 
-      it('D6: first-refusal cascade: the first refusal stops the chain, later limits are not charged', async () => {
+      it('first-refusal cascade: the first refusal stops the chain, later limits are not charged', async () => {
         await fresh();
         const wide = limiter(tokenBucket({ limit: 2, period: '1h' }));
         const narrow = limiter(tokenBucket({ limit: 5, period: '1h' }));

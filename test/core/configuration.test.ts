@@ -69,7 +69,7 @@ describe('durations', () => {
   });
 });
 
-describe('A8: rules are validated at construction; there is no disabled mode', () => {
+describe('rules are validated at construction; there is no disabled mode', () => {
   it('rejects NaN, negative, zero and fractional limits', () => {
     for (const limit of [Number.NaN, -1, 0, 1.5, Infinity, '10' as never]) {
       throwsCode(() => tokenBucket({ limit, period: '1m' }), 'SLUICE_CONFIG', /limit/);

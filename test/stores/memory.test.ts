@@ -14,7 +14,7 @@ import { storeConformance } from '../conformance/store-conformance.js';
 
 storeConformance({ name: 'memory', create: async () => new MemoryStore() });
 
-describe('MemoryStore generations (ADR-055)', () => {
+describe('MemoryStore generations', () => {
   function setup(maxKeysPerGeneration: number) {
     const store = new MemoryStore({ maxKeysPerGeneration });
     const clock = manualClock(0);
@@ -111,7 +111,7 @@ describe('MemoryStore generations (ADR-055)', () => {
     assert.equal(store.bucketCount('long'), 3);
   });
 
-  it('D6: one name per rule and store: a second limit under the same name is a configuration error', () => {
+  it('one name per rule and store: a second limit under the same name is a configuration error', () => {
     const store = new MemoryStore();
     createLimiter({ name: 'dup', rule: tokenBucket({ limit: 1, period: '1h' }), store });
     assert.throws(
