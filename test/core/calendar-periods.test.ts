@@ -8,7 +8,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { calendarQuota, type CalendarUnit, type IsoWeekday } from '../../src/index.js';
+import {
+  MemoryStore,
+  calendarQuota,
+  createLimiter,
+  manualClock,
+  type CalendarUnit,
+  type IsoWeekday,
+} from '../../src/index.js';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -182,4 +189,60 @@ describe('calendar periods: stated cases', () => {
     assert.equal(months.startOf(Date.UTC(2028, 1, 29, 23)), Date.UTC(2028, 1, 1));
     assert.equal(months.endOf(Date.UTC(2028, 1, 29, 23)), Date.UTC(2028, 2, 1));
   });
+});
+
+describe('calendar quota decisions over brute-force periods', () => {
+  for (const [zone, change, per, weekStart] of [
+    ['Europe/Berlin', Date.UTC(2026, 9, 25, 1), 'hour', 1],
+    ['Australia/Lord_Howe', Date.UTC(2026, 9, 3, 15, 30), 'hour', 1],
+    ['America/New_York', Date.UTC(2026, 2, 8, 7), 'week', 7],
+    ['Pacific/Apia', Date.UTC(2011, 11, 30, 10), 'day', 1],
+    ['America/Santiago', Date.UTC(2026, 8, 6, 4), 'month', 1],
+  ] as const) {
+    it(`${zone} per ${per}: counts agree with a map from brute-force period to count`, () => {
+      const from = Math.floor((change - spans[per]) / MINUTE) * MINUTE;
+      const boundaries = bruteBoundaries(zone, per, weekStart, from, from + 2 * spans[per]);
+      const first = boundaries[0]!;
+      const last = boundaries.at(-1)!;
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 1, max: 6 }),
+          fc.array(
+            fc.record({
+              at: fc.integer({ min: first, max: last - 1 }),
+              cost: fc.integer({ min: 0, max: 3 }),
+              perCall: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+            }),
+            { minLength: 1, maxLength: 40 },
+          ),
+          (limit, takes) => {
+            takes.sort((a, b) => a.at - b.at);
+            const clock = manualClock(first);
+            const rule = calendarQuota({
+              limit,
+              per,
+              timeZone: zone,
+              ...(per === 'week' ? { weekStart } : {}),
+            });
+            const limiter = createLimiter({ name: 'q', rule, store: new MemoryStore(), clock });
+            const counts = new Map<number, number>();
+            for (const { at, cost, perCall } of takes) {
+              clock.set(at);
+              const i = boundaries.findLastIndex((b) => b <= at);
+              const quota = perCall ?? limit;
+              const asked = cost === 0 ? 1 : cost;
+              const used = counts.get(i) ?? 0;
+              const allowed = asked <= quota && used + asked <= quota;
+              if (allowed && cost > 0) counts.set(i, used + cost);
+              const d = limiter.takeSync('k', perCall === undefined ? { cost } : { cost, limit: perCall });
+              assert.equal(d.allowed, allowed);
+              assert.equal(d.resetMs, boundaries[i + 1]! - at);
+              assert.equal(d.windowMs, boundaries[i + 1]! - boundaries[i]!);
+            }
+          },
+        ),
+        { numRuns: 100 },
+      );
+    });
+  }
 });
