@@ -3,30 +3,38 @@ import tseslint from 'typescript-eslint';
 
 // Layer boundaries (ARCHITECTURE.md): imports point down. Each entry forbids a layer from
 // importing the layers above it; `browser` and `pure` layers may not import node: modules either.
+// `testing` (sluice/testing) sits above the library it tests, and only it may import node:test
+// and node:assert: a user's production import of sluice must never load a test runner.
 const layers = [
   {
     name: 'core',
     files: ['src/core/**'],
-    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'client', 'server'],
+    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing'],
     pure: true,
   },
   {
     name: 'stores',
     files: ['src/store.ts', 'src/stores/**'],
-    above: ['limiter', 'keys', 'http', 'adapters', 'client', 'server'],
+    above: ['limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing'],
   },
-  { name: 'limiter', files: ['src/limiter/**'], above: ['keys', 'http', 'adapters', 'client', 'server'] },
+  {
+    name: 'limiter',
+    files: ['src/limiter/**'],
+    above: ['keys', 'http', 'adapters', 'client', 'server', 'testing'],
+  },
   {
     name: 'keys',
     files: ['src/keys/**'],
-    above: ['stores', 'limiter', 'http', 'adapters', 'client', 'server'],
+    above: ['stores', 'limiter', 'http', 'adapters', 'client', 'server', 'testing'],
   },
-  { name: 'http', files: ['src/http/**'], above: ['adapters', 'client', 'server'] },
-  { name: 'adapters', files: ['src/adapters/**'], above: ['server', 'client'] },
+  { name: 'http', files: ['src/http/**'], above: ['adapters', 'client', 'server', 'testing'] },
+  { name: 'adapters', files: ['src/adapters/**'], above: ['server', 'client', 'testing'] },
+  { name: 'testing', files: ['src/testing/**'], above: ['adapters', 'client', 'server'], tests: true },
+  { name: 'main entry', files: ['src/index.ts'], above: ['http', 'adapters', 'client', 'server', 'testing'] },
   {
     name: 'client',
     files: ['src/client/**'],
-    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'server'],
+    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'server', 'testing'],
     browser: true,
   },
 ];
@@ -34,7 +42,7 @@ const layers = [
 /** Import patterns naming a layer: its folder, or for `store` the contract file. */
 const layerPatterns = (layer) => (layer === 'store' ? ['**/store', '**/store.js'] : [`**/${layer}/**`]);
 
-const layerRules = layers.map(({ name, files, above, pure, browser }) => ({
+const layerRules = layers.map(({ name, files, above, pure, browser, tests }) => ({
   files,
   rules: {
     'no-restricted-imports': [
@@ -56,6 +64,14 @@ const layerRules = layers.map(({ name, files, above, pure, browser }) => ({
           ...(browser
             ? [{ group: ['node:*'], message: 'client/ runs in browsers too: no node: modules' }]
             : []),
+          ...(tests
+            ? []
+            : [
+                {
+                  group: ['node:test', 'node:assert', 'node:assert/*'],
+                  message: 'node:test and node:assert are imported by src/testing/ (sluice/testing) only',
+                },
+              ]),
         ],
       },
     ],

@@ -6,6 +6,7 @@ export const entries = {
   redis: 'src/stores/redis/index.ts',
   postgres: 'src/stores/postgres/index.ts',
   http: 'src/http/index.ts',
+  testing: 'src/testing/index.ts',
   express: 'src/adapters/express.ts',
   fastify: 'src/adapters/fastify.ts',
   hono: 'src/adapters/hono.ts',

@@ -2,8 +2,8 @@
 import { createServer } from 'node:http';
 import express, { type Request, type RequestHandler } from 'express';
 import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/express.js';
-import { httpConformance, type AppSpec, type RunningApp } from '../conformance/http-conformance.js';
-import { nodeHeader, socketApp } from './socket-app.js';
+import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
+import { nodeHeader, socketApp } from '../../src/testing/index.js';
 
 function build(spec: AppSpec): Promise<RunningApp> {
   const app = express();

@@ -11,13 +11,8 @@ import {
   sendRateLimited,
   type RateLimitOptions,
 } from '../../src/adapters/fastify.js';
-import {
-  httpConformance,
-  type AppSpec,
-  type HttpReply,
-  type RunningApp,
-} from '../conformance/http-conformance.js';
-import { nodeHeader } from './socket-app.js';
+import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
+import { nodeHeader } from '../../src/testing/index.js';
 
 function reply(response: LightMyRequestResponse): HttpReply {
   const headers: Record<string, string> = {};

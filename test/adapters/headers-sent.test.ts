@@ -10,7 +10,7 @@ import express from 'express';
 import { MemoryStore, createLimiter, manualClock, tokenBucket } from '../../src/index.js';
 import { rateLimit as expressRateLimit } from '../../src/adapters/express.js';
 import { rateLimit as nodeRateLimit } from '../../src/adapters/node.js';
-import { socketApp } from './socket-app.js';
+import { socketApp } from '../../src/testing/index.js';
 
 function options(reported: unknown[]) {
   return {

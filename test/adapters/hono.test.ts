@@ -5,12 +5,7 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { MemoryStore, createLimiter, tokenBucket } from '../../src/index.js';
 import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/hono.js';
-import {
-  httpConformance,
-  type AppSpec,
-  type HttpReply,
-  type RunningApp,
-} from '../conformance/http-conformance.js';
+import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
 
 async function reply(response: Response): Promise<HttpReply> {
   const headers: Record<string, string> = {};

@@ -1,8 +1,8 @@
 /** The HTTP conformance suite against `sluice/node` on a real socket. */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/node.js';
-import { httpConformance, type AppSpec, type RunningApp } from '../conformance/http-conformance.js';
-import { nodeHeader, socketApp } from './socket-app.js';
+import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
+import { nodeHeader, socketApp } from '../../src/testing/index.js';
 
 type Limit = (request: IncomingMessage, response: ServerResponse) => Promise<boolean>;
 

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { throwsCode } from './assertions.js';
-import { FailingStore } from '../support/failing-store.js';
+import { FailingStore } from '../../src/testing/failing-store.js';
 import {
   MAX_COUNT,
   MAX_TOKEN_RATE,

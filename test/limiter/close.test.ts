@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { FailingStore } from '../support/failing-store.js';
+import { FailingStore } from '../../src/testing/failing-store.js';
 import {
   MemoryStore,
   createCascade,

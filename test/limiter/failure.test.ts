@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { recordingLogger } from './assertions.js';
-import { FailingStore } from '../support/failing-store.js';
+import { FailingStore } from '../../src/testing/failing-store.js';
 import { createCascade, createLimiter, isSluiceError, manualClock, tokenBucket } from '../../src/index.js';
 
 const rule = () => tokenBucket({ limit: 2, period: '1m' });

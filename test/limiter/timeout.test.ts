@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FailingStore } from '../support/failing-store.js';
+import { FailingStore } from '../../src/testing/failing-store.js';
 import { MemoryStore, createLimiter, isSluiceError, tokenBucket } from '../../src/index.js';
 
 const rule = () => tokenBucket({ limit: 1, period: '1m' });

@@ -1,39 +1,42 @@
 /**
- * The HTTP conformance suite (ARCHITECTURE: "a second conformance suite asserts that every adapter
- * yields the same status, headers and body"). Every adapter runs these scenarios and must answer
- * with the exact statuses, header values and JSON bodies written here, so that they answer alike.
- * Each test names the requirement line it proves.
+ * The HTTP adapter conformance suite: every adapter runs these scenarios and must answer with the
+ * exact statuses, header values and JSON bodies written here, so that all adapters answer alike.
+ * It registers its tests with `node:test` (`describe` / `it`) and asserts with `node:assert`: run
+ * it under `node --test`.
  *
  * An adapter supplies a harness that builds one app from an {@link AppSpec}: the routes
  * `POST /api/things`, `GET /api/things`, `POST /api/messages`, `GET /health`, `GET /health/live`
- * (handlers read the body, then answer 200; HEAD is answered like GET) and `POST /api/login`,
- * whose handler takes from a limiter itself and answers with the adapter's `sendRateLimited` /
- * `sendError`. Time is a manual clock: nothing sleeps to refill (H1).
+ * (handlers read the body, then answer 200 with `{"ok":true}`; HEAD is answered like GET) and
+ * `POST /api/login`, whose handler takes from a limiter itself and answers with the adapter's
+ * `sendRateLimited` / `sendError`. Time is a manual clock: nothing sleeps to refill.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
-import {
-  MemoryStore,
-  SluiceError,
-  createLimiter,
-  isSluiceError,
-  manualClock,
-  tokenBucket,
-  type Limiter,
-  type LimiterOptions,
-  type ManualClock,
-} from '../../src/index.js';
-import type { KeyResult, RateLimitOptions } from '../../src/adapters/node.js';
-import { FailingStore } from '../support/failing-store.js';
+import { manualClock, type ManualClock } from '../core/clock.js';
+import { SluiceError, isSluiceError } from '../core/errors.js';
+import { tokenBucket } from '../core/gcra.js';
+import type { KeyResult, RateLimitOptions } from '../http/guard.js';
+import type { HeaderStyle } from '../http/headers.js';
+import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.js';
+import { MemoryStore } from '../stores/memory.js';
+import { FailingStore } from './failing-store.js';
 
-/** A route with its own limit. */
+/**
+ * A route of the harness's app that may carry a limit of its own.
+ *
+ * @example
+ * const route: LimitedRoute = 'POST /api/things';
+ */
 export type LimitedRoute = 'POST /api/things' | 'POST /api/messages';
 
-/** Header style as the adapters take it. */
-export type HeaderStyle = NonNullable<RateLimitOptions<unknown>['headers']>;
-
-/** The app a harness builds. Key functions receive the framework's own request object. */
+/**
+ * The app a harness builds. Key functions receive the framework's own request object.
+ *
+ * @default no limit anywhere: every field is optional
+ * @example
+ * const spec: AppSpec = { routes: { 'POST /api/things': { limits: things, key: () => 'client-1' } } };
+ */
 export interface AppSpec {
   /** A limit in front of every route (global middleware, hook or plugin). */
   everyRoute?: RateLimitOptions<unknown>;
@@ -53,23 +56,33 @@ export interface AppSpec {
   login?: { limiter: Limiter; key: (request: unknown) => string; headers?: HeaderStyle };
   /**
    * A CORS layer before every limit that sets `Access-Control-Expose-Headers` to this value, as a
-   * CORS middleware would (D3).
+   * CORS middleware would: the adapter must add its names to this list, not replace it.
    */
   exposedByCors?: string;
 }
 
-/** A response as the suite compares it: header names in lower case. */
+/**
+ * A response as the suite compares it: header names in lower case, the body as text.
+ *
+ * @example
+ * const reply: HttpReply = { status: 429, headers: { 'retry-after': '30' }, body: '{"status":429}' };
+ */
 export interface HttpReply {
   status: number;
   headers: Record<string, string>;
   body: string;
 }
 
-/** A running app. */
+/**
+ * A running app, as {@link HttpHarness.start} returns it.
+ *
+ * @example
+ * const reply = await app.request('POST', '/api/things', { 'x-client': 'c' });
+ */
 export interface RunningApp {
   request(method: string, path: string, headers?: Record<string, string>): Promise<HttpReply>;
   /**
-   * D5: sends `POST path` with these headers, `Content-Type: text/plain`, a Content-Length it
+   * Sends `POST path` with these headers, `Content-Type: text/plain`, a Content-Length it
    * never reaches and part of a body, and resolves with the response that arrives while the body
    * is still open. Real-socket harnesses write to a raw socket.
    */
@@ -77,7 +90,13 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
-/** What an adapter supplies. */
+/**
+ * What an adapter supplies to run the suite: how to read a request header from its request
+ * object, and how to start the app an {@link AppSpec} describes.
+ *
+ * @example
+ * httpConformance({ name: 'koa', header: (ctx, name) => (ctx as Context).get(name) || undefined, start });
+ */
 export interface HttpHarness {
   /** Shown in test titles. */
   readonly name: string;
@@ -156,7 +175,7 @@ function problemError(status: keyof typeof errorBodies): Snapshot {
   };
 }
 
-/** Log lines, recorded so that the suite stays quiet and can check them (F1). */
+/** Log lines, recorded so that the suite stays quiet and can check that no key reaches them. */
 function recorder() {
   const lines: string[] = [];
   return {
@@ -168,7 +187,15 @@ function recorder() {
   };
 }
 
-/** Registers the HTTP conformance suite for one adapter. */
+/**
+ * Registers the HTTP conformance suite for one adapter, as `node:test` tests inside one
+ * `describe` named after the harness. Call it at the top level of a test file run by
+ * `node --test`.
+ *
+ * @example
+ * import { httpConformance } from 'sluice/testing';
+ * httpConformance({ name: 'my-framework', header: readHeader, start: startApp });
+ */
 export function httpConformance(harness: HttpHarness): void {
   const header = (request: unknown, name: string) => harness.header(request, name);
 
@@ -204,7 +231,7 @@ export function httpConformance(harness: HttpHarness): void {
       clock = manualClock(START);
     }
 
-    it('D1: over the limit is a 429 problem+json with code rate_limited, the refusing limit, Retry-After and Cache-Control: no-store', async () => {
+    it('over the limit is a 429 problem+json with code rate_limited, the refusing limit, Retry-After and Cache-Control: no-store', async () => {
       reset();
       const things = limiter('things', 2);
       await withApp(
@@ -236,7 +263,7 @@ export function httpConformance(harness: HttpHarness): void {
       );
     });
 
-    it('D1/A3: Retry-After is whole seconds rounded up, at least 1, and the request succeeds once it has passed', async () => {
+    it('Retry-After is whole seconds rounded up, at least 1, and the request succeeds once it has passed', async () => {
       reset();
       const things = limiter('things', 2);
       await withApp(
@@ -255,7 +282,7 @@ export function httpConformance(harness: HttpHarness): void {
       );
     });
 
-    it('D3: Access-Control-Expose-Headers lists Retry-After and the rate-limit headers, merged with what a CORS layer exposed', async () => {
+    it('Access-Control-Expose-Headers lists Retry-After and the rate-limit headers, merged with what a CORS layer exposed', async () => {
       reset();
       const things = limiter('things', 1);
       const spec: AppSpec = {
@@ -273,7 +300,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D4: headers "none" send only Retry-After on a refusal', async () => {
+    it('headers "none" send only Retry-After on a refusal', async () => {
       reset();
       const things = limiter('things', 1);
       const spec: AppSpec = {
@@ -294,7 +321,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D4: headers "legacy" describe the bucket that decided (the narrowest admitting, then the refusing one)', async () => {
+    it('headers "legacy" describe the bucket that decided (the narrowest admitting, then the refusing one)', async () => {
       reset();
       const wide = limiter('wide', 10);
       const narrow = limiter('narrow', 2);
@@ -329,7 +356,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D4: headers "draft" carry one RateLimit-Policy and RateLimit member per limit of a cascade', async () => {
+    it('headers "draft" carry one RateLimit-Policy and RateLimit member per limit of a cascade', async () => {
       reset();
       const wide = limiter('wide', 10);
       const narrow = limiter('narrow', 3);
@@ -347,7 +374,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D6: a cascade runs wide to narrow; the first refusal stops it and later limits are not charged', async () => {
+    it('a cascade runs wide to narrow; the first refusal stops it and later limits are not charged', async () => {
       reset();
       const wide = limiter('wide', 2);
       const narrow = limiter('narrow', 5);
@@ -373,7 +400,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D7: reads are not charged to a write budget, and an excluded route is left to its own rule', async () => {
+    it('reads are not charged to a write budget, and an excluded route is left to its own rule', async () => {
       reset();
       const writes = limiter('writes', 1);
       const messages = limiter('messages', 5);
@@ -402,7 +429,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D8: two requests with the same Idempotency-Key both consume', async () => {
+    it('two requests with the same Idempotency-Key both consume', async () => {
       reset();
       const things = limiter('things', 5);
       await withApp({ routes: { 'POST /api/things': { limits: things, key: () => 'k' } } }, async (app) => {
@@ -413,7 +440,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('C4: a key that is not a string is a 400, a missing key a 500 — never a 429, never a pass, nothing consumed', async () => {
+    it('a key that is not a string is a 400, a missing key a 500 — never a 429, never a pass, nothing consumed', async () => {
       reset();
       const things = limiter('things', 2);
       const errors: unknown[] = [];
@@ -437,7 +464,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('C7: a key spec with authMode sends X-Auth-Mode on 200 and 429; a refused credential is a 401 that charges nothing', async () => {
+    it('a key spec with authMode sends X-Auth-Mode on 200 and 429; a refused credential is a 401 that charges nothing', async () => {
       reset();
       const api = limiter('api', 1);
       const key = (request: unknown): KeyResult => {
@@ -478,7 +505,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D2: a failing store is a 503 under the default closed policy (never a 429), or 500 with closedStatus 500', async () => {
+    it('a failing store is a 503 under the default closed policy (never a 429), or 500 with closedStatus 500', async () => {
       reset();
       const store = new FailingStore();
       const closed = limiter('closed', 1, { store });
@@ -498,7 +525,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D2: a hung store is a 503 once the limit\'s timeout ("20ms") has passed', async () => {
+    it('a hung store is a 503 once the limit\'s timeout ("20ms") has passed', async () => {
       reset();
       const store = new FailingStore();
       const hung = limiter('hung', 1, { store, timeout: '20ms' });
@@ -509,7 +536,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D2: failure "open" admits without rate-limit or expose headers (no bucket decided)', async () => {
+    it('failure "open" admits without rate-limit or expose headers (no bucket decided)', async () => {
       reset();
       const store = new FailingStore();
       const comfort = limiter('comfort', 1, { store, failure: 'open' });
@@ -522,7 +549,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D1/D2: a handler that takes itself answers with sendRateLimited (429) and sendError (503) like the middleware', async () => {
+    it('a handler that takes itself answers with sendRateLimited (429) and sendError (503) like the middleware', async () => {
       reset();
       const store = new FailingStore();
       const login = limiter('login', 1, { store });
@@ -549,7 +576,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D4: sendRateLimited takes the header style', async () => {
+    it('sendRateLimited takes the header style', async () => {
       reset();
       const login = limiter('login', 1);
       const spec: AppSpec = { login: { limiter: login, key: () => 'k', headers: 'legacy' } };
@@ -563,7 +590,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('D5: the limit answers before the body is read: a POST whose body never finishes still gets its 429', async () => {
+    it('the limit answers before the body is read: a POST whose body never finishes still gets its 429', async () => {
       reset();
       const things = limiter('things', 1);
       const key = (request: unknown) => `client:${header(request, 'x-client')}`;
@@ -771,7 +798,7 @@ export function httpConformance(harness: HttpHarness): void {
       });
     });
 
-    it('F1: nothing logged on refusals, key errors or store failures contains the key', async (t) => {
+    it('nothing logged on refusals, key errors or store failures contains the key', async (t) => {
       reset();
       const lines: string[] = [];
       const capture = (...args: unknown[]) => void lines.push(inspect(args, { depth: 8 }));

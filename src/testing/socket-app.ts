@@ -1,13 +1,20 @@
 /**
- * A {@link RunningApp} over a real socket on 127.0.0.1 (port 0), for adapters that bind a
- * `node:http` server: requests go through `fetch`, the open-body request (a body that never finishes) through a raw socket.
+ * A {@link RunningApp} over a real socket on 127.0.0.1 (port 0), for adapters that run on a
+ * `node:http` server: requests go through `fetch`, the open-body request (a body that never
+ * finishes) through a raw socket, as a slow or hostile client would send it.
  */
 import { once } from 'node:events';
 import type { IncomingMessage, Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import type { HttpReply, RunningApp } from '../conformance/http-conformance.js';
+import type { HttpReply, RunningApp } from './http-conformance.js';
 
-/** Listens on 127.0.0.1 port 0 and returns the app the suite drives. */
+/**
+ * Makes `server` listen on a free port of 127.0.0.1 and returns the app the HTTP conformance
+ * suite drives; `close` ends its connections and closes it.
+ *
+ * @example
+ * httpConformance({ name: 'koa', header: nodeHeader, start: async (spec) => socketApp(createServer(build(spec).callback())) });
+ */
 export async function socketApp(server: Server): Promise<RunningApp> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -83,7 +90,14 @@ function parseResponse(data: Buffer): HttpReply | undefined {
   };
 }
 
-/** Reads a request header from a `node:http` request (and so from Express's). */
+/**
+ * Reads a request header from a `node:http` request (and so from Express's, or from Koa's
+ * `ctx.req`); repeated headers are joined with a comma.
+ *
+ * @default undefined for a header the request does not carry
+ * @example
+ * nodeHeader(req, 'x-client') // 'c' for a request sent with `X-Client: c`
+ */
 export function nodeHeader(request: unknown, name: string): string | undefined {
   const value = (request as IncomingMessage).headers[name];
   return Array.isArray(value) ? value.join(', ') : value;

@@ -1,23 +1,33 @@
 /**
  * A store that fails on command, over a MemoryStore: the test double for what limiters, guards
- * and adapters do when a store fails. Stores themselves are never mocked in their own tests.
+ * and adapters do when a store fails. Stores themselves are never mocked in their own tests; the
+ * store conformance suite runs against real ones.
  */
-import {
-  MemoryStore,
-  type Decision,
-  type Rule,
-  type RuleBuckets,
-  type Store,
-  type SyncRuleBuckets,
-  type TakeEntry,
-} from '../../src/index.js';
+import type { Decision } from '../core/decision.js';
+import type { Rule } from '../core/rule.js';
+import type { RuleBuckets, Store, SyncRuleBuckets, TakeEntry } from '../store.js';
+import { MemoryStore } from '../stores/memory.js';
 
 /**
  * How the store answers: normally, rejecting, never, throwing synchronously, with a driver's own
  * error, or rejecting with whatever `error` holds (a coded SluiceError, a leaky driver error).
+ *
+ * @default "ok"
+ * @example
+ * store.mode = 'hang'; // the next takes never settle: the limiter's timeout answers them
  */
 export type FailMode = 'ok' | 'reject' | 'hang' | 'throw' | 'driver-error' | 'error';
 
+/**
+ * A store that answers like a MemoryStore until told to fail (`mode`), for testing what a
+ * limiter, a guard or an adapter does while its store is down, hung or overloaded.
+ *
+ * @default mode "ok", no timeout of its own
+ * @example
+ * const store = new FailingStore();
+ * const api = createLimiter({ name: 'api', rule: tokenBucket({ limit: 5, period: '1m' }), store });
+ * store.mode = 'reject'; // takes now fail: the limit answers 503 (or admits, under failure: 'open')
+ */
 export class FailingStore implements Store {
   readonly kind = 'flaky';
   mode: FailMode = 'ok';
@@ -28,6 +38,7 @@ export class FailingStore implements Store {
   /** Set to play a store that bounds its own calls (as Redis and PostgreSQL stores do). */
   readonly timeoutMs?: number;
 
+  /** @param options.timeoutMs plays a store that bounds its own calls; leave it out otherwise. */
   constructor(options: { timeoutMs?: number } = {}) {
     if (options.timeoutMs !== undefined) this.timeoutMs = options.timeoutMs;
   }

@@ -1,0 +1,20 @@
+/**
+ * `sluice/testing`: the conformance suites sluice runs against its own adapters, for adapters
+ * written elsewhere (and a store that fails on command, for testing what happens then). The
+ * suites register `node:test` tests and assert with `node:assert`: run them under `node --test`.
+ * This entry is for tests only; nothing else in sluice imports `node:test`.
+ *
+ * @example
+ * import { httpConformance } from 'sluice/testing';
+ * httpConformance({ name: 'koa', header: readHeader, start: startKoaApp });
+ */
+export {
+  httpConformance,
+  type AppSpec,
+  type HttpHarness,
+  type HttpReply,
+  type LimitedRoute,
+  type RunningApp,
+} from './http-conformance.js';
+export { nodeHeader, socketApp } from './socket-app.js';
+export { FailingStore, type FailMode } from './failing-store.js';
