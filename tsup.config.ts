@@ -21,6 +21,9 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: 'node20',
+  // Keep `node:` in imports: `node:test` (sluice/testing) exists under no other name, and
+  // tsup's default of stripping the prefix turns it into a package called `test`.
+  removeNodeProtocol: false,
   splitting: true,
   treeshake: true,
 });
