@@ -1,11 +1,12 @@
 /**
  * The Store contract: where buckets live. Every store (memory, Redis, PostgreSQL) implements it
- * and passes one conformance suite (`test/conformance/store-conformance.ts`).
+ * and passes one conformance suite (`storeConformance` of `sluice/testing`, which stores written
+ * elsewhere run too).
  *
  * A store keeps buckets per bound rule: `bind(name, rule)` returns that rule's buckets, and two
- * rules never share a counter even when their keys are equal (D6). Decisions are computed by the
- * store, atomically (A4): a shared store computes them on its own side (a Lua script, one SQL
- * statement) from its own clock (A5), so nodes with skewed clocks still enforce one limit.
+ * rules never share a counter even when their keys are equal. Decisions are computed by the
+ * store, atomically: a shared store computes them on its own side (a Lua script, one SQL
+ * statement) from its own clock, so nodes with skewed clocks still enforce one limit.
  *
  * The caller (a limiter) has already validated the key and the cost: keys are non-empty,
  * well-formed UTF-16 strings; costs whole numbers from 0 to `MAX_COUNT` (10^12) and never more

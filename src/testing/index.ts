@@ -1,7 +1,8 @@
 /**
- * `sluice/testing`: the conformance suites sluice runs against its own adapters, for adapters
- * written elsewhere (and a store that fails on command, for testing what happens then). The
- * suites register `node:test` tests and assert with `node:assert`: run them under `node --test`.
+ * `sluice/testing`: the conformance suites sluice runs against its own stores and adapters, for
+ * stores and adapters written elsewhere (and a store that fails on command, for testing what a
+ * limit does then). The suites register `node:test` tests and assert with `node:assert`: run them
+ * under `node --test`.
  * This entry is for tests only; nothing else in sluice imports `node:test`.
  *
  * @example
@@ -16,5 +17,6 @@ export {
   type LimitedRoute,
   type RunningApp,
 } from './http-conformance.js';
+export { storeConformance, type ConformanceTarget } from './store-conformance.js';
 export { nodeHeader, socketApp } from './socket-app.js';
 export { FailingStore, type FailMode } from './failing-store.js';

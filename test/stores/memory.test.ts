@@ -10,7 +10,7 @@ import {
   calendarQuota,
   isSluiceError,
 } from '../../src/index.js';
-import { storeConformance } from '../conformance/store-conformance.js';
+import { storeConformance } from '../../src/testing/index.js';
 
 storeConformance({ name: 'memory', create: async () => new MemoryStore() });
 

@@ -1,7 +1,7 @@
 import postgres from 'postgres';
 import type pg from 'pg';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
-import { storeConformance } from '../conformance/store-conformance.js';
+import { storeConformance } from '../../src/testing/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '../support/postgres.js';
 

@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Cluster } from 'ioredis';
-import { storeConformance } from '../conformance/store-conformance.js';
+import { storeConformance } from '../../src/testing/index.js';
 import {
   redisBinariesMissing,
   startCluster,

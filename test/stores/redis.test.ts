@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
-import { storeConformance } from '../conformance/store-conformance.js';
+import { storeConformance } from '../../src/testing/index.js';
 import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient, nodeRedisClient } from '../support/redis-clients.js';
 import {

@@ -1,35 +1,39 @@
 /**
- * The store conformance suite: every Store passes it with exact numbers (ARCHITECTURE: one
- * conformance suite that every store passes). Each test names the behaviour it proves.
+ * The store conformance suite: every Store passes it with exact numbers, whichever process or
+ * server holds the counts. It registers its tests with `node:test` (`describe` / `it`, with
+ * `before` and `after` for the target's setup and teardown) and asserts with `node:assert`: run
+ * it under `node --test`.
  *
  * A target supplies fresh stores that decide at the `now` they are given (the caller's clock),
  * so that the suite can move time with a manual clock instead of sleeping. A store that
- * normally uses its own clock offers a caller-clock mode for this; its own test proves the
+ * normally uses its own clock offers a caller-clock mode for this; its own tests prove the
  * store-clock mode separately.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  MAX_COUNT,
-  MAX_TOKEN_RATE,
-  calendarQuota,
-  fixedWindow,
-  isSluiceError,
-  createCascade,
-  createLimiter,
-  manualClock,
-  slidingWindow,
-  tokenBucket,
-  type CalendarUnit,
-  type Decision,
-  type Duration,
-  type Limiter,
-  type ManualClock,
-  type Rule,
-  type Store,
-} from '../../src/index.js';
+import { MAX_COUNT, MAX_TOKEN_RATE } from '../core/bounds.js';
+import type { CalendarUnit } from '../core/calendar.js';
+import { manualClock, type ManualClock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import type { Duration } from '../core/duration.js';
+import { isSluiceError } from '../core/errors.js';
+import { fixedWindow } from '../core/fixed-window.js';
+import { tokenBucket } from '../core/gcra.js';
+import { calendarQuota } from '../core/quota.js';
+import type { Rule } from '../core/rule.js';
+import { slidingWindow } from '../core/sliding-window.js';
+import { createCascade } from '../limiter/cascade.js';
+import { createLimiter, type Limiter } from '../limiter/limiter.js';
+import type { Store } from '../store.js';
 
-/** What the suite needs from a store under test. */
+/**
+ * What the suite needs from a store under test: how to make a fresh one, and which rules it
+ * supports.
+ *
+ * @default every built-in rule kind and calendar period; no setup, teardown or release
+ * @example
+ * storeConformance({ name: 'my store', create: async () => new MyStore({ clock: 'caller' }) });
+ */
 export interface ConformanceTarget {
   /** Shown in test titles, e.g. "memory", "redis (ioredis)". */
   readonly name: string;
@@ -69,7 +73,15 @@ const DAY = 86_400_000;
 const allKinds = ['token-bucket', 'fixed-window', 'sliding-window', 'calendar-quota'];
 const allPeriods: readonly CalendarUnit[] = ['hour', 'day', 'week', 'month'];
 
-/** Registers the conformance suite for one store. */
+/**
+ * Registers the store conformance suite for one store, as `node:test` tests inside one
+ * `describe` named after the target. Call it at the top level of a test file run by
+ * `node --test`.
+ *
+ * @example
+ * import { storeConformance } from 'sluice/testing';
+ * storeConformance({ name: 'my store', create: async () => new MyStore() });
+ */
 export function storeConformance(target: ConformanceTarget): void {
   describe(`store conformance: ${target.name}`, { skip: target.skip ?? false }, () => {
     let store: Store;
