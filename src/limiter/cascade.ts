@@ -3,7 +3,7 @@ import { SluiceError, configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { isSyncStore, type SyncStore, type TakeEntry } from '../store.js';
 import { checkKey, costOf, readClock } from './call-input.js';
-import { withTimeout } from './failure.js';
+import { withDeadline } from '../stores/shared/deadline.js';
 import {
   assertOpen,
   decideOnFailure,
@@ -161,7 +161,7 @@ class CascadeImpl implements Cascade {
     try {
       const pending = first.store.takeAll(this.entries(keys, cost), now);
       return summarize(
-        await withTimeout(pending, first.timeoutMs, `the ${first.store.kind} store (cascade)`),
+        await withDeadline(pending, first.timeoutMs, `the ${first.store.kind} store (cascade)`),
       );
     } catch (error) {
       const decisions: Decision[] = [];

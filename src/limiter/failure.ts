@@ -230,26 +230,3 @@ function withheldCause(error: unknown): unknown {
   withheld.stack = `${error.name}: ${summary}${frames === -1 ? '' : stack.slice(frames)}`;
   return withheld;
 }
-
-/**
- * Rejects with `SLUICE_STORE_TIMEOUT` when `pending` has not settled after `ms`, so a hung store
- * cannot hang requests. Node groups timers of equal duration into one list, so this costs a list
- * insert per call, not a kernel timer.
- */
-export function withTimeout<T>(pending: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new SluiceError('SLUICE_STORE_TIMEOUT', `${what} did not answer within ${ms} ms`));
-    }, ms);
-    pending.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}

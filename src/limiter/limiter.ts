@@ -8,10 +8,10 @@ import { MemoryStore } from '../stores/memory.js';
 import type { Duration } from '../core/duration.js';
 import { checkKey, costOf, limitOf, readClock } from './call-input.js';
 import { resolveTimeout } from './store-timeout.js';
+import { withDeadline } from '../stores/shared/deadline.js';
 import {
   FailureHandler,
   consoleLogger,
-  withTimeout,
   type FailurePolicy,
   type LimiterStats,
   type Logger,
@@ -313,7 +313,7 @@ class RuleLimiter implements LimiterInternals {
     } catch (error) {
       return Promise.reject(this.handler.resetFailed(error));
     }
-    const bounded = this.selfTimed ? pending : withTimeout(pending, this.timeoutMs, this.what);
+    const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
     return bounded.catch((error: unknown) => Promise.reject(this.handler.resetFailed(error)));
   }
 
@@ -348,7 +348,7 @@ class RuleLimiter implements LimiterInternals {
       // A store that throws synchronously is failing like one that rejects.
       return settle(() => this.handler.decide(error, key, cost, now, limit));
     }
-    const bounded = this.selfTimed ? pending : withTimeout(pending, this.timeoutMs, this.what);
+    const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
     return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
   }
 }

@@ -1,5 +1,5 @@
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
-import { overloadedError } from './store-error.js';
+import { overloadedError } from './postgres-errors.js';
 
 /**
  * Counts the statements outstanding at the driver (waiting for a pool connection, or running)

@@ -29,4 +29,5 @@ export {
   type UsersTableOptions,
 } from './migrations.js';
 export { SCALED_EPOCH_MS, type ClockSource } from './statements.js';
-export { PostgresDriverError, type PostgresStoreError } from './store-error.js';
+export { type PostgresStoreError } from './postgres-errors.js';
+export { DriverError } from '../shared/driver-error.js';

@@ -5,7 +5,8 @@ import { bucketId } from './bucket-id.js';
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
 import { DecisionReplay } from './decisions.js';
 import type { ClockSource, RuleStatements } from './statements.js';
-import { storeError, timeoutError } from './store-error.js';
+import { TIMEOUT_SUBJECT, rethrowMapped, storeError, timeoutError } from './postgres-errors.js';
+import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
 import { TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
@@ -363,28 +364,10 @@ export class PostgresRuleBuckets implements RuleBuckets {
     values: unknown[],
     name: string,
   ): Promise<readonly PostgresRow[]> {
-    return withTimeout(client.query(text, values, name), this.context.timeoutMs);
-  }
-}
-
-/**
- * Bounds `promise` by `timeoutMs` (SLUICE_STORE_TIMEOUT) and maps driver errors (storeError).
- *
- * @example await withTimeout(client.query(text, values, name), 100)
- */
-export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(timeoutError(timeoutMs)), timeoutMs);
-    timer.unref?.();
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(storeError(error));
-      },
+    return withDeadline(
+      client.query(text, values, name).catch(rethrowMapped),
+      this.context.timeoutMs,
+      TIMEOUT_SUBJECT,
     );
-  });
+  }
 }

@@ -19,12 +19,7 @@ import {
 } from './postgres-client.js';
 import { quoteIdentifier, userIdType } from './identifier.js';
 import { postgresMigrations, schemaNames, type SchemaNames, type UsersTableOptions } from './migrations.js';
-import {
-  PostgresRuleBuckets,
-  withTimeout,
-  type AccountTakeResult,
-  type BucketsContext,
-} from './postgres-rule-buckets.js';
+import { PostgresRuleBuckets, type AccountTakeResult, type BucketsContext } from './postgres-rule-buckets.js';
 import {
   SCALED_EPOCH_MS,
   calendarQuotaStatements,
@@ -37,7 +32,8 @@ import {
 } from './statements.js';
 import { bucketId } from './bucket-id.js';
 import { DecisionReplay } from './decisions.js';
-import { storeError } from './store-error.js';
+import { TIMEOUT_SUBJECT, rethrowMapped, storeError } from './postgres-errors.js';
+import { withDeadline } from '../shared/deadline.js';
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -330,7 +326,11 @@ export class PostgresStore implements Store {
     if (this.context.clock === 'caller') values.push(now);
     values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
     const { text, name } = this.takeAllSql;
-    const rows = await withTimeout(this.retrying(text, values, name), this.context.timeoutMs);
+    const rows = await withDeadline(
+      this.retrying(text, values, name).catch(rethrowMapped),
+      this.context.timeoutMs,
+      TIMEOUT_SUBJECT,
+    );
     const decisions = new Array<Decision>(entries.length);
     for (const row of rows) {
       const index = (row.ord as number) - 1;

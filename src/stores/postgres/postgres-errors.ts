@@ -1,0 +1,70 @@
+import { SluiceError } from '../../core/errors.js';
+import { deadlineError } from '../shared/deadline.js';
+import { driverError, type DriverErrorRules, type DriverFailure } from '../shared/driver-error.js';
+
+/** A SluiceError from the PostgreSQL store; `sqlState` (and `driverCode`) is the SQLSTATE, if any. */
+export type PostgresStoreError = DriverFailure & { readonly sqlState?: string };
+
+// SQLSTATEs of a schema that is missing or older than this code: undefined table, schema,
+// function or column.
+const schemaStates = new Set(['42P01', '3F000', '42883', '42703']);
+// query_canceled (statement_timeout, or the store's own deadline), lock_not_available (lock_timeout).
+const timeoutStates = new Set(['57014', '55P03']);
+
+/**
+ * How the PostgreSQL store reads driver errors (pg and postgres.js both carry the SQLSTATE, or
+ * a Node network code, as `code`): a missing schema is `SLUICE_STORE_SCHEMA` (run `migrate()`),
+ * a server-side timeout `SLUICE_STORE_TIMEOUT`, a data exception (SQLSTATE class 22: a value out
+ * of range or of the wrong form) `SLUICE_ARGUMENT`, since the input caused it and a failure
+ * policy must not admit it; anything else (lost or refused connection, server shutdown)
+ * `SLUICE_STORE_UNAVAILABLE`.
+ */
+export const postgresErrors: DriverErrorRules = {
+  store: 'PostgreSQL store',
+  codeName: 'SQLSTATE',
+  codeProperty: 'sqlState',
+  classify(code) {
+    if (schemaStates.has(code)) {
+      return {
+        code: 'SLUICE_STORE_SCHEMA',
+        says: 'is not prepared',
+        hint: 'a table, function or schema is missing; run store.migrate() or apply postgresMigrations()',
+      };
+    }
+    if (timeoutStates.has(code)) return { code: 'SLUICE_STORE_TIMEOUT', says: 'timed out' };
+    if (code.startsWith('22')) {
+      return {
+        code: 'SLUICE_ARGUMENT',
+        says: 'refused a value of this call',
+        hint: 'out of range or of the wrong form',
+      };
+    }
+    return undefined;
+  },
+};
+
+/** A driver error as a coded error of the PostgreSQL store (see {@link postgresErrors}). */
+export function storeError(error: unknown): PostgresStoreError {
+  return driverError(error, postgresErrors);
+}
+
+/** Rethrows a driver error as {@link storeError}: for `promise.catch(rethrowMapped)`. */
+export function rethrowMapped(error: unknown): never {
+  throw storeError(error);
+}
+
+/** What the store's timeouts name: the store and the option that bounds it. */
+export const TIMEOUT_SUBJECT = 'the PostgreSQL store (PostgresStore timeout)';
+
+/** The client-side bound: the store did not answer within `timeoutMs`. */
+export function timeoutError(timeoutMs: number): SluiceError {
+  return deadlineError(TIMEOUT_SUBJECT, timeoutMs);
+}
+
+/** More statements are outstanding at the driver than `maxOutstanding` allows: load, not failure. */
+export function overloadedError(maxOutstanding: number): SluiceError {
+  return new SluiceError(
+    'SLUICE_STORE_OVERLOADED',
+    `PostgreSQL store has ${maxOutstanding} statements outstanding at the driver (PostgresStore maxOutstanding); not sending more until some settle`,
+  );
+}
