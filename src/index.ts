@@ -21,12 +21,8 @@ export { systemClock, manualClock, type Clock, type ManualClock } from './core/c
 export { SluiceError, isSluiceError, errorCodes, type SluiceErrorCode } from './core/errors.js';
 export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './store.js';
 export { isSyncStore } from './store.js';
-export {
-  MemoryStore,
-  MemoryRuleBuckets,
-  MAX_RAW_KEY_LENGTH,
-  type MemoryStoreOptions,
-} from './stores/memory.js';
+export { MemoryStore, MemoryRuleBuckets, type MemoryStoreOptions } from './stores/memory.js';
+export { MAX_RAW_KEY_LENGTH } from './stores/shared/bucket-id.js';
 export {
   createLimiter,
   type Limiter,

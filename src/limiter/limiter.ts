@@ -5,6 +5,7 @@ import { checkOptionKeys } from '../core/options.js';
 import type { Rule } from '../core/rule.js';
 import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
 import { MemoryStore } from '../stores/memory.js';
+import { checkRuleName } from '../stores/shared/rule-name.js';
 import type { Duration } from '../core/duration.js';
 import { checkKey, costOf, limitOf, readClock } from './call-input.js';
 import { resolveTimeout } from './store-timeout.js';
@@ -139,7 +140,6 @@ const limiterKeys = [
   'logger',
 ] as const;
 const failurePolicies: readonly FailurePolicy[] = ['closed', 'open', 'insurance'];
-const namePattern = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
  * Creates a limiter: a rule enforced on a store under a name.
@@ -155,9 +155,7 @@ export function createLimiter(options: LimiterOptions): Limiter;
 export function createLimiter(options: LimiterOptions): Limiter {
   checkOptionKeys('createLimiter', options, limiterKeys);
   const { name, rule, store, clock = systemClock } = options;
-  if (typeof name !== 'string' || !namePattern.test(name)) {
-    throw configError('createLimiter name', '1-64 characters of letters, digits, ".", "_", "-" or ":"', name);
-  }
+  checkRuleName(name, 'createLimiter name');
   if (rule === undefined || rule === null) {
     throw new SluiceError(
       'SLUICE_CONFIG',

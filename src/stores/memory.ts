@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Decision } from '../core/decision.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
@@ -7,6 +6,8 @@ import { assertDistinctEntries, type SyncRuleBuckets, type SyncStore, type TakeE
 import { EvictedSummary } from './memory/evicted-summary.js';
 import { KeyHasher, randomSeeds } from './memory/key-hash.js';
 import { MemoryBucket, resetBucket } from './memory/memory-bucket.js';
+import { bucketId } from './shared/bucket-id.js';
+import { checkRuleName } from './shared/rule-name.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -34,12 +35,7 @@ export interface MemoryStoreOptions {
   summaryWidth?: number;
 }
 
-/** Keys longer than this are stored as a hash, so that memory per bucket stays bounded. */
-export const MAX_RAW_KEY_LENGTH = 128;
 const memoryStoreKeys = ['maxKeysPerGeneration', 'summaryDepth', 'summaryWidth'] as const;
-// A hashed key is padded to MAX_RAW_KEY_LENGTH + 1 characters: no raw key is that long, so a
-// hashed key can never equal a raw one.
-const hashedKeyPadding = '#'.repeat(MAX_RAW_KEY_LENGTH + 1 - 43);
 
 /**
  * Buckets in this process's memory: the embedded default. Exact, synchronous and bounded: per
@@ -103,6 +99,7 @@ export class MemoryStore implements SyncStore {
   }
 
   bind(name: string, rule: Rule): MemoryRuleBuckets {
+    checkRuleName(name, 'MemoryStore rule name');
     if (this.rules.has(name)) {
       throw new SluiceError(
         'SLUICE_CONFIG',
@@ -244,7 +241,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
 
   takeSync(key: string, cost: number, now: number, limit: number | undefined): Decision {
     if (this.freed) throw notBound(this.name);
-    const id = key.length > MAX_RAW_KEY_LENGTH ? hashKey(key) : key;
+    const id = bucketId(key);
     if (this.epoch !== this.epoch) this.epoch = now;
     const state = this.find(id, now);
     if (state !== undefined) return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
@@ -268,7 +265,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
    */
   stateOf(key: string, now: number): MemoryBucket {
     if (this.freed) throw notBound(this.name);
-    const id = key.length > MAX_RAW_KEY_LENGTH ? hashKey(key) : key;
+    const id = bucketId(key);
     if (this.epoch !== this.epoch) this.epoch = now;
     return this.find(id, now) ?? this.recall(id, now);
   }
@@ -286,7 +283,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
 
   /** Makes sure a charged state from {@link stateOf} is the one the maps hold for `key`. */
   keep(key: string, state: MemoryBucket, now: number): void {
-    const id = key.length > MAX_RAW_KEY_LENGTH ? hashKey(key) : key;
+    const id = bucketId(key);
     if (this.current.get(id) === state) return;
     this.previous.delete(id);
     this.insert(id, state, now);
@@ -294,7 +291,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
 
   resetSync(key: string): void {
     if (this.freed) throw notBound(this.name);
-    const id = key.length > MAX_RAW_KEY_LENGTH ? hashKey(key) : key;
+    const id = bucketId(key);
     this.current.delete(id);
     this.previous.delete(id);
     if (this.summary.isEmpty) return;
@@ -403,8 +400,4 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
       summary.fold(state.first, state.second, state, floor);
     }
   }
-}
-
-function hashKey(key: string): string {
-  return hashedKeyPadding + createHash('sha256').update(key).digest('base64url');
 }

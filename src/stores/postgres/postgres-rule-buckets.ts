@@ -1,7 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import type { Rule } from '../../core/rule.js';
 import type { RuleBuckets } from '../../store.js';
-import { bucketId } from './bucket-id.js';
+import { bucketId } from '../shared/bucket-id.js';
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
 import { DecisionReplay } from './decisions.js';
 import type { ClockSource, RuleStatements } from './statements.js';

@@ -30,7 +30,8 @@ import {
   type RuleStatements,
   type Statement,
 } from './statements.js';
-import { bucketId } from './bucket-id.js';
+import { bucketId } from '../shared/bucket-id.js';
+import { checkRuleName } from '../shared/rule-name.js';
 import { DecisionReplay } from './decisions.js';
 import { TIMEOUT_SUBJECT, rethrowMapped, storeError } from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
@@ -204,8 +205,7 @@ export class PostgresStore implements Store {
   }
 
   bind(name: string, bound: Rule): PostgresRuleBuckets {
-    if (typeof name !== 'string' || name.length === 0)
-      throw configError('PostgresStore bind name', 'a non-empty string', name);
+    checkRuleName(name, 'PostgresStore rule name');
     if (this.rules.has(name)) {
       throw new SluiceError(
         'SLUICE_CONFIG',

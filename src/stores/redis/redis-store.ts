@@ -1,5 +1,4 @@
 import type { BuiltInRule } from '../built-in-rules.js';
-import { createHash } from 'node:crypto';
 import { CalendarDays } from '../../core/calendar.js';
 import { makeDecision, type Decision } from '../../core/decision.js';
 import { parseTimerDuration, type Duration } from '../../core/duration.js';
@@ -11,6 +10,8 @@ import { Batcher, errorMessage, timedOut, unavailable, type BatchEntry, type Bat
 import { checkTakeArguments } from './take-arguments.js';
 import { redisClient, type RedisClient, type RedisClientInput } from './redis-client.js';
 import { keySlot } from './key-slot.js';
+import { bucketId } from '../shared/bucket-id.js';
+import { checkRuleName } from '../shared/rule-name.js';
 
 /**
  * Which part of a bucket's Redis key is its Cluster hash tag (the part the slot is computed from):
@@ -68,9 +69,6 @@ export interface RedisStoreOptions {
 }
 
 const redisStoreKeys = ['client', 'prefix', 'clock', 'timeout', 'maxPending', 'maxBatch', 'hashTag'] as const;
-const namePattern = /^[A-Za-z0-9._:-]{1,64}$/;
-/** Keys longer than this are stored as their SHA-256, so that memory per key stays bounded. */
-const MAX_RAW_KEY_LENGTH = 128;
 /** Caller-clock mode keeps keys this much longer than their time to full; see docs/redis.md. */
 const CALLER_CLOCK_SLACK_MS = 60_000;
 
@@ -151,13 +149,7 @@ export class RedisStore implements Store {
   }
 
   bind(name: string, rule: Rule): RedisRuleBuckets {
-    if (typeof name !== 'string' || !namePattern.test(name)) {
-      throw configError(
-        'RedisStore rule name',
-        '1-64 characters of letters, digits, ".", "_", "-" or ":"',
-        name,
-      );
-    }
+    checkRuleName(name, 'RedisStore rule name');
     if (this.rules.has(name)) {
       throw new SluiceError(
         'SLUICE_CONFIG',
@@ -233,9 +225,7 @@ export class RedisStore implements Store {
    */
   async erase(keys: readonly string[], names: readonly string[] = [...this.rules.keys()]): Promise<number> {
     for (const name of names) {
-      if (typeof name !== 'string' || !namePattern.test(name)) {
-        throw configError('RedisStore.erase names', 'rule names', name);
-      }
+      checkRuleName(name, 'RedisStore.erase names');
     }
     const redisKeys: string[] = [];
     for (const name of names) {
@@ -402,16 +392,14 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   }
 
   /**
-   * The Redis key of `key`'s bucket: `<prefix><name>:{<key>}`, or with a store or custom hash tag
-   * `<prefix><name>:{<tag>}<key>`. Keys over 128 characters are replaced by their SHA-256 after a
-   * `#` (`<prefix><name>:#{<hash>}`), which no raw key can produce: the character after
-   * `<name>:` is always `{` for a raw key.
+   * The Redis key of `key`'s bucket: `<prefix><name>:{<id>}`, or with a store or custom hash tag
+   * `<prefix><name>:{<tag>}<id>`, where `<id>` is the key's shared bucket id (the key itself, or
+   * a padded SHA-256 for a long or unstorable key, the same id as in every store).
    * @internal
    */
   redisKey(key: string): string {
-    const hashed = key.length > MAX_RAW_KEY_LENGTH;
-    const id = hashed ? createHash('sha256').update(key).digest('base64url') : key;
-    const start = hashed ? `${this.keyPrefix}#{` : `${this.keyPrefix}{`;
+    const id = bucketId(key);
+    const start = `${this.keyPrefix}{`;
     const hashTag = this.store.hashTag;
     if (hashTag === 'key') return `${start}${id}}`;
     if (hashTag === 'store') return `${start}${this.store.prefix || 'sluice'}}${id}`;
