@@ -8,7 +8,9 @@
  * - sluice_async: await createLimiter(...).take(key)
  * - gcra:         a hand-written GCRA in a Map reading Date.now() per decision (the practical floor)
  * - map:          a bare Map counter increment (the physical limit)
- * - rlf:          rate-limiter-flexible RateLimiterMemory, await consume(key)
+ * - rlf:          rate-limiter-flexible RateLimiterMemory, await consume(key) (a fixed window)
+ * - sluice_fixed:   createLimiter(...).takeSync(key) with fixedWindow (MemoryStore), rlf's algorithm
+ * - sluice_sliding: the same with slidingWindow (two counts per key)
  * Each for 1 hot key and for 1,000,000 uniformly random keys (generated before timing). Limits are
  * set so that no decision refuses: the admitted path is what every request pays.
  * Then heap growth (after gc) once 1,000,000 distinct keys went through one rule.
@@ -16,7 +18,14 @@
  */
 import { Bench } from 'tinybench';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { MAX_TOKEN_RATE, MemoryStore, createLimiter, tokenBucket } from '../../src/index.js';
+import {
+  MAX_TOKEN_RATE,
+  MemoryStore,
+  createLimiter,
+  fixedWindow,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.js';
 
 const BATCH = 10_000;
 const KEYS = 1_000_000;
@@ -86,6 +95,26 @@ const contenders: Contender[] = [
     make() {
       const limiter = new RateLimiterMemory({ points: LIMIT, duration: 1 });
       return (key) => limiter.consume(key);
+    },
+  },
+  // Appended (not inserted) so that the heap measurement below keeps its indexes. The same
+  // count per second as rlf's `{ points: LIMIT, duration: 1 }`, so neither ever refuses.
+  {
+    name: 'sluice_fixed',
+    async: false,
+    make() {
+      const rule = fixedWindow({ limit: LIMIT, window: '1s' });
+      const limiter = createLimiter({ name: 'bench', rule, store: new MemoryStore() });
+      return (key) => limiter.takeSync(key);
+    },
+  },
+  {
+    name: 'sluice_sliding',
+    async: false,
+    make() {
+      const rule = slidingWindow({ limit: LIMIT, window: '1s' });
+      const limiter = createLimiter({ name: 'bench', rule, store: new MemoryStore() });
+      return (key) => limiter.takeSync(key);
     },
   },
 ];
@@ -194,7 +223,8 @@ console.log(
 );
 console.log(
   `ratios: sluice_sync/rlf hot ${ratio(results.sluice_sync_hot!, results.rlf_hot!)}x, random ${ratio(results.sluice_sync_random!, results.rlf_random!)}x; ` +
-    `sluice_sync/gcra hot ${ratio(results.sluice_sync_hot!, results.gcra_hot!)}x, random ${ratio(results.sluice_sync_random!, results.gcra_random!)}x`,
+    `sluice_sync/gcra hot ${ratio(results.sluice_sync_hot!, results.gcra_hot!)}x, random ${ratio(results.sluice_sync_random!, results.gcra_random!)}x; ` +
+    `sluice_fixed/rlf random ${ratio(results.sluice_fixed_random!, results.rlf_random!)}x, sluice_sliding/rlf random ${ratio(results.sluice_sliding_random!, results.rlf_random!)}x`,
 );
 console.log(
   JSON.stringify({
@@ -209,6 +239,10 @@ console.log(
     rlf_random: results.rlf_random,
     map_hot: results.map_hot,
     map_random: results.map_random,
+    sluice_fixed_hot: results.sluice_fixed_hot,
+    sluice_fixed_random: results.sluice_fixed_random,
+    sluice_sliding_hot: results.sluice_sliding_hot,
+    sluice_sliding_random: results.sluice_sliding_random,
     sluice_heap_1m_bytes: sluiceHeap,
     rlf_heap_1m_bytes: rlfHeap,
   }),
