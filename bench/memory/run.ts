@@ -25,6 +25,7 @@ import {
   fixedWindow,
   slidingWindow,
   tokenBucket,
+  type Rule,
 } from '../../src/index.js';
 
 const BATCH = 10_000;
@@ -44,15 +45,20 @@ function sluiceRule() {
   return tokenBucket({ limit: MAX_TOKEN_RATE, period: '1ms', burst: LIMIT });
 }
 
-const contenders: Contender[] = [
-  {
-    name: 'sluice_sync',
+/** sluice deciding synchronously on a fresh MemoryStore, one rule from `rule()`. */
+function syncContender(name: string, rule: () => Rule): Contender {
+  return {
+    name,
     async: false,
     make() {
-      const limiter = createLimiter({ name: 'bench', rule: sluiceRule(), store: new MemoryStore() });
+      const limiter = createLimiter({ name: 'bench', rule: rule(), store: new MemoryStore() });
       return (key) => limiter.takeSync(key);
     },
-  },
+  };
+}
+
+const contenders: Contender[] = [
+  syncContender('sluice_sync', sluiceRule),
   {
     name: 'sluice_async',
     async: true,
@@ -99,24 +105,8 @@ const contenders: Contender[] = [
   },
   // Appended (not inserted) so that the heap measurement below keeps its indexes. The same
   // count per second as rlf's `{ points: LIMIT, duration: 1 }`, so neither ever refuses.
-  {
-    name: 'sluice_fixed',
-    async: false,
-    make() {
-      const rule = fixedWindow({ limit: LIMIT, window: '1s' });
-      const limiter = createLimiter({ name: 'bench', rule, store: new MemoryStore() });
-      return (key) => limiter.takeSync(key);
-    },
-  },
-  {
-    name: 'sluice_sliding',
-    async: false,
-    make() {
-      const rule = slidingWindow({ limit: LIMIT, window: '1s' });
-      const limiter = createLimiter({ name: 'bench', rule, store: new MemoryStore() });
-      return (key) => limiter.takeSync(key);
-    },
-  },
+  syncContender('sluice_fixed', () => fixedWindow({ limit: LIMIT, window: '1s' })),
+  syncContender('sluice_sliding', () => slidingWindow({ limit: LIMIT, window: '1s' })),
 ];
 
 function randomKeys(n: number): string[] {
