@@ -20,7 +20,7 @@ export { MAX_COUNT, MAX_PENALTY_COUNT, MAX_TOKEN_RATE, MAX_TIMER_MS } from './co
 export { systemClock, manualClock, type Clock, type ManualClock } from './core/clock.js';
 export { SluiceError, isSluiceError, errorCodes, type SluiceErrorCode } from './core/errors.js';
 export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './store.js';
-export { isSyncStore } from './store.js';
+export { assertDistinctEntries, isSyncStore } from './store.js';
 export { MemoryStore, MemoryRuleBuckets, type MemoryStoreOptions } from './stores/memory.js';
 export { MAX_RAW_KEY_LENGTH } from './stores/shared/bucket-id.js';
 export {

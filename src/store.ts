@@ -90,8 +90,11 @@ export interface Store {
 
 /**
  * Rejects an all-or-nothing list that names one bucket twice (same rule, same key): charging it
- * "once" or "twice" would each surprise someone, so neither is done. Every store calls this first.
+ * "once" or "twice" would each surprise someone, so neither is done. Every store calls this first,
+ * stores written outside sluice too (it is exported for them).
  * @throws SluiceError `SLUICE_ARGUMENT` (the message never repeats the key)
+ * @example
+ * async takeAll(entries, now) { assertDistinctEntries(entries); … }
  */
 export function assertDistinctEntries(entries: readonly TakeEntry[]): void {
   if (entries.length < 2) return;
@@ -116,7 +119,12 @@ export interface SyncStore extends Store {
   takeAllSync(entries: readonly TakeEntry[], now: number): Decision[];
 }
 
-/** True when `store` can decide synchronously. */
+/**
+ * True when `store` can decide synchronously.
+ *
+ * @example
+ * if (isSyncStore(store)) store.takeAllSync(entries, Date.now());
+ */
 export function isSyncStore(store: Store): store is SyncStore {
   return typeof (store as Partial<SyncStore>).takeAllSync === 'function';
 }
