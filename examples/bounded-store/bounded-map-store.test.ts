@@ -2,6 +2,7 @@
  * The example store passes the store conformance suite of `sluice/testing`, the suite the
  * memory, Redis and PostgreSQL stores pass; then its bound, exactly.
  */
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -13,6 +14,7 @@ import {
   type Rule,
 } from '../../src/index.js';
 import { storeConformance } from '../../src/testing/index.js';
+import { shownInDocs } from '../shared/shown-in-docs.js';
 import { BoundedMapStore } from './bounded-map-store.js';
 
 storeConformance({ name: 'bounded map', create: async () => new BoundedMapStore({ maxKeys: 10_000 }) });
@@ -87,4 +89,12 @@ describe('BoundedMapStore: at most maxKeys buckets per rule, none forgotten whil
       );
     }
   });
+});
+
+it('docs/stores.md shows bounded-map-store.ts as it is', () => {
+  const guide = readFileSync(new URL('../../docs/stores.md', import.meta.url), 'utf8');
+  assert.ok(
+    guide.includes(shownInDocs(new URL('./bounded-map-store.ts', import.meta.url))),
+    'copy the file into the guide again',
+  );
 });

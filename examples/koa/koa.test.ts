@@ -2,9 +2,13 @@
  * The Koa adapter of this example passes the HTTP conformance suite of `sluice/testing`, the
  * suite sluice's own adapters pass: same statuses, headers and bodies, on a real socket.
  */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
 import Koa, { type Context, type Middleware } from 'koa';
 import { httpConformance, nodeHeader, socketApp, type AppSpec } from '../../src/testing/index.js';
+import { shownInDocs } from '../shared/shown-in-docs.js';
 import type { RateLimitOptions } from '../../src/http/index.js';
 import { rateLimit, sendError, sendRateLimited } from './rate-limit.js';
 
@@ -76,4 +80,12 @@ httpConformance({
   name: 'koa',
   header: (ctx, name) => nodeHeader((ctx as Context).req, name),
   start: (spec) => socketApp(createServer(build(spec).callback())),
+});
+
+it('docs/adapters.md shows rate-limit.ts as it is', () => {
+  const guide = readFileSync(new URL('../../docs/adapters.md', import.meta.url), 'utf8');
+  assert.ok(
+    guide.includes(shownInDocs(new URL('./rate-limit.ts', import.meta.url))),
+    'copy the file into the guide again',
+  );
 });
