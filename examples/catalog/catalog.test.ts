@@ -40,7 +40,7 @@ async function catalog(t: TestContext, store?: Store) {
 }
 
 describe('examples/catalog (tutorial: subject budgets)', () => {
-  it('C8: one write budget per subject across sessions and bearer tokens; rotating credentials gives no new attempts', async (t) => {
+  it('one write budget per subject across sessions and bearer tokens; rotating credentials gives no new attempts', async (t) => {
     const { write, credentials } = await catalog(t);
     const statuses: number[] = [];
     for (const credential of ['sid-a1', 'tok-a1', 'sid-a2', 'tok-a2', 'sid-a1'])
@@ -58,7 +58,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     assert.equal((await write('sid-b1')).status, 201, 'another subject has its own budget');
   });
 
-  it("D1 A1 A6: the 429 is the tutorial's problem, with Retry-After and no-store, and the course is not created", async (t) => {
+  it("the 429 is the tutorial's problem, with Retry-After and no-store, and the course is not created", async (t) => {
     const { write, app, clock } = await catalog(t);
     for (let i = 0; i < 10; i++) assert.equal((await write('sid-a1')).status, 201);
     const refused = await write('sid-a1');
@@ -89,7 +89,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     assert.equal(app.courses.created, 21);
   });
 
-  it('D7: polling reads have their own budget and never use the write attempts', async (t) => {
+  it('polling reads have their own budget and never use the write attempts', async (t) => {
     const { write, get } = await catalog(t);
     const job = await write('sid-a1', '/exports', { body: {} });
     for (let i = 0; i < 30; i++)
@@ -102,7 +102,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     assert.equal((await write('sid-a1')).status, 429);
   });
 
-  it('D8: an Idempotency-Key replay returns the stored result and still consumes a token', async (t) => {
+  it('an Idempotency-Key replay returns the stored result and still consumes a token', async (t) => {
     const { write, app, clock } = await catalog(t);
     const first = await write('sid-a1', '/courses', { headers: { 'idempotency-key': 'k-1' } });
     assert.equal(first.status, 201);
@@ -124,7 +124,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     assert.equal(app.courses.created, 2);
   });
 
-  it('D2: a failing store answers 503, not 429, and applies nothing', async (t) => {
+  it('a failing store answers 503, not 429, and applies nothing', async (t) => {
     const warnings = t.mock.method(console, 'warn', () => {});
     const failure = () => Promise.reject(new Error('ECONNREFUSED'));
     // A deliberate test double: a store whose every call fails, as a dead Redis would.
@@ -145,7 +145,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     assert.equal((await write('nobody')).status, 401, 'identification still comes first');
   });
 
-  it('A4: 50 simultaneous writes of one subject with a full bucket admit exactly 10 and create exactly 10 courses', async (t) => {
+  it('50 simultaneous writes of one subject with a full bucket admit exactly 10 and create exactly 10 courses', async (t) => {
     const { write, app } = await catalog(t);
     const credentials = ['sid-a1', 'sid-a2', 'tok-a1', 'tok-a2'];
     const results = await Promise.all(
@@ -157,7 +157,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     assert.equal(app.courses.created, 10);
   });
 
-  it('C8: a free token grants no right: scope and If-Match are still checked, and each attempt costs', async (t) => {
+  it('a free token grants no right: scope and If-Match are still checked, and each attempt costs', async (t) => {
     const { write } = await catalog(t);
     const mine = await write('sid-a1');
     const id = mine.body.id as string;

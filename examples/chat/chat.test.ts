@@ -76,7 +76,7 @@ function unfinishedPost(url: string, headers: Record<string, string>) {
 }
 
 describe('examples/chat (ADR-055)', () => {
-  it('A1 D5: registration is 5 per hour per IP with burst 5, and its limit runs before the invite check', async (t) => {
+  it('registration is 5 per hour per IP with burst 5, and its limit runs before the invite check', async (t) => {
     const app = await chat(t);
     for (let i = 0; i < 5; i++) {
       const r = await app.post('/api/register', registration(`guess${i}`, 'wrong-code').body);
@@ -93,7 +93,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal(app.calls.invite, 6);
   });
 
-  it('D5 C4: a malformed form or a non-string nick gets 400 and consumes nothing', async (t) => {
+  it('a malformed form or a non-string nick gets 400 and consumes nothing', async (t) => {
     const app = await chat(t);
     const malformed = [
       { nick: { $ne: '' }, password: 'a long password', invite: INVITE },
@@ -116,7 +116,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal(app.calls.find, 5, 'only the five admitted registrations looked a nick up');
   });
 
-  it('D5 C4 C5: login is 10 per 10 minutes per IP + nick, before storage and hashing', async (t) => {
+  it('login is 10 per 10 minutes per IP + nick, before storage and hashing', async (t) => {
     const app = await chat(t);
     await app.session('alice'); // one successful login: 1 of alice's 10
     const before = { ...app.calls };
@@ -192,7 +192,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal(app.calls.find, 29);
   });
 
-  it('D5: nick_taken (409) lives after the invite check, so nicks cannot be probed without a code', async (t) => {
+  it('nick_taken (409) lives after the invite check, so nicks cannot be probed without a code', async (t) => {
     const app = await chat(t);
     assert.equal((await app.post('/api/register', registration('Ivan', INVITE).body)).status, 201);
     const probe = await app.post('/api/register', registration('ivan', 'wrong-code').body);
@@ -202,7 +202,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal(taken.body.code, 'nick_taken');
   });
 
-  it('C1: X-Real-IP from a loopback peer is honoured, so two client addresses have separate budgets', async (t) => {
+  it('X-Real-IP from a loopback peer is honoured, so two client addresses have separate budgets', async (t) => {
     const app = await chat(t);
     const first = '198.51.100.1';
     for (let i = 0; i < 5; i++) await app.call('/api/register', registration(`a${i}`, 'wrong', first));
@@ -211,7 +211,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal(second.status, 403, 'another address: admitted, then refused by the invite check');
   });
 
-  it('C1: from a non-loopback peer X-Real-IP is not read at all; from 127.0.0.0/8 and ::1 it is', () => {
+  it('from a non-loopback peer X-Real-IP is not read at all; from 127.0.0.0/8 and ::1 it is', () => {
     const headers = { 'x-real-ip': '198.51.100.1' };
     assert.deepEqual(clientAddressOf({ peer: '203.0.113.9', headers }), {
       address: '203.0.113.9',
@@ -222,7 +222,7 @@ describe('examples/chat (ADR-055)', () => {
       assert.deepEqual(clientAddressOf({ peer, headers }), { address: '198.51.100.1', source: 'x-real-ip' });
   });
 
-  it('C3: IPv6 clients share one registration budget per /64', async (t) => {
+  it('IPv6 clients share one registration budget per /64', async (t) => {
     const app = await chat(t);
     const net = [
       '2001:db8:1:2::1',
@@ -238,7 +238,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal(otherNet.status, 201);
   });
 
-  it('D5: 401 for a missing session comes before the general limit, which answers before the body is read', async (t) => {
+  it('401 for a missing session comes before the general limit, which answers before the body is read', async (t) => {
     const app = await chat(t);
     const noSession = await unfinishedPost(`${app.url}/api/ack`, {});
     assert.equal(noSession.status, 401);
@@ -254,7 +254,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal((await unfinishedPost(`${app.url}/api/ack`, { authorization: 'Bearer nope' })).status, 401);
   });
 
-  it('D7: one general bucket per user for every other mutating route (POST /api/ack, PUT /api/profile); GET is unlimited', async (t) => {
+  it('one general bucket per user for every other mutating route (POST /api/ack, PUT /api/profile); GET is unlimited', async (t) => {
     const app = await chat(t);
     const auth = await app.session('erin');
     for (let i = 0; i < 30; i++) await app.post('/api/ack', { ids: [i] }, auth);
@@ -271,7 +271,7 @@ describe('examples/chat (ADR-055)', () => {
     assert.equal((await app.post('/api/ack', { ids: [] }, await app.session('frank'))).status, 204);
   });
 
-  it('D6 D7: messages are 30 per minute with burst 10, in their own bucket and not in the general one', async (t) => {
+  it('messages are 30 per minute with burst 10, in their own bucket and not in the general one', async (t) => {
     const app = await chat(t);
     const auth = await app.session('grace');
     const message = { channel: 'general', text: 'hello' };
@@ -293,7 +293,7 @@ describe('examples/chat (ADR-055)', () => {
     );
   });
 
-  it('D5: the message limit runs last, after the form and the rights check', async (t) => {
+  it('the message limit runs last, after the form and the rights check', async (t) => {
     const app = await chat(t);
     const auth = await app.session('heidi');
     for (let i = 0; i < 10; i++) {
@@ -307,7 +307,7 @@ describe('examples/chat (ADR-055)', () => {
       assert.equal((await app.post('/api/messages', { channel: 'random', text: 'hi' }, auth)).status, 201);
   });
 
-  it('F1: no nick and no IP reach the logs, refusals included', async (t) => {
+  it('no nick and no IP reach the logs, refusals included', async (t) => {
     const lines: string[] = [];
     for (const method of ['log', 'info', 'warn', 'error', 'debug'] as const)
       t.mock.method(console, method, (...args: unknown[]) => lines.push(args.map(String).join(' ')));

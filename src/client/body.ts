@@ -17,7 +17,8 @@ type Bytes = Uint8Array<ArrayBuffer>;
 type Pull = () => Promise<{ done?: boolean; value?: unknown }>;
 
 /**
- * Makes a body that can be sent more than once, with the same bytes (G1: "keeps the same body").
+ * Makes a body that can be sent more than once, with the same bytes: a retry must
+ * repeat the request the server may already have seen, not a shorter or changed one.
  *
  * Bodies already in memory are copied, not read: a string or Blob as is (immutable), an
  * ArrayBuffer, typed array or URLSearchParams as a snapshot, so a caller who reuses its buffer

@@ -1,5 +1,5 @@
 /**
- * `sluice/client`: a fetch that waits as the server says (G1). Browser-safe: it uses only fetch,
+ * `sluice/client`: a fetch that waits as the server says. Browser-safe: it uses only fetch,
  * Headers, AbortSignal, ReadableStream, TextEncoder and setTimeout, no Node module.
  * The contract is in docs/client.md.
  */

@@ -19,7 +19,7 @@ export type FetchFunction = (input: RequestInfo | URL, init?: RequestInit) => Pr
 
 /**
  * Methods whose repetition has the same effect as one request (RFC 9110 §9.2.2): retried without
- * an Idempotency-Key. Any other method (POST, PATCH, custom ones) needs the key (G1).
+ * an Idempotency-Key. Any other method (POST, PATCH, custom ones) needs the key.
  * TRACE and CONNECT are left out: fetch refuses them.
  *
  * @default GET, HEAD, OPTIONS, PUT, DELETE (fixed)
@@ -28,7 +28,7 @@ export type FetchFunction = (input: RequestInfo | URL, init?: RequestInit) => Pr
 export const idempotentMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 /**
- * Wraps a fetch so that it waits as the server says and retries within bounds (G1).
+ * Wraps a fetch so that it waits as the server says and retries within bounds.
  *
  * - 429 (`rate-limited`) and 503 (`unavailable`, unless `retryUnavailable: false`) are retried after
  *   Retry-After plus jitter, or after exponential backoff with full jitter when there is none.

@@ -3,7 +3,7 @@ import { IPV4, NOT_IP, parseIp, parsed } from './ip-parse.js';
 
 /**
  * The loopback ranges: 127.0.0.0/8, ::1 and the IPv4-mapped loopback ::ffff:127.0.0.0/104.
- * The default trusted-proxy set (C1, ADR-055: a connection from any loopback address comes from
+ * The default trusted-proxy set (a connection from any loopback address comes from
  * the same machine and deserves the same trust, whichever family the proxy used).
  */
 export const LOOPBACK: readonly string[] = Object.freeze(['127.0.0.0/8', '::1/128', '::ffff:127.0.0.0/104']);

@@ -26,7 +26,8 @@ export interface ClientAddressOptions {
    * Addresses and CIDR ranges (IPv4 and IPv6) of your own proxies. Only a connection from one
    * of these has its proxy header read; in X-Forwarded-For and Forwarded, entries in this set are
    * walked past from the right. Never put a range here that clients can connect from.
-   * @default LOOPBACK — 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104 (ADR-055)
+   * @default LOOPBACK — 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104 (a proxy on the same machine,
+   * whichever address family it connects with)
    */
   trustedProxies?: readonly string[];
   /**
@@ -168,7 +169,7 @@ class ClientAddressResolver {
   }
 
   /**
-   * C2: X-Forwarded-For is walked from the right. Its left entries are whatever the client
+   * X-Forwarded-For is walked from the right. Its left entries are whatever the client
    * wrote; only the entries appended by proxies we trust are facts. The first entry that is not
    * a trusted proxy (or the entry `hops` places in) is the client.
    */
@@ -284,7 +285,8 @@ function slice(text: string, start: number, end: number): string {
 
 /**
  * Compiles the trusted-proxy set once and returns a function that finds a request's client
- * address (C1, C2). The hot path allocates only its result: no regex, no split, no closure.
+ * address: the proxy header is read only from a trusted peer and walked from the right. The hot
+ * path allocates only its result: no regex, no split, no closure.
  * Bad header bytes never throw and are never trusted; the result says why (`source`).
  *
  * @default options `{ trustedProxies: LOOPBACK, header: 'x-forwarded-for' }`

@@ -1,8 +1,8 @@
 import { SluiceError } from '../core/errors.js';
 
 /**
- * Joins the parts of a tuple, e.g. (IP, nick), into one bucket key that no other tuple produces
- * (C5). Each part is written as `<length>:<part>` and the parts are joined with `|`: because the
+ * Joins the parts of a tuple, e.g. (IP, nick), into one bucket key that no other tuple
+ * produces. Each part is written as `<length>:<part>` and the parts are joined with `|`: because the
  * length says where a part ends, no choice of characters inside a part (`|`, `:`, digits) can
  * shift a boundary, and tuples of different lengths differ too. A plain separator would not do:
  * ("a|b", "c") and ("a", "b|c") would share "a|b|c".
@@ -10,8 +10,8 @@ import { SluiceError } from '../core/errors.js';
  * Every part must be a non-empty string, checked before anything is consumed: undefined, null
  * or "" is a developer error (SLUICE_KEY_MISSING, 500: the key step produced nothing, never a
  * 429 and never a pass); any other type is bad input (SLUICE_KEY_INVALID, 400). Messages name
- * the position, never the value (F1). Normalize user input first ({@link normalizeLogin}), and
- * hash the result with a pseudonym ring when the store must not hold raw IPs or nicks (C6).
+ * the position, never the value (a key part may be personal data). Normalize user input first ({@link normalizeLogin}), and
+ * hash the result with a pseudonym ring when the store must not hold raw IPs or nicks.
  *
  * @default no options
  * @example

@@ -2,7 +2,8 @@ import { SluiceError } from '../core/errors.js';
 import { REPEATED, readHeader, type HeadersLike } from './headers.js';
 import type { SubjectId } from './pseudonym.js';
 
-/** The identity a request is limited as; send it as `X-Auth-Mode` (ADR-0057). */
+/** The identity a request is limited as; send it as `X-Auth-Mode`, as the report
+ * service does (examples/reports/README.md). */
 export type AuthMode = 'anon' | 'session' | 'key';
 
 /** Why a request got its mode, for debugging and logs (it names no subject). */
@@ -16,7 +17,7 @@ export type UnauthorizedReason = 'invalid-key' | 'revoked-key' | 'conflicting-ke
 export interface ApiKeyGrant {
   /** The key's bucket, e.g. `apikey:${row.id}` or a pseudonym of the id: never the key itself. */
   bucket: string;
-  /** The key's own limit (ADR-0057: `api_keys.daily_limit`); pass it to `take(key, { limit })`. */
+  /** The key's own limit (in the report service, `api_keys.daily_limit`); pass it to `take(key, { limit })`. */
   limit?: number;
   /** True for a revoked key: a 401, exactly like an unknown one. */
   revoked?: boolean;
@@ -87,7 +88,7 @@ function offeredKey(headers: HeadersLike | undefined): string | Refusal | undefi
   const authorization = readHeader(headers, 'authorization', false);
   let bearer: string | undefined;
   if (authorization === REPEATED) return INVALID;
-  // Only the Bearer scheme offers an API key (ADR-0057); Basic and others are not this path.
+  // Only the Bearer scheme offers an API key; Basic and others are not this path.
   if (authorization !== undefined && /^bearer(?:\s|$)/i.test(authorization)) {
     bearer = authorization.slice(6).trim();
     if (!bearerToken.test(bearer)) return INVALID;
@@ -129,7 +130,7 @@ function anon(bucket: string, reason: IdentityReason, cause?: unknown): Identity
 }
 
 /**
- * ADR-0057's decision table as a function (C7). In order:
+ * The report service's identity table (examples/reports/README.md) as a function. In order:
  * 1. An offered API key (`Authorization: Bearer …` or `X-API-Key`) is checked first. Known and
  *    not revoked: mode `key`, its bucket and its limit. Unknown, revoked, malformed, or two
  *    different keys at once: a 401 outcome, with no fallback to session or anonymous access

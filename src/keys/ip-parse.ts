@@ -6,8 +6,9 @@
  * 20× a bare `net.isIP` call and `ipaddr.IPv6.parse` at about 5×, and both need a substring per
  * entry first. A client address is resolved on every request, often over several
  * X-Forwarded-For entries, so this module scans character codes in place. Its correctness is
- * pinned by property tests that compare it with `node:net` and ipaddr.js on random input
- * (`test/keys/ip-parse.test.ts`). ipaddr.js stays the reference; it is not needed at run time.
+ * pinned by property tests on random input that compare its parsing with `node:net` and its
+ * RFC 5952 text with ipaddr.js (`test/keys/properties.test.ts`). ipaddr.js stays the reference;
+ * it is not needed at run time.
  *
  * The parsers are strict on purpose. IPv4 is four decimal parts without leading zeros:
  * `010.0.0.1` (octal in inet_aton) and `127.1` are refused rather than guessed, so no two texts

@@ -70,7 +70,7 @@ class IpKeyer {
     // The address the client-address step just chose is known to be canonical: no second parse.
     if (address === knownPlainV4.text && this.v4Suffix === '') return address;
     const family = parseIp(address, 0, address.length);
-    // The message never repeats the address (F1).
+    // The message never repeats the address: it is personal data.
     if (family === NOT_IP)
       throw new SluiceError('SLUICE_KEY_INVALID', 'ipKey received text that is not an IP address');
     if (family === IPV4) {
@@ -92,7 +92,7 @@ class IpKeyer {
 }
 
 /**
- * Compiles the prefix options once and returns a key function for client addresses (C3).
+ * Compiles the prefix options once and returns a key function for client addresses.
  * Every spelling of one address gives one key: IPv6 is masked to its prefix and written in
  * RFC 5952 form (lower case, `::` for the longest zero run) with `/prefix`; IPv4-mapped IPv6
  * (`::ffff:198.51.100.7`) counts as IPv4, and so do the translated forms of `ipv4Embedded`

@@ -7,7 +7,7 @@ import { SluiceError } from '../core/errors.js';
 export const MAX_LOGIN_LENGTH = 320;
 
 /**
- * Normalizes a login, nick or e-mail taken from a request body into a bucket key (C4).
+ * Normalizes a login, nick or e-mail taken from a request body into a bucket key.
  *
  * A key by login holds only if it is built exactly as the application looks the user up:
  * otherwise `Ann`, `ann` and ` ann ` are one account for the login form but three buckets with
@@ -25,7 +25,7 @@ export const MAX_LOGIN_LENGTH = 320;
  * Throws SLUICE_KEY_INVALID (400) before anything is consumed when the value is not a string
  * (an object, an array, a number, null, undefined: `[object Object]` would make every such
  * request share one bucket), is longer than {@link MAX_LOGIN_LENGTH}, or is empty after
- * normalization. The message never repeats the value (F1).
+ * normalization. The message never repeats the value.
  *
  * @default no options: the steps above are fixed
  * @example

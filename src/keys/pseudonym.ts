@@ -28,7 +28,8 @@ export interface PseudonymousKeyOptions {
 /** Options of {@link createPseudonymRing}. */
 export interface PseudonymRingOptions extends PseudonymousKeyOptions {
   /**
-   * Secrets, current first, then older generations still to be named (for erasure, F2). Rotate
+   * Secrets, current first, then older generations still to be named (so that erasing a subject reaches
+   * buckets named under an older secret). Rotate
    * by putting the new secret first; drop an old one once its buckets have expired.
    */
   secrets: readonly PseudonymSecret[];
@@ -44,7 +45,7 @@ export interface PseudonymRing {
   readonly generations: number;
   /** The key under the current secret: the bucket to charge. */
   current(id: SubjectId): string;
-  /** The keys under every secret, current first: the buckets to reset or erase (A7, F2). */
+  /** The keys under every secret, current first: the buckets to reset or erase. */
   all(id: SubjectId): string[];
 }
 
@@ -95,12 +96,12 @@ function hmacKey(key: KeyObject, purpose: string, prefix: string, id: SubjectId)
 }
 
 /**
- * A pseudonymous bucket key (C6): `<prefix>:v1:<base64url(HMAC-SHA-256(secret, message))>` where
+ * A pseudonymous bucket key, so that the store holds no personal data: `<prefix>:v1:<base64url(HMAC-SHA-256(secret, message))>` where
  * the HMAC message is `<purpose>:v1:<id>` (the id in decimal when it is a number). The store
  * then holds no raw IP, user id, e-mail or nick; without the secret a key cannot be traced back
  * to its subject, and `v1` names this scheme so that a later one cannot collide with it.
  *
- * ADR-0057's account bucket `account:v1:<HMAC-SHA-256(AUTH_SECRET, report:account:v1:<users.id>)>`
+ * The report service's account bucket (examples/reports/README.md) `account:v1:<HMAC-SHA-256(AUTH_SECRET, report:account:v1:<users.id>)>`
  * is `pseudonymousKey(AUTH_SECRET, 'report:account', userId, { prefix: 'account' })`: the purpose
  * (HMAC input) carries the application scope, the prefix (output) only the bucket family.
  * For rotation and erasure across secret generations, use {@link createPseudonymRing}.
@@ -128,7 +129,7 @@ export function pseudonymousKey(
 /**
  * A key ring for one purpose: the current secret names the bucket to charge, and every secret
  * (current and older) names the buckets a subject may still own, so that a reset or an erasure
- * reaches every generation (F2). Secrets are checked and imported once, here.
+ * reaches every generation. Secrets are checked and imported once, here.
  *
  * @default options `{ prefix: purpose }`
  * @example

@@ -6,7 +6,7 @@ import type { Rule } from '../core/rule.js';
 /**
  * Checks of what a caller passes per call (key, cost, per-call limit) and of the clock reading.
  * Everything here may come from a request, so no message repeats a value: it names the argument
- * and the type received (F1). Every check runs before a store is asked.
+ * and the type received. Every check runs before a store is asked.
  */
 
 // `String.prototype.isWellFormed` is in Node 20 but not in the ES2023 library the types target.
@@ -19,7 +19,7 @@ interface WellFormedCheck {
  * never a 429, never a pass); a non-string is bad client input that slipped through (400). So
  * is a string with a lone surrogate: stores that encode keys as UTF-8 (Redis, PostgreSQL) would
  * turn every lone surrogate into the same replacement character, so two different keys would
- * share one bucket. The message never repeats the key: keys may carry personal data (F1).
+ * share one bucket. The message never repeats the key: keys may carry personal data.
  */
 export function checkKey(key: unknown): asserts key is string {
   if (typeof key === 'string') {

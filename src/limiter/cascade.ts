@@ -17,7 +17,7 @@ import {
 /**
  * How a cascade charges its limits.
  * - `first-refusal`: in order, wide to narrow; the first refusal stops the chain and the limits
- *   after it are not charged (D6). Limits before it keep their charge.
+ *   after it are not charged. Limits before it keep their charge.
  * - `all-or-nothing`: every limit is charged only if all admit, atomically in one store call.
  */
 export type CascadeMode = 'first-refusal' | 'all-or-nothing';
@@ -75,7 +75,7 @@ export interface SyncCascade extends Cascade {
 const cascadeKeys = ['mode'] as const;
 
 /**
- * Ordered limits, from wide to narrow, each keeping its own counter even when keys are equal (D6).
+ * Ordered limits, from wide to narrow, each keeping its own counter even when keys are equal.
  *
  * A cascade owns nothing: its limiters are yours and may serve elsewhere too, so a cascade has
  * no `close()`. Close the limiters themselves when done; a cascade holding a closed limiter

@@ -4,7 +4,7 @@ import { SluiceError, isSluiceError } from '../core/errors.js';
 import type { SyncRuleBuckets } from '../store.js';
 
 /**
- * What a rule does when its store fails or does not answer in time (D2). A store failure is
+ * What a rule does when its store fails or does not answer in time. A store failure is
  * never a 429: the client did nothing wrong. Errors that are the caller's (a bad key, cost or
  * limit, a closed limiter, a bad clock reading) are never store failures: they reach the caller
  * as they are, whatever the policy. An overloaded store (`SLUICE_STORE_OVERLOADED`: too many
@@ -16,7 +16,7 @@ import type { SyncRuleBuckets } from '../store.js';
  *   once a minute. For limits whose only job is comfort, never for brute-force protection.
  * - `insurance`: a limiter in this process's memory, with the same rule, decides while the store
  *   fails; the store decides again as soon as it answers. Each process then enforces the limit
- *   on its own (E4: N processes admit up to N times the limit during the outage).
+ *   on its own (N processes admit up to N times the limit during the outage).
  */
 export type FailurePolicy = 'closed' | 'open' | 'insurance';
 
@@ -178,7 +178,7 @@ export class FailureHandler {
   }
 
   /**
-   * At most one line a minute per limit, and never the key (F1): the details carry the error's
+   * At most one line a minute per limit, and never the key (it may be personal data): the details carry the error's
    * code; only a schema error adds its message, which the store writes without request values.
    */
   private log(error: unknown, message: string): void {

@@ -25,18 +25,25 @@ export interface LimiterOptions<S extends Store = Store> {
    * its buckets. Letters, digits, `.`, `_`, `-` and `:` only, so it can never carry a key.
    */
   name: string;
-  /** What to enforce: `tokenBucket({...})` or `calendarQuota({...})`. Required (A8). */
+  /**
+   * What to enforce: `tokenBucket({...})`, `fixedWindow({...})`, `slidingWindow({...})` or
+   * `calendarQuota({...})`. Required: there is no default limit to guess.
+   */
   rule: Rule;
-  /** Where buckets live: `new MemoryStore()`, a Redis or PostgreSQL store. Required (A8). */
+  /**
+   * Where buckets live: `new MemoryStore()`, a Redis or PostgreSQL store. Required: whether the
+   * limit is per process or shared is a choice to make, not a default.
+   */
   store: S;
   /**
-   * The clock in ms since the Unix epoch; inject a {@link manualClock} in tests (H1).
-   * Stores shared between nodes use their own clock instead (A5).
+   * The clock in ms since the Unix epoch; inject a {@link manualClock} in tests so that counts
+   * are exact without sleeping. Stores shared between nodes use their own clock instead, so that
+   * nodes with drifting clocks still agree on one bucket.
    * @default Date.now
    */
   clock?: Clock;
   /**
-   * What happens when the store fails or times out (D2); see {@link FailurePolicy}.
+   * What happens when the store fails or times out; see {@link FailurePolicy}.
    * @default "closed"
    */
   failure?: FailurePolicy;
@@ -72,8 +79,9 @@ export interface TakeOptions {
    */
   cost?: number;
   /**
-   * This call's limit instead of the rule's: a per-key limit from data (ADR-0057's
-   * `api_keys.daily_limit`). Calendar quotas only; a whole number from 1 to `MAX_COUNT`.
+   * This call's limit instead of the rule's: a per-key limit from data (e.g. an API
+   * key's own daily limit, as in examples/reports/README.md). Rules counted per window only
+   * (calendar quotas, fixed and sliding windows); a whole number from 1 to `MAX_COUNT`.
    */
   limit?: number;
 }
@@ -97,7 +105,7 @@ export interface Limiter {
   take(key: string, options?: TakeOptions): Promise<Decision>;
   /** What a take of 1 would get now, charging nothing. */
   peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision>;
-  /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket (A7). */
+  /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket. */
   reset(key: string): Promise<void>;
   /**
    * Frees the limiter's rule in its store (`store.unbind(name)`): a memory store drops its

@@ -10,18 +10,18 @@ const policy = (random: number) => ({
 });
 
 describe('retryDelay', () => {
-  it('G1: adds jitter on top of Retry-After, never below it', () => {
+  it('adds jitter on top of Retry-After, never below it', () => {
     assert.equal(retryDelay(1, 2000, policy(0)), 2000);
     assert.equal(retryDelay(1, 2000, policy(0.5)), 2500);
     assert.equal(retryDelay(1, 2000, policy(0.999)), 2999);
   });
 
-  it('G1: caps a jittered wait at maxDelay but never below Retry-After', () => {
+  it('caps a jittered wait at maxDelay but never below Retry-After', () => {
     assert.equal(retryDelay(1, 4500, policy(0.9)), 5000);
     assert.equal(retryDelay(1, 5000, policy(0.9)), 5000);
   });
 
-  it('G1: backs off exponentially with full jitter when there is no Retry-After', () => {
+  it('backs off exponentially with full jitter when there is no Retry-After', () => {
     assert.deepEqual(
       [1, 2, 3, 4, 5].map((retry) => retryDelay(retry, undefined, policy(0.5))),
       [500, 1000, 2000, 2500, 2500],
@@ -30,11 +30,11 @@ describe('retryDelay', () => {
     assert.equal(retryDelay(2, 0, policy(0.5)), 1000, 'Retry-After 0 is no lower bound: backoff');
   });
 
-  it('G1: stays at the cap for any retry number, with no overflow', () => {
+  it('stays at the cap for any retry number, with no overflow', () => {
     assert.equal(retryDelay(5000, undefined, policy(0.5)), 2500);
   });
 
-  it('G1: refuses a random source outside [0, 1)', () => {
+  it('refuses a random source outside [0, 1)', () => {
     for (const bad of [1, -0.1, Number.NaN])
       assert.throws(() => retryDelay(1, undefined, policy(bad)), { code: 'SLUICE_CONFIG' });
   });

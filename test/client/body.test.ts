@@ -27,7 +27,7 @@ const streamPost = (key: string, ...parts: string[]) =>
   ({ method: 'POST', headers: keyed(key), body: streamOf(...parts), duplex: 'half' }) as RequestInit;
 
 describe('same key, same body', () => {
-  it('G1: a retry carries the same Idempotency-Key and the same string body', async () => {
+  it('a retry carries the same Idempotency-Key and the same string body', async () => {
     const { server, api } = await retrying([tooMany, tooMany, created]);
     const res = await api(server.url, {
       method: 'POST',
@@ -41,7 +41,7 @@ describe('same key, same body', () => {
     );
   });
 
-  it('G1: buffers a stream body so that every attempt sends all of it', async () => {
+  it('buffers a stream body so that every attempt sends all of it', async () => {
     const { server, api } = await retrying([tooMany, created]);
     const res = await api(server.url, streamPost('k', 'part one, ', 'part two'));
     assert.equal(res.status, 201);
@@ -51,7 +51,7 @@ describe('same key, same body', () => {
     );
   });
 
-  it('G1: buffers a Node stream (an async iterable) body too', async () => {
+  it('buffers a Node stream (an async iterable) body too', async () => {
     const { server, api } = await retrying([tooMany, created]);
     const init = { method: 'PUT', body: Readable.from(['a', 'b', 'c']), duplex: 'half' };
     assert.equal((await api(server.url, init as unknown as RequestInit)).status, 201);
@@ -61,7 +61,7 @@ describe('same key, same body', () => {
     );
   });
 
-  it('G1: replays the body and key of a Request object', async () => {
+  it('replays the body and key of a Request object', async () => {
     const { server, api } = await retrying([tooMany, created]);
     const request = new Request(server.url, {
       method: 'POST',
@@ -78,7 +78,7 @@ describe('same key, same body', () => {
     );
   });
 
-  it('G1: a stream longer than maxBodyBytes is sent once, whole, and its retry refused with a reason', async () => {
+  it('a stream longer than maxBodyBytes is sent once, whole, and its retry refused with a reason', async () => {
     const { server, giveUps, api } = await retrying([tooMany, created], { maxBodyBytes: 8 });
     const res = await api(server.url, streamPost('big', '0123456789', 'abcdef'));
     assert.equal(res.status, 429);
@@ -91,7 +91,7 @@ describe('same key, same body', () => {
     ]);
   });
 
-  it('G1: a caller changing its buffer or headers during a wait changes nothing', async () => {
+  it('a caller changing its buffer or headers during a wait changes nothing', async () => {
     const bytes = new TextEncoder().encode('original');
     const headers = new Headers(keyed('stable'));
     const { server, api } = await retrying([tooMany, created], {
@@ -110,7 +110,7 @@ describe('same key, same body', () => {
     );
   });
 
-  it('G1: leaves a request that is never retried untouched (no buffering)', async () => {
+  it('leaves a request that is never retried untouched (no buffering)', async () => {
     const stream = streamOf('x');
     const init = { method: 'POST', body: stream, duplex: 'half' } as RequestInit;
     const seen: unknown[] = [];
@@ -125,7 +125,7 @@ describe('same key, same body', () => {
 });
 
 describe('replayableBody', () => {
-  it('G1: snapshots in-memory bodies and copies FormData', async () => {
+  it('snapshots in-memory bodies and copies FormData', async () => {
     const form = new FormData();
     form.append('name', 'Alice');
     const plan = await replayableBody('http://x/', { method: 'POST', body: form }, 10);
@@ -140,13 +140,13 @@ describe('replayableBody', () => {
     assert.equal(copied.kind === 'replayable' && String(copied.body), 'q=1');
   });
 
-  it('G1: reports no body for a GET and a stream exactly at the limit as replayable', async () => {
+  it('reports no body for a GET and a stream exactly at the limit as replayable', async () => {
     assert.deepEqual(await replayableBody('http://x/', undefined, 10), { kind: 'none' });
     const plan = await replayableBody('http://x/', { method: 'PUT', body: streamOf('12345', '678') }, 8);
     assert.equal(plan.kind, 'replayable');
   });
 
-  it('G1: refuses a stream of non-bytes with a clear error', async () => {
+  it('refuses a stream of non-bytes with a clear error', async () => {
     const stream = new ReadableStream({
       start(c) {
         c.enqueue({ not: 'bytes' });

@@ -7,12 +7,12 @@ const dir = new URL('../../src/client/', import.meta.url);
 const files = readdirSync(dir).filter((name) => name.endsWith('.ts'));
 
 describe('sluice/client is browser-safe', () => {
-  it('G1: src/client has the files this test scans', () => {
+  it('src/client has the files this test scans', () => {
     assert.ok(files.includes('index.ts') && files.includes('retry.ts'), files.join(', '));
   });
 
   for (const name of files) {
-    it(`G1: ${name} imports nothing from Node and uses no Node global`, () => {
+    it(`${name} imports nothing from Node and uses no Node global`, () => {
       const source = readFileSync(new URL(name, dir), 'utf8').replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, '');
       const imports = [...source.matchAll(/from\s+'([^']+)'/g)].map((m) => m[1] as string);
       for (const path of imports)
@@ -26,11 +26,11 @@ describe('sluice/client is browser-safe', () => {
 describe('docs/client.md', () => {
   const docs = readFileSync(new URL('../../docs/client.md', import.meta.url), 'utf8');
 
-  it('D3: tells browser users that Retry-After must be exposed cross-origin', () => {
+  it('tells browser users that Retry-After must be exposed cross-origin', () => {
     assert.match(docs, /Access-Control-Expose-Headers:\s*Retry-After/);
   });
 
-  it('G1: documents every give-up reason', () => {
+  it('documents every give-up reason', () => {
     for (const reason of [
       'max-attempts',
       'deadline',

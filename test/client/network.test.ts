@@ -17,7 +17,7 @@ function isOutcome(outcome: 'unknown' | 'not-sent', attempts: number) {
 }
 
 describe('network errors', () => {
-  it('G1: a connection dropped after a POST was sent is an unknown outcome, not retried without a key', async () => {
+  it('a connection dropped after a POST was sent is an unknown outcome, not retried without a key', async () => {
     const { server, giveUps, api } = await retrying(['destroy', { status: 201 }]);
     await assert.rejects(api(server.url, { method: 'POST', body: 'pay 10 EUR' }), isOutcome('unknown', 1));
     assert.equal(server.received.length, 1, 'the server did receive it');
@@ -32,7 +32,7 @@ describe('network errors', () => {
     ]);
   });
 
-  it('G1: with an Idempotency-Key the unknown outcome is retried with the same key and body', async () => {
+  it('with an Idempotency-Key the unknown outcome is retried with the same key and body', async () => {
     const { server, waits, api } = await retrying(['destroy', { status: 201 }]);
     const res = await api(server.url, {
       method: 'POST',
@@ -59,27 +59,27 @@ describe('network errors', () => {
     ]);
   });
 
-  it('G1: an idempotent GET is retried after a dropped connection', async () => {
+  it('an idempotent GET is retried after a dropped connection', async () => {
     const { server, api } = await retrying(['destroy', { status: 200 }]);
     assert.equal((await api(server.url)).status, 200);
     assert.equal(server.received.length, 2);
   });
 
-  it('G1: after maxAttempts of dropped connections, throws the unknown outcome', async () => {
+  it('after maxAttempts of dropped connections, throws the unknown outcome', async () => {
     const { server, giveUps, api } = await retrying(['destroy'], { maxAttempts: 3 });
     await assert.rejects(api(server.url, { method: 'DELETE' }), isOutcome('unknown', 3));
     assert.equal(server.received.length, 3);
     assert.equal(giveUps[0]?.reason, 'max-attempts');
   });
 
-  it('G1: a refused connection is not-sent: surfaced as such for a POST without a key, never retried', async () => {
+  it('a refused connection is not-sent: surfaced as such for a POST without a key, never retried', async () => {
     const url = await refusingUrl();
     const { giveUps, api } = await retrying([]);
     await assert.rejects(api(url, { method: 'POST', body: 'x' }), isOutcome('not-sent', 1));
     assert.equal(giveUps[0]?.outcome, 'not-sent');
   });
 
-  it('G1: a refused connection is retried for a GET', async () => {
+  it('a refused connection is retried for a GET', async () => {
     const url = await refusingUrl();
     let calls = 0;
     // The first attempt goes to a closed port, the second to the real server.
@@ -91,7 +91,7 @@ describe('network errors', () => {
     assert.equal(waits[0]?.outcome, 'not-sent');
   });
 
-  it('G1: an invalid URL or a non-network error is rethrown as is, not retried', async () => {
+  it('an invalid URL or a non-network error is rethrown as is, not retried', async () => {
     const { api } = await retrying([]);
     await assert.rejects(
       api('not a url'),
@@ -110,7 +110,7 @@ describe('network errors', () => {
 describe('classifyFetchError', () => {
   const withCause = (cause: unknown) => new TypeError('fetch failed', { cause });
 
-  it('G1: only connect-phase codes are not-sent; resets and bare TypeErrors are unknown', () => {
+  it('only connect-phase codes are not-sent; resets and bare TypeErrors are unknown', () => {
     for (const code of [
       'ECONNREFUSED',
       'ENOTFOUND',
@@ -127,7 +127,7 @@ describe('classifyFetchError', () => {
     assert.equal(classifyFetchError(withCause({ code: 'ERR_INVALID_URL' })), 'program');
   });
 
-  it('G1: a happy-eyeballs AggregateError is not-sent only if every address refused', () => {
+  it('a happy-eyeballs AggregateError is not-sent only if every address refused', () => {
     const refused = { code: 'ECONNREFUSED' };
     assert.equal(classifyFetchError(withCause({ errors: [refused, refused] })), 'not-sent');
     assert.equal(classifyFetchError(withCause({ errors: [refused, { code: 'ECONNRESET' }] })), 'unknown');

@@ -14,7 +14,7 @@ function assertConfigError(fn: () => unknown, ...mentions: string[]): void {
 }
 
 describe('retry options', () => {
-  it('G1: fills in bounded defaults', () => {
+  it('fills in bounded defaults', () => {
     const o = resolveRetryOptions();
     assert.equal(o.maxAttempts, 4);
     assert.equal(o.deadlineMs, 60_000);
@@ -27,14 +27,14 @@ describe('retry options', () => {
     assert.equal(retryDefaults.deadline, '60s');
   });
 
-  it('G1: reads durations as strings with a unit, and undefined as the default', () => {
+  it('reads durations as strings with a unit, and undefined as the default', () => {
     const o = resolveRetryOptions({ deadline: '2m', maxDelay: '1500ms', maxAttempts: undefined });
     assert.equal(o.deadlineMs, 120_000);
     assert.equal(o.maxDelayMs, 1500);
     assert.equal(o.maxAttempts, 4);
   });
 
-  it('G1: a bad option is SLUICE_CONFIG naming the option and the value', () => {
+  it('a bad option is SLUICE_CONFIG naming the option and the value', () => {
     const cases: [RetryOptions, ...string[]][] = [
       [{ maxAttempts: 0 }, 'maxAttempts', '0'],
       [{ maxAttempts: 2.5 }, 'maxAttempts', '2.5'],
@@ -58,17 +58,17 @@ describe('retry options', () => {
       assertConfigError(() => resolveRetryOptions(options), ...mentions);
   });
 
-  it('G1: rejects an unknown option key and a non-object', () => {
+  it('rejects an unknown option key and a non-object', () => {
     assertConfigError(() => resolveRetryOptions({ maxAttempt: 3 } as RetryOptions), '"maxAttempt"');
     assertConfigError(() => resolveRetryOptions(3 as unknown as RetryOptions), '3');
   });
 
-  it('G1: withRetries validates once, at construction, and needs a fetch', () => {
+  it('withRetries validates once, at construction, and needs a fetch', () => {
     assertConfigError(() => withRetries(fetch, { maxAttempts: -1 }), 'maxAttempts');
     assertConfigError(() => withRetries(undefined as unknown as typeof fetch), 'fetchImpl');
   });
 
-  it('G1: retryingFetch rejects bad options before any request', async () => {
+  it('retryingFetch rejects bad options before any request', async () => {
     let called = false;
     const original = globalThis.fetch;
     globalThis.fetch = async () => {

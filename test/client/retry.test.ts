@@ -12,7 +12,7 @@ const tooMany = (retryAfter?: string): Reply => ({
 const ok: Reply = { status: 200, body: 'done' };
 
 describe('retry on 429', () => {
-  it('G1: waits no less than Retry-After (seconds), plus jitter, then retries', async () => {
+  it('waits no less than Retry-After (seconds), plus jitter, then retries', async () => {
     const { server, time, waits, giveUps, api } = await retrying([tooMany('2'), ok]);
     const res = await api(server.url);
     assert.equal(res.status, 200);
@@ -32,7 +32,7 @@ describe('retry on 429', () => {
     assert.deepEqual(giveUps, []);
   });
 
-  it('G1: never waits less than Retry-After, whatever the random source says', async () => {
+  it('never waits less than Retry-After, whatever the random source says', async () => {
     for (const r of [0, 0.25, 0.999999]) {
       const { server, time, api } = await retrying([tooMany('3'), ok], { random: () => r });
       await api(server.url);
@@ -40,20 +40,20 @@ describe('retry on 429', () => {
     }
   });
 
-  it('G1: waits until an HTTP-date Retry-After, by the injected clock', async () => {
+  it('waits until an HTTP-date Retry-After, by the injected clock', async () => {
     const { server, time, api } = await retrying([tooMany('Thu, 01 Jan 2026 12:00:10 GMT'), ok]);
     await api(server.url);
     assert.deepEqual(time.waits, [10_500]);
   });
 
-  it('G1: a Retry-After date in the past is no lower bound: backoff applies', async () => {
+  it('a Retry-After date in the past is no lower bound: backoff applies', async () => {
     const { server, time, waits, api } = await retrying([tooMany('Thu, 01 Jan 2026 11:00:00 GMT'), ok]);
     await api(server.url);
     assert.deepEqual(time.waits, [250]);
     assert.equal(waits[0]?.retryAfterMs, undefined);
   });
 
-  it('G1: without Retry-After backs off exponentially with full jitter, capped per wait', async () => {
+  it('without Retry-After backs off exponentially with full jitter, capped per wait', async () => {
     const { server, time, api } = await retrying([tooMany()], {
       maxAttempts: 6,
       baseDelay: '1s',
@@ -65,7 +65,7 @@ describe('retry on 429', () => {
     assert.deepEqual(time.waits, [500, 1000, 1500, 2997, 0]);
   });
 
-  it('G1: garbage, negative and fractional Retry-After never crash or loop', async () => {
+  it('garbage, negative and fractional Retry-After never crash or loop', async () => {
     for (const value of ['soon', '-5', '', '1e9', '2, 3']) {
       const { server, time, api } = await retrying([tooMany(value), ok]);
       const res = await api(server.url);
@@ -77,7 +77,7 @@ describe('retry on 429', () => {
     assert.deepEqual(time.waits, [2500], '1.2 s is rounded up to 2 s');
   });
 
-  it('G1: caps a jittered wait at maxDelay, never below Retry-After', async () => {
+  it('caps a jittered wait at maxDelay, never below Retry-After', async () => {
     const { server, time, api } = await retrying([tooMany('2'), ok], {
       maxDelay: '2200ms',
       random: () => 0.9,
@@ -86,7 +86,7 @@ describe('retry on 429', () => {
     assert.deepEqual(time.waits, [2200]);
   });
 
-  it('G1: a Retry-After above maxDelay gives up (never retries sooner) and returns the 429', async () => {
+  it('a Retry-After above maxDelay gives up (never retries sooner) and returns the 429', async () => {
     const { server, time, giveUps, api } = await retrying([tooMany('99999999999'), ok], { maxDelay: '30s' });
     const res = await api(server.url);
     assert.equal(res.status, 429);
@@ -105,7 +105,7 @@ describe('retry on 429', () => {
 });
 
 describe('bounds', () => {
-  it('G1: stops after maxAttempts and returns the last 429 with its body', async () => {
+  it('stops after maxAttempts and returns the last 429 with its body', async () => {
     const { server, time, giveUps, api } = await retrying(
       [{ status: 429, headers: { 'Retry-After': '1' }, body: 'slow down' }],
       {
@@ -122,14 +122,14 @@ describe('bounds', () => {
     ]);
   });
 
-  it('G1: maxAttempts 1 never retries', async () => {
+  it('maxAttempts 1 never retries', async () => {
     const { server, giveUps, api } = await retrying([tooMany('1'), ok], { maxAttempts: 1 });
     assert.equal((await api(server.url)).status, 429);
     assert.equal(server.received.length, 1);
     assert.equal(giveUps[0]?.reason, 'max-attempts');
   });
 
-  it('G1: does not start a wait that would end after the deadline', async () => {
+  it('does not start a wait that would end after the deadline', async () => {
     const { server, time, giveUps, api } = await retrying([tooMany('3')], {
       deadline: '7s',
       maxAttempts: 10,
@@ -142,7 +142,7 @@ describe('bounds', () => {
     assert.equal(giveUps[0]?.reason, 'deadline');
   });
 
-  it('G1: an AbortSignal cancels a wait at once (real sleep, long Retry-After)', async () => {
+  it('an AbortSignal cancels a wait at once (real sleep, long Retry-After)', async () => {
     const controller = new AbortController();
     // The default sleep, a real 25 s timer, aborted once it runs: only the abort can end it in time.
     const { server, giveUps, api } = await retrying([tooMany('25'), ok], {
@@ -157,7 +157,7 @@ describe('bounds', () => {
     assert.equal(giveUps[0]?.reason, 'aborted');
   });
 
-  it('G1: an abort ends the wait even if an injected sleep ignores the signal', async () => {
+  it('an abort ends the wait even if an injected sleep ignores the signal', async () => {
     const { server, api } = await retrying([tooMany('5'), ok], {
       sleep: () => new Promise<void>(() => {}),
       onWait: () => controller.abort(),
@@ -167,7 +167,7 @@ describe('bounds', () => {
     assert.equal(server.received.length, 1);
   });
 
-  it('G1: an already aborted signal sends nothing', async () => {
+  it('an already aborted signal sends nothing', async () => {
     const { server, api } = await retrying([ok]);
     await assert.rejects(api(server.url, { signal: AbortSignal.abort() }), { name: 'AbortError' });
     assert.equal(server.received.length, 0);
@@ -175,7 +175,7 @@ describe('bounds', () => {
 });
 
 describe('503 and other statuses', () => {
-  it('G1: retries a 503 under its own reason, honouring its Retry-After', async () => {
+  it('retries a 503 under its own reason, honouring its Retry-After', async () => {
     const { server, time, waits, api } = await retrying([
       { status: 503, headers: { 'Retry-After': '4' } },
       ok,
@@ -186,13 +186,13 @@ describe('503 and other statuses', () => {
     assert.equal(waits[0]?.status, 503);
   });
 
-  it('G1: backs off on a 503 without Retry-After', async () => {
+  it('backs off on a 503 without Retry-After', async () => {
     const { server, time, api } = await retrying([{ status: 503 }, { status: 503 }, ok]);
     assert.equal((await api(server.url)).status, 200);
     assert.deepEqual(time.waits, [250, 500]);
   });
 
-  it('G1: retryUnavailable false returns a 503 at once, with no event', async () => {
+  it('retryUnavailable false returns a 503 at once, with no event', async () => {
     const { server, waits, giveUps, api } = await retrying(
       [{ status: 503, headers: { 'Retry-After': '1' } }, ok],
       {
@@ -204,7 +204,7 @@ describe('503 and other statuses', () => {
     assert.deepEqual([waits, giveUps], [[], []]);
   });
 
-  it('G1: never retries a 4xx other than 429, nor another 5xx', async () => {
+  it('never retries a 4xx other than 429, nor another 5xx', async () => {
     for (const status of [400, 401, 403, 404, 408, 409, 413, 422, 425, 500, 502, 504]) {
       const { server, waits, api } = await retrying([{ status, headers: { 'Retry-After': '1' } }, ok]);
       assert.equal((await api(server.url)).status, status);
@@ -215,7 +215,7 @@ describe('503 and other statuses', () => {
 });
 
 describe('methods', () => {
-  it('G1: retries idempotent methods (GET, HEAD, OPTIONS, PUT, DELETE) without a key', async () => {
+  it('retries idempotent methods (GET, HEAD, OPTIONS, PUT, DELETE) without a key', async () => {
     for (const method of ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'get']) {
       const { server, api } = await retrying([tooMany('1'), ok]);
       const res = await api(server.url, { method, body: method === 'PUT' ? 'x' : undefined });
@@ -224,7 +224,7 @@ describe('methods', () => {
     }
   });
 
-  it('G1: never retries POST or PATCH without an Idempotency-Key, and says why', async () => {
+  it('never retries POST or PATCH without an Idempotency-Key, and says why', async () => {
     for (const method of ['POST', 'PATCH']) {
       const { server, giveUps, api } = await retrying([tooMany('1'), ok]);
       const res = await api(server.url, { method, body: 'x', headers: { 'Idempotency-Key': '  ' } });
@@ -236,7 +236,7 @@ describe('methods', () => {
     }
   });
 
-  it('G1: retries POST and PATCH that carry an Idempotency-Key', async () => {
+  it('retries POST and PATCH that carry an Idempotency-Key', async () => {
     for (const method of ['POST', 'PATCH']) {
       const { server, api } = await retrying([tooMany('1'), { status: 201 }]);
       const res = await api(server.url, { method, body: 'x', headers: { 'Idempotency-Key': 'k-1' } });
@@ -245,7 +245,7 @@ describe('methods', () => {
     }
   });
 
-  it('G1: honours a custom idempotency key header', async () => {
+  it('honours a custom idempotency key header', async () => {
     const { server, api } = await retrying([tooMany('1'), { status: 201 }], {
       idempotencyKeyHeader: 'X-Request-Id',
     });

@@ -129,7 +129,7 @@ describe('per-call input', () => {
     return { clock, limiter };
   };
 
-  it('C4: a missing key is a developer error (500), a non-string key a 400, and nothing is consumed', async () => {
+  it('a missing key is a developer error (500), a non-string key a 400, and nothing is consumed', async () => {
     const { limiter } = setup();
     for (const key of [undefined, null, ''])
       throwsCode(() => limiter.takeSync(key as never), 'SLUICE_KEY_MISSING');

@@ -63,8 +63,8 @@ async function resolve(request: FakeRequest) {
 
 const office = '198.51.100.7';
 
-describe('resolveIdentity (ADR-0057)', () => {
-  it('C7: an anonymous request gets mode anon and its IP bucket', async () => {
+describe("resolveIdentity: the report service's identity table (examples/reports/README.md)", () => {
+  it('an anonymous request gets mode anon and its IP bucket', async () => {
     const { result, calls } = await resolve({ peer: office, headers: {} });
     assert.deepEqual(result, {
       ok: true,
@@ -76,7 +76,7 @@ describe('resolveIdentity (ADR-0057)', () => {
     assert.deepEqual(calls, ['session', 'anonBucket']);
   });
 
-  it('C7: a valid session of an existing user gets mode session and the account bucket', async () => {
+  it('a valid session of an existing user gets mode session and the account bucket', async () => {
     const { result, calls } = await resolve({ peer: office, headers: {}, session: { userId: 1 } });
     assert.deepEqual(result, {
       ok: true,
@@ -89,7 +89,7 @@ describe('resolveIdentity (ADR-0057)', () => {
     assert.ok(result.ok && result.bucket.startsWith('account:v1:') && !result.bucket.includes(office));
   });
 
-  it('C7: two users behind one IP have separate buckets, and neither is the IP bucket', async () => {
+  it('two users behind one IP have separate buckets, and neither is the IP bucket', async () => {
     const one = await resolve({ peer: office, headers: {}, session: { userId: 1 } });
     const two = await resolve({ peer: office, headers: {}, session: { userId: 2 } });
     const anon = await resolve({ peer: office, headers: {} });
@@ -97,7 +97,7 @@ describe('resolveIdentity (ADR-0057)', () => {
     assert.equal(new Set(buckets).size, 3);
   });
 
-  it('C8: one user over several IPs keeps one bucket', async () => {
+  it('one user over several IPs keeps one bucket', async () => {
     const buckets = new Set<string>();
     for (const peer of ['198.51.100.7', '203.0.113.9', '2001:db8::1']) {
       const { result } = await resolve({ peer, headers: {}, session: { userId: 1 } });
@@ -107,7 +107,7 @@ describe('resolveIdentity (ADR-0057)', () => {
     assert.deepEqual([...buckets], [accounts.current(1)]);
   });
 
-  it('C7: a valid API key gets mode key, its bucket and its limit, before any session', async () => {
+  it('a valid API key gets mode key, its bucket and its limit, before any session', async () => {
     const offers: Record<string, string>[] = [
       { authorization: 'Bearer good-key' },
       { 'x-api-key': 'good-key' },
@@ -120,7 +120,7 @@ describe('resolveIdentity (ADR-0057)', () => {
     }
   });
 
-  it('C7: an invalid or revoked key is a 401 with no fallback to session or anon', async () => {
+  it('an invalid or revoked key is a 401 with no fallback to session or anon', async () => {
     const cases: [Record<string, string>, string][] = [
       [{ authorization: 'Bearer nope' }, 'invalid-key'],
       [{ 'x-api-key': 'old-key' }, 'revoked-key'],
@@ -140,7 +140,7 @@ describe('resolveIdentity (ADR-0057)', () => {
     }
   });
 
-  it('C7: Basic authorization offers no API key; the session path decides', async () => {
+  it('Basic authorization offers no API key; the session path decides', async () => {
     const { result } = await resolve({
       peer: office,
       headers: { authorization: 'Basic YTpi' },
@@ -149,14 +149,14 @@ describe('resolveIdentity (ADR-0057)', () => {
     assert.ok(result.ok && result.mode === 'session');
   });
 
-  it('C7: a session error falls back to anon and its IP bucket, never past the limit', async () => {
+  it('a session error falls back to anon and its IP bucket, never past the limit', async () => {
     const { result, calls } = await resolve({ peer: office, headers: {}, session: 'error' });
     assert.ok(result.ok && result.mode === 'anon' && result.reason === 'session-error');
     assert.ok(result.ok && result.bucket === ips.current(office) && result.cause instanceof Error);
     assert.deepEqual(calls, ['session', 'anonBucket']);
   });
 
-  it('C7: a deleted user or an incomplete session falls back to anon', async () => {
+  it('a deleted user or an incomplete session falls back to anon', async () => {
     const deleted = await resolve({ peer: office, headers: {}, session: { userId: 99 } });
     assert.ok(
       deleted.result.ok && deleted.result.mode === 'anon' && deleted.result.reason === 'deleted-user',
@@ -169,7 +169,7 @@ describe('resolveIdentity (ADR-0057)', () => {
     }
   });
 
-  it('C7: a bucket-naming bug is an error, not a silent anonymous request', async () => {
+  it('a bucket-naming bug is an error, not a silent anonymous request', async () => {
     const calls: string[] = [];
     const broken = { ...resolvers(calls), accountBucket: () => '' };
     await assert.rejects(

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createIpKey, ipKey, isSluiceError } from '../../src/index.js';
 
 describe('ipKey', () => {
-  it('C3: every spelling of one IPv6 address gives one key, by its /64', () => {
+  it('every spelling of one IPv6 address gives one key, by its /64', () => {
     const spellings = [
       '2001:db8:0:1:2:3:4:5',
       '2001:0DB8:0000:0001:0002:0003:0004:0005',
@@ -16,7 +16,7 @@ describe('ipKey', () => {
     assert.equal(ipKey('2001:db8:0:2::1'), '2001:db8:0:2::/64');
   });
 
-  it('C3: IPv4 is keyed as is; IPv4-mapped IPv6 counts as IPv4', () => {
+  it('IPv4 is keyed as is; IPv4-mapped IPv6 counts as IPv4', () => {
     for (const spelling of [
       '198.51.100.7',
       '::ffff:198.51.100.7',
@@ -26,7 +26,7 @@ describe('ipKey', () => {
       assert.equal(ipKey(spelling), '198.51.100.7', spelling);
   });
 
-  it('C3: prefixes are configurable; full length gives the RFC 5952 address', () => {
+  it('prefixes are configurable; full length gives the RFC 5952 address', () => {
     assert.equal(ipKey('2001:db8:aa:bb:1::1', { ipv6Prefix: 48 }), '2001:db8:aa::/48');
     assert.equal(ipKey('2001:DB8::0:1', { ipv6Prefix: 128 }), '2001:db8::1');
     assert.equal(ipKey('fe80::1%eth0', { ipv6Prefix: 128 }), 'fe80::1');
@@ -35,7 +35,7 @@ describe('ipKey', () => {
     assert.equal(createIpKey({ ipv6Prefix: 56 })('2001:db8:0:1ff::'), '2001:db8:0:100::/56');
   });
 
-  it('C3: IPv4 text with leading zeros or short forms is refused, not guessed', () => {
+  it('IPv4 text with leading zeros or short forms is refused, not guessed', () => {
     for (const text of [
       '010.0.0.1',
       '127.1',
@@ -53,7 +53,7 @@ describe('ipKey', () => {
       );
   });
 
-  it('C4: no address is a developer error (500), not a pass', () => {
+  it('no address is a developer error (500), not a pass', () => {
     for (const missing of [undefined, '', null])
       assert.throws(
         () => ipKey(missing as string | undefined),
@@ -65,7 +65,7 @@ describe('ipKey', () => {
     );
   });
 
-  it('C3: prefix options are validated at construction', () => {
+  it('prefix options are validated at construction', () => {
     for (const options of [
       { ipv6Prefix: 0 },
       { ipv6Prefix: 129 },

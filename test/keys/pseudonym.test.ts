@@ -7,7 +7,7 @@ const secret = 'k'.repeat(32);
 const older = 'o'.repeat(40);
 
 describe('pseudonymousKey', () => {
-  it("C6: ADR-0057's account bucket: account:v1:<HMAC-SHA-256(secret, report:account:v1:<id>)>", () => {
+  it("the report service's account bucket (examples/reports/README.md): account:v1:<HMAC-SHA-256(secret, report:account:v1:<id>)>", () => {
     const expected = createHmac('sha256', secret).update('report:account:v1:42').digest('base64url');
     assert.equal(
       pseudonymousKey(secret, 'report:account', 42, { prefix: 'account' }),
@@ -21,7 +21,7 @@ describe('pseudonymousKey', () => {
     assert.equal(pseudonymousKey(secret, 'login', 'ann'), `login:v1:${plain}`);
   });
 
-  it('C6: the key holds no raw id, and purposes and secrets separate keys', () => {
+  it('the key holds no raw id, and purposes and secrets separate keys', () => {
     const key = pseudonymousKey(secret, 'ip', '198.51.100.7');
     assert.ok(!key.includes('198'));
     assert.match(key, /^ip:v1:[A-Za-z0-9_-]{43}$/);
@@ -29,7 +29,7 @@ describe('pseudonymousKey', () => {
     assert.notEqual(key, pseudonymousKey(older, 'ip', '198.51.100.7'));
   });
 
-  it('C6: a secret shorter than 32 bytes is a configuration error that never echoes it', () => {
+  it('a secret shorter than 32 bytes is a configuration error that never echoes it', () => {
     for (const short of ['s'.repeat(31), new Uint8Array(16), 'é'.repeat(15)])
       assert.throws(
         () => pseudonymousKey(short, 'ip', '1'),
@@ -42,7 +42,7 @@ describe('pseudonymousKey', () => {
     );
   });
 
-  it('C6: purposes and prefixes are plain labels without a version segment', () => {
+  it('purposes and prefixes are plain labels without a version segment', () => {
     for (const purpose of ['', 'a:v1', 'v2', 'a b', 'a::b'])
       assert.throws(
         () => pseudonymousKey(secret, purpose, '1'),
@@ -50,7 +50,7 @@ describe('pseudonymousKey', () => {
       );
   });
 
-  it('C4: a missing subject id is a developer error; an object is bad input', () => {
+  it('a missing subject id is a developer error; an object is bad input', () => {
     for (const id of [undefined, null, ''])
       assert.throws(
         () => pseudonymousKey(secret, 'ip', id as never),
@@ -71,12 +71,12 @@ describe('createPseudonymRing', () => {
     prefix: 'account',
   });
 
-  it('C6: current() names the bucket under the newest secret', () => {
+  it('current() names the bucket under the newest secret', () => {
     assert.equal(ring.current(7), pseudonymousKey(secret, 'report:account', 7, { prefix: 'account' }));
     assert.equal(ring.generations, 2);
   });
 
-  it('F2: all() names the buckets of every secret generation, current first', () => {
+  it('all() names the buckets of every secret generation, current first', () => {
     assert.deepEqual(ring.all(7), [
       pseudonymousKey(secret, 'report:account', 7, { prefix: 'account' }),
       pseudonymousKey(older, 'report:account', 7, { prefix: 'account' }),
@@ -91,7 +91,7 @@ describe('createPseudonymRing', () => {
     assert.notEqual(rotated.current(7), ring.current(7));
   });
 
-  it('C6: an empty, short or repeated secret list is rejected at construction', () => {
+  it('an empty, short or repeated secret list is rejected at construction', () => {
     for (const secrets of [[], [secret, secret], ['short'], 'x'.repeat(40)])
       assert.throws(
         () => createPseudonymRing({ secrets: secrets as string[], purpose: 'ip' }),

@@ -1,5 +1,5 @@
 /**
- * D2: failure policies. The store here is a deliberate test double that fails on command: the
+ * Failure policies: what a limit does when its store fails or times out. The store here is a deliberate test double that fails on command: the
  * subject under test is the limiter's policy, not a store (stores are tested against real servers).
  */
 import { describe, it } from 'node:test';
@@ -10,7 +10,7 @@ import { createCascade, createLimiter, isSluiceError, manualClock, tokenBucket }
 
 const rule = () => tokenBucket({ limit: 2, period: '1m' });
 
-describe('D2: failure policies', () => {
+describe('failure policies', () => {
   it('closed (default): a failing store is a 503 error, never a 429 and never an admission', async () => {
     const store = new FailingStore();
     const logger = recordingLogger();

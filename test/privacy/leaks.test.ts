@@ -1,5 +1,5 @@
 /**
- * No request value in errors or logs (F1): keys, costs and per-call limits may come from a
+ * No request value in errors or logs: keys, costs and per-call limits may come from a
  * request and may carry an e-mail address or an IP address. Whatever goes wrong (bad input, a
  * failing store whose driver quotes the key, a timeout), no error message, no message in the
  * `cause` chain and no log line may contain them.

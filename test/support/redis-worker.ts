@@ -1,6 +1,7 @@
 /**
- * One worker process of the cross-process exactness test (A4, E4): connects its own client,
- * says "ready", waits for "go" on stdin, fires `count` concurrent takes on one key and prints
+ * One worker process of the cross-process exactness test (several processes taking at once from
+ * one shared store admit exactly the limit between them, not the limit each): connects its own
+ * client, says "ready", waits for "go" on stdin, fires `count` concurrent takes on one key and prints
  * how many were admitted as JSON.
  *
  * argv: <"single" | "cluster"> <url or JSON nodes> <prefix> <rule name> <count> <burst>
