@@ -236,6 +236,14 @@ export class PostgresStore implements Store {
         g,
       );
     } else if (rule.kind === 'calendar-quota') {
+      // PostgreSQL counts calendar quotas per day only, for now: a quota per hour, week or month
+      // would otherwise be counted per day without a word.
+      if (rule.per !== 'day') {
+        throw new SluiceError(
+          'SLUICE_CONFIG',
+          'PostgresStore rule: a calendarQuota counted per hour, week or month is not supported by PostgresStore yet; use per: "day", or the memory store',
+        );
+      }
       buckets = new PostgresRuleBuckets(
         name,
         rule,

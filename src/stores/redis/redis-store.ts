@@ -163,6 +163,14 @@ export class RedisStore implements Store {
     ) {
       throw configError('RedisStore rule', 'the result of tokenBucket() or calendarQuota()', rule);
     }
+    // Redis counts calendar quotas per day only, for now: a quota per hour, week or month would
+    // otherwise be counted per day without a word.
+    if (rule.kind === 'calendar-quota' && (rule as { per?: string }).per !== 'day') {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        'RedisStore rule: a calendarQuota counted per hour, week or month is not supported by RedisStore yet; use per: "day", or the memory store',
+      );
+    }
     const buckets = new RedisRuleBuckets(this, name, rule);
     this.rules.set(name, buckets);
     return buckets;
