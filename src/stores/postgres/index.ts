@@ -1,5 +1,5 @@
 /**
- * sluice/postgres: the PostgreSQL store (E3). `pg` or `postgres` (postgres.js) is an optional
+ * sluice/postgres: the PostgreSQL store. `pg` or `postgres` (postgres.js) is an optional
  * peer dependency: pass your own pool.
  */
 export {

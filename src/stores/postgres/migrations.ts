@@ -1,6 +1,6 @@
 import { quoteIdentifier, userIdType } from './identifier.js';
 
-/** Where the application's users live, for ADR-0057's account erasure. */
+/** Where the application's users live, for account erasure. */
 export interface UsersTableOptions {
   /** The users table's schema. @default "public" */
   schema?: string;
@@ -23,7 +23,7 @@ export interface PostgresMigrationOptions {
   /** The schema sluice's tables live in (created if missing). @default "sluice" */
   schema?: string;
   /**
-   * The application's users table. When given, a second migration adds ADR-0057's mapping
+   * The application's users table. When given, a second migration adds the account mapping
    * `account_rate_limit_buckets(bucket, user_id)` with ON DELETE CASCADE to it, and links account
    * rows to the mapping, so deleting a user removes every bucket of that account.
    * @default undefined — no account mapping
@@ -149,7 +149,7 @@ $fn$`,
     list.push({
       name: '003_account_buckets',
       statements: [
-        // ADR-0057: the only place a user id meets a bucket. Counter rows hold no user id; they
+        // The only place a user id meets a bucket. Counter rows hold no user id; they
         // reference this mapping, which references the user: deleting the user cascades to
         // every mapping (every secret generation) and from there to every counter row.
         `CREATE TABLE ${n.accountBuckets} (

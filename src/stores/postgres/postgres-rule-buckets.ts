@@ -50,7 +50,7 @@ interface Batch {
   sent: boolean;
 }
 
-/** The outcome of an account take (ADR-0057): which bucket was charged, and its decision. */
+/** The outcome of an account take: which bucket was charged, and its decision. */
 export interface AccountTakeResult {
   /** `"session"` when the user still exists, `"anon"` when the take fell back to the IP bucket. */
   readonly mode: 'session' | 'anon';
@@ -124,7 +124,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
   }
 
   /**
-   * ADR-0057's account take: charges `accountKey` (pseudonymous, e.g. `account:v1:<hmac>`) when
+   * The account take: charges `accountKey` (pseudonymous, e.g. `account:v1:<hmac>`) when
    * `userId` still exists, linking the row to the user through `account_rate_limit_buckets`;
    * otherwise charges `anonKey`. One statement; see the store's docs for the race it settles.
    * Without `anonKey` (an account key through a limiter), a user deleted meanwhile is decided

@@ -43,15 +43,15 @@ export interface PostgresStoreOptions {
   /** The schema holding sluice's tables. @default "sluice" */
   schema?: string;
   /**
-   * The application's users table, for ADR-0057 accounts (`takeForAccount`, `forgetAccount`,
+   * The application's users table, for accounts whose buckets go when the user row goes (`takeForAccount`, `forgetAccount`,
    * and the ON DELETE CASCADE mapping that `migrate()` creates).
    * @default undefined — no account support
    */
   users?: UsersTableOptions;
   /**
    * Whose clock decides. `"server"`: PostgreSQL's `statement_timestamp()`, one clock for every
-   * node whatever their skew (A5); the `now` a limiter passes is ignored. `"caller"`: the `now`
-   * passed in, for tests that move a manual clock (H1).
+   * node whatever their skew; the `now` a limiter passes is ignored. `"caller"`: the `now`
+   * passed in, for tests that move a manual clock.
    * @default "server"
    */
   clock?: ClockSource;
@@ -104,9 +104,9 @@ export interface PostgresPruneResult {
 
 /** Options of {@link PostgresStore.takeForAccount}. */
 export interface AccountTakeOptions {
-  /** The user's id as in the users table (ADR-0057: `users.id`). */
+  /** The user's id as in the users table (`users.id`). */
   userId: string | number | bigint;
-  /** The account's pseudonymous bucket key, e.g. `account:v1:<hmac>` (C6). */
+  /** The account's pseudonymous bucket key, e.g. `account:v1:<hmac>` (an HMAC of the user id, never the id itself). */
   accountKey: string;
   /** The anonymous (IP) bucket key charged when the user no longer exists. */
   anonKey: string;
@@ -128,8 +128,8 @@ const batchKeys = ['inFlight', 'maxKeys'] as const;
 const usersKeys = ['schema', 'table', 'column', 'type'] as const;
 
 /**
- * Buckets in PostgreSQL (E3): one atomic statement per decision, decided on the server's clock,
- * daily rows for quotas, pruning as a growth bound, and ADR-0057 account erasure (deleting a
+ * Buckets in PostgreSQL: one atomic statement per decision, decided on the server's clock,
+ * daily rows for quotas, pruning as a growth bound, and account erasure (deleting a
  * user cascades to all its buckets, across secret generations). Run `migrate()` once.
  *
  * @example
@@ -294,7 +294,7 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * All or nothing (D6) in one statement: every entry's row is locked and decided, and written
+   * All or nothing in one statement: every entry's row is locked and decided, and written
    * only when all admit. Retried when a missing row appeared concurrently (see
    * `takeAllStatement`). Penalties do not apply: a refused all-or-nothing take charges nothing.
    */
@@ -352,7 +352,7 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * ADR-0057 / C7: charges the account's bucket when the user still exists, otherwise the
+   * Charges the account's bucket when the user still exists, otherwise the
    * anonymous bucket, in one statement that locks the user's row. A concurrent deletion of the
    * user either waits for this statement and then deletes what it wrote (cascade), or ran first,
    * and the take falls back to `anonKey`. Never an orphan row.
@@ -400,7 +400,7 @@ export class PostgresStore implements Store {
 
   /**
    * Deletes every bucket row linked to `userId` (all rules, all secret generations) and its
-   * mappings; returns the number of bucket rows deleted. ADR-0057's `deleteUserAccount` calls it
+   * mappings; returns the number of bucket rows deleted. An app's delete-the-user path (see examples/reports) calls it
    * before deleting the user, for its result count; the user's deletion cascades anyway, so this
    * is never what erasure depends on. Locks the user's row, so it serialises with account takes.
    *
@@ -436,7 +436,7 @@ SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`
   }
 
   /**
-   * Retention as a growth bound (ADR-0057: weekly, 90 days): deletes quota rows whose day is
+   * Retention as a growth bound (e.g. weekly, keeping 90 days): deletes quota rows whose day is
    * older than `olderThan`, and token-bucket rows of bound rules that are full again (they say
    * nothing a missing row does not). Not a compliance deadline: a late or failed run keeps rows
    * longer; erasure of an account is `forgetAccount` / deleting the user, never this.

@@ -6,7 +6,7 @@ import type { SchemaNames } from './migrations.js';
  * The SQL of the PostgreSQL store. Each decision (or batch of decisions on one rule) is one
  * statement: read the bucket from the statement's snapshot, and only when that read says the
  * take charges, upsert it (INSERT … ON CONFLICT … DO UPDATE). The upsert locks the current row
- * version and recomputes the new state from it, so concurrent takes serialise on the row (A4);
+ * version and recomputes the new state from it, so concurrent takes serialise on the row (exact under concurrency);
  * it also stores the state it replaced (`prev`), so RETURNING reports the state this take
  * actually saw. Refusals and peeks write nothing: a flooded key costs reads, not row locks and
  * WAL flushes.
@@ -137,7 +137,7 @@ function build(
     const [acct, , user] = shape.accountParams;
     const accountCtes =
       withAccount && account !== undefined
-        ? // ADR-0057: lock the user's row in this statement. Either this runs first and a
+        ? // Lock the user's row in this statement. Either this runs first and a
           // concurrent deletion of the user waits, then cascades to what this wrote; or the
           // deletion ran first, no row is found, and the take falls back to the anonymous bucket.
           `u AS (SELECT 1 FROM ${account.users} WHERE ${account.column} = $${user}::${account.type} FOR KEY SHARE),
@@ -307,7 +307,7 @@ export function calendarQuotaStatements(
 }
 
 /**
- * All or nothing (D6) in one statement: lock the existing rows of every entry (FOR UPDATE returns
+ * All or nothing in one statement: lock the existing rows of every entry (FOR UPDATE returns
  * their latest versions, in "C" order), decide every entry from them, and write only when all
  * admit. A row that was missing when read but inserted concurrently before the write would be
  * overwritten from a stale state; the write checks that the row still holds what was read

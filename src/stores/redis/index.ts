@@ -1,5 +1,5 @@
 /**
- * `sluice/redis`: the Redis store (E2). Needs `ioredis` or `redis` (node-redis v5), optional peer
+ * `sluice/redis`: the Redis store. Needs `ioredis` or `redis` (node-redis v5), optional peer
  * dependencies you install yourself.
  *
  * @example

@@ -39,7 +39,7 @@ export interface RedisStoreOptions {
   prefix?: string;
   /**
    * Whose clock decides. `"server"`: the script reads Redis `TIME`, so nodes with skewed clocks
-   * enforce one limit (A5) and the `now` a limiter passes is ignored. `"caller"`: the limiter's
+   * enforce one limit and the `now` a limiter passes is ignored. `"caller"`: the limiter's
    * clock decides — for managed Redis services that forbid `TIME` in scripts, and for tests with a
    * manual clock; all nodes must then keep good time.
    * @default "server"
@@ -47,7 +47,7 @@ export interface RedisStoreOptions {
   clock?: 'server' | 'caller';
   /**
    * The longest a decision (or reset, erase) may take, queueing included; after it the call
-   * fails with SLUICE_STORE_TIMEOUT, and the limiter applies the rule's failure policy (D2).
+   * fails with SLUICE_STORE_TIMEOUT, and the limiter applies the rule's failure policy.
    * @default 100
    */
   timeout?: Duration;
@@ -73,12 +73,12 @@ const redisStoreKeys = ['client', 'prefix', 'clock', 'timeout', 'maxPending', 'm
 const CALLER_CLOCK_SLACK_MS = 60_000;
 
 /**
- * Buckets in Redis (E2): one atomic script call per decision — several decisions per call under
+ * Buckets in Redis: one atomic script call per decision — several decisions per call under
  * load — on the server's clock, a TTL on every key equal to its time to full or reset, a key
  * prefix per rule, Redis Cluster hash tags, and every failure reported as a coded error within
  * `timeout` (SLUICE_STORE_UNAVAILABLE, SLUICE_STORE_TIMEOUT), never a hang.
  *
- * Processes and nodes sharing one Redis enforce one global limit (E4).
+ * Processes and nodes sharing one Redis enforce one global limit.
  *
  * @example
  * const redis = new Redis({ enableOfflineQueue: false });             // ioredis
@@ -223,7 +223,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Erases a subject (F2): deletes the buckets of every key in `keys` under every rule in
+   * Erases a subject (for a deletion request): deletes the buckets of every key in `keys` under every rule in
    * `names` (default: every rule bound to this store). No SCAN: the caller names the keys, e.g.
    * the subject's pseudonymous keys of every secret generation. Resolves to the number of Redis
    * keys deleted.

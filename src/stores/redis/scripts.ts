@@ -30,7 +30,7 @@ import { createHash } from 'node:crypto';
  *     then `n` entries.
  *   `now` (ms since the Unix epoch) is there only on the caller's clock.
  *
- * State, one string per key (A1: O(1)):
+ * State, one string per key (constant size whatever the traffic):
  * - token bucket `"<ms>:<frac>"`: the GCRA arrival time as whole ms since the Unix epoch plus the
  *   sub-millisecond remainder in scaled units (`0 <= frac < limit`). The scaled arithmetic of
  *   `core/gcra.ts` only ever needs the arrival time relative to `now` (at most 2 × burst × period
