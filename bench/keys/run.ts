@@ -9,7 +9,7 @@
  * - isip:            net.isIP(client address)                                  (the baseline)
  * - sluice:          ipKey(addressOf(request).address), request = { peer: '127.0.0.1', headers } with
  *                    a 3-entry X-Forwarded-For `<spoofed>, <spoofed>, <client>` and the default
- *                    trust (loopback): nginx on the same host appended the client (ADR-055)
+ *                    trust (loopback): nginx on the same host appended the client (examples/chat/README.md)
  * - sluice_walk3:    3-entry X-Forwarded-For `<client>, 10.0.0.2, 10.0.0.3` with 10.0.0.0/8
  *                    trusted too: the walk parses all three entries
  * - sluice_node:     sluice_walk3 with a Node IncomingMessage shape ({ socket: { remoteAddress }, headers })

@@ -1,5 +1,6 @@
 /**
- * The chat service of ADR-055 on plain node:http, with every limit in the place the ADR gives it:
+ * The chat service on plain node:http, with every limit in the place its policy gives it
+ * (examples/chat/README.md):
  *
  * - registration (5/h per IP) and login (30/10 min per IP, then 10/10 min per IP + nick, as a
  *   cascade) run in their handlers, after the form is validated and before the expensive or
@@ -76,7 +77,8 @@ export function createApp(options: ChatOptions = {}): ChatApp {
   });
 
   async function register(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    // 1. The form first (ADR-043): a malformed form is a 400 and costs nothing.
+    // 1. The form first: a malformed form is a 400 and costs nothing (validation is cheap,
+    // and a broken client should not spend a user's registrations).
     const form = await readJson(request);
     const nick = checkNick(form.nick);
     const password = text(form.password, 8, 256, 'password');

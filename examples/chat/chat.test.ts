@@ -1,5 +1,5 @@
 /**
- * ADR-055 over real HTTP: the chat example on a loopback port, a manual clock, fakes that count
+ * The chat service's policy (examples/chat/README.md) over real HTTP: the chat example on a loopback port, a manual clock, fakes that count
  * the work each request ordered. Every budget here is a fresh app's, so tests never share one.
  */
 import { describe, it, type TestContext } from 'node:test';
@@ -75,7 +75,7 @@ function unfinishedPost(url: string, headers: Record<string, string>) {
   });
 }
 
-describe('examples/chat (ADR-055)', () => {
+describe('examples/chat: the chat policy over HTTP', () => {
   it('registration is 5 per hour per IP with burst 5, and its limit runs before the invite check', async (t) => {
     const app = await chat(t);
     for (let i = 0; i < 5; i++) {

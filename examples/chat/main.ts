@@ -1,4 +1,4 @@
-/** Runs the ADR-055 chat example: `npm run example:chat` (PORT, INVITE_CODE from the environment). */
+/** Runs the chat example (examples/chat/README.md): `npm run example:chat` (PORT, INVITE_CODE from the environment). */
 import { serve } from '../shared/serve.js';
 import { createApp } from './app.js';
 

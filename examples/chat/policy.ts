@@ -1,7 +1,8 @@
 /**
- * ADR-055's four rules and its proxy trust, in one place: these lines are the policy.
- * Where ADR-021 named no burst, the burst equals the limit ("5 per hour → burst 5"): a window
- * earns exactly the limit, and it may be spent at once. Messages keep their own burst of 10.
+ * The chat service's four rules and its proxy trust, in one place: these lines are the policy
+ * (examples/chat/README.md says why each number is what it is). Where the policy names no burst,
+ * the burst equals the limit ("5 per hour → burst 5"): a period earns exactly the limit, and it
+ * may be spent at once. Messages keep their own burst of 10.
  */
 import {
   LOOPBACK,

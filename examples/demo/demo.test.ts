@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 describe('examples/demo (the README quick start)', () => {
-  it('runs and shows ADR-055 decisions: burst 5 then 12 minutes; no debt on refusals; message burst 10', () => {
+  it('runs and shows the chat policy decisions: burst 5 then 12 minutes; no debt on refusals; message burst 10', () => {
     const main = fileURLToPath(new URL('./main.ts', import.meta.url));
     const out = execFileSync(process.execPath, ['--import', 'tsx', main], { encoding: 'utf8' });
     assert.match(out, /attempt 5 from 198\.51\.100\.7\s+admitted\s+remaining +0/);

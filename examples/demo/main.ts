@@ -1,5 +1,5 @@
 /**
- * A tour of sluice's decisions on ADR-055's chat policy, on the embedded memory store, with a
+ * A tour of sluice's decisions on the chat example's policy (examples/chat/README.md), on the embedded memory store, with a
  * manual clock so that an hour passes in an instant. Run: `npm run demo`.
  */
 import { MemoryStore, createLimiter, manualClock, tokenBucket, type Decision } from '../../src/index.js';
@@ -32,7 +32,7 @@ const show = (label: string, d: Decision) =>
       (d.allowed ? '' : `  retry after ${d.retryAfterSeconds} s`),
   );
 
-console.log('registration: 5 per hour per IP, burst 5 (ADR-055)');
+console.log('registration: 5 per hour per IP, burst 5');
 for (let i = 1; i <= 6; i++) show(`  attempt ${i} from 198.51.100.7`, registration.takeSync('198.51.100.7'));
 clock.advance('12m');
 show('  12 minutes later', registration.takeSync('198.51.100.7'));

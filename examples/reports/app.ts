@@ -1,5 +1,5 @@
 /**
- * The report API of ADR-0057 on plain node:http: GET and POST /api/v1/report share one daily
+ * The report API (examples/reports/README.md) on plain node:http: GET and POST /api/v1/report share one daily
  * quota per identity, and the identity decides the bucket:
  *
  * 1. an offered API key (Bearer or X-API-Key) is checked first; invalid or revoked → 401, with no
@@ -60,7 +60,7 @@ export function createApp(options: ReportsOptions) {
   const reportLimit = rateLimit({
     limits: quota,
     headers: 'legacy', // X-RateLimit-Limit / -Remaining (/ -Reset) of the bucket charged
-    cacheControl: 'private, no-store', // the 429 and 401 too (ADR-0057)
+    cacheControl: 'private, no-store', // the 429 and 401 too: they answer for one identity
     key: async (request) => {
       const identity = await resolveIdentity(request, {
         apiKey: (key) => {
@@ -93,7 +93,7 @@ export function createApp(options: ReportsOptions) {
 
   async function route(request: IncomingMessage, response: ServerResponse, path: string) {
     const method = request.method ?? 'GET';
-    // Every API response, 429 and 401 included, must not be cached (ADR-0057).
+    // Every API response, 429 and 401 included, is about one identity: no cache may keep it.
     response.setHeader('Cache-Control', 'private, no-store');
     if (path === '/api/v1/report' && (method === 'GET' || method === 'POST')) {
       if (!(await reportLimit(request, response))) return;

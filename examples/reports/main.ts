@@ -1,5 +1,5 @@
 /**
- * Runs the ADR-0057 report API example: `npm run example:reports`. AUTH_SECRET (32+ bytes) from
+ * Runs the report API example (examples/reports/README.md): `npm run example:reports`. AUTH_SECRET (32+ bytes) from
  * the environment; AUTH_SECRET_PREVIOUS, if set, keeps the last generation erasable. A demo key
  * `demo-key` with a daily limit of 100 and a session `sid=demo` of user 1 are set up.
  */

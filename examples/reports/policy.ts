@@ -1,5 +1,5 @@
 /**
- * ADR-0057's buckets: one daily quota (10 a day, or an API key's own `daily_limit`), charged in
+ * The report API's buckets (examples/reports/README.md): one daily quota (10 a day, or an API key's own `daily_limit`), charged in
  * exactly one of three bucket families — a pseudonym of the request IP (anon), a pseudonym of
  * the account (session), or the API key's bucket (key). The store never sees a raw IP or user id.
  */
@@ -25,7 +25,7 @@ export function reportQuota(clock: Clock): Limiter {
 }
 
 /**
- * Bucket names under AUTH_SECRET, current secret first. The account bucket is ADR-0057's
+ * Bucket names under AUTH_SECRET, current secret first. The account bucket is the policy's
  * `account:v1:<HMAC-SHA-256(AUTH_SECRET, "report:account:v1:<users.id>")>`; older secrets stay
  * in the ring so that an account's buckets of every generation can be erased.
  */

@@ -1,7 +1,8 @@
 /**
- * ADR-0057's verification list over real HTTP: anonymous access, a valid session, two users
- * behind one IP, one user over several IPs, a valid API key, an invalid and a revoked key, a
- * session error, a deleted user, the headers, and account deletion across secret generations.
+ * The report API's checklist (examples/reports/README.md) over real HTTP: anonymous access, a
+ * valid session, two users behind one IP, one user over several IPs, a valid API key, an invalid
+ * and a revoked key, a session error, a deleted user, the headers, and account deletion across
+ * secret generations.
  * Client addresses come in X-Forwarded-For, honoured because the tests connect from loopback.
  */
 import { describe, it, type TestContext } from 'node:test';
@@ -68,7 +69,7 @@ async function reports(t: TestContext, options: Partial<ReportsOptions> = {}) {
   return { app, clock, calls, users, url: running.url, report };
 }
 
-/** The headers ADR-0057 fixes, as one comparable value. */
+/** The status and the headers the report API promises, as one comparable value. */
 const contract = (r: { status: number; headers: Headers }) => ({
   status: r.status,
   mode: r.headers.get('x-auth-mode'),
@@ -76,7 +77,7 @@ const contract = (r: { status: number; headers: Headers }) => ({
   remaining: r.headers.get('x-ratelimit-remaining'),
 });
 
-describe('examples/reports (ADR-0057)', () => {
+describe('examples/reports: one daily quota per identity over HTTP', () => {
   it('anonymous access has 10 reports a day per IP, GET and POST alike; the next UTC day starts over', async (t) => {
     const { report, clock } = await reports(t);
     for (let i = 1; i <= 10; i++) {
@@ -273,7 +274,11 @@ describe('examples/reports (ADR-0057)', () => {
     });
     const [current, previous] = ring.all(1) as [string, string];
     assert.match(current, /^account:v1:[\w-]{43}$/);
-    assert.deepEqual(after.app.accounts.all(1), [current, previous], 'the app names the ADR-0057 keys');
+    assert.deepEqual(
+      after.app.accounts.all(1),
+      [current, previous],
+      'the app names the account buckets as account:v1:<HMAC>, current secret first',
+    );
     assert.equal((await quota.peek(previous)).remaining, 0);
     assert.equal((await quota.peek(current)).remaining, 7);
 

@@ -79,8 +79,8 @@ export function bearer(request: IncomingMessage): string | undefined {
 
 /**
  * Listens on 127.0.0.1 only: a limit keyed by the client address holds only while the proxy is
- * the one way in (ADR-055: "the port is bound to 127.0.0.1"). Port 0 picks a free port (tests).
- * Resolves to the base URL.
+ * the one way in (the chat service's deployment, examples/chat/README.md). Port 0 picks a free
+ * port (tests). Resolves to the base URL.
  */
 export function listen(server: Server, port: number): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-it('B2: heap growth after 1,000,000 distinct keys stays within 2 MB per rule', async () => {
+it('heap growth after 1,000,000 distinct keys stays within 2 MB per rule', async () => {
   const child = fileURLToPath(new URL('./memory-heap.child.ts', import.meta.url));
   const { stdout } = await run(process.execPath, ['--expose-gc', '--import', 'tsx', child], {
     timeout: 120_000,

@@ -22,7 +22,7 @@ describe('MemoryStore generations', () => {
     return { store, limiter };
   }
 
-  it('B1: when current reaches N keys it becomes previous, and the old previous is dropped whole', () => {
+  it('when current reaches N keys it becomes previous, and the old previous is dropped whole', () => {
     const { store, limiter } = setup(3);
     for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
     assert.equal(store.bucketCount('g'), 3);
@@ -35,7 +35,7 @@ describe('MemoryStore generations', () => {
     assert.equal(limiter.peekSync('d').remaining, 1);
   });
 
-  it('B1: a key used while in previous moves to current and survives the next rotation', () => {
+  it('a key used while in previous moves to current and survives the next rotation', () => {
     const { store, limiter } = setup(3);
     for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
     limiter.takeSync('d'); // rotation: a, b, c are previous
@@ -51,7 +51,7 @@ describe('MemoryStore generations', () => {
     assert.ok(store.bucketCount('g') <= 6);
   });
 
-  it('B1: never more than 2N buckets per rule, whatever the sequence of keys', () => {
+  it('never more than 2N buckets per rule, whatever the sequence of keys', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 8 }),
@@ -68,7 +68,7 @@ describe('MemoryStore generations', () => {
     );
   });
 
-  it('B2: a flood of 1,000,000 distinct keys keeps at most 2 x 4096 buckets per rule', () => {
+  it('a flood of 1,000,000 distinct keys keeps at most 2 x 4096 buckets per rule', () => {
     const store = new MemoryStore();
     const clock = manualClock(0);
     // 1,000 new keys a second; one take leaves a bucket short for 200 ms, so about 200 evicted
