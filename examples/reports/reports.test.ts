@@ -313,7 +313,7 @@ describe('examples/reports: one daily quota per identity over HTTP', () => {
       delete: async (id) => void (await pool.query(`DELETE FROM "${schema}".users WHERE id = $1`, [id])),
     };
     const clock = manualClock(Date.UTC(2026, 7, 25, 9));
-    const store = new PostgresStore({ client: pool, schema, users, clock: 'caller', timeout: '10s' });
+    const store = new PostgresStore({ client: pool, schema, users, timeSource: 'app', timeout: '10s' });
     const quota = createLimiter({
       name: 'reports',
       rule: calendarQuota({ limit: 10 }),

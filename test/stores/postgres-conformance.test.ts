@@ -7,7 +7,7 @@ import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '.
 
 const skip = await skipUnlessReachable('postgres', postgresUrl);
 
-// The suite moves a manual clock, so these stores decide at the caller's `now` (clock: "caller");
+// The suite moves a manual clock, so these stores decide at the caller's `now` (timeSource: "app");
 // postgres-store.test.ts proves the default server clock separately. Each driver gets its own
 // fresh schema; the suite gives every test fresh rule names.
 {
@@ -26,7 +26,7 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
       await createAppSchema(pool, schema);
       await new PostgresStore({ client: pool, schema }).migrate();
     },
-    create: async () => new PostgresStore({ client: pool, schema, clock: 'caller', timeout: '10s' }),
+    create: async () => new PostgresStore({ client: pool, schema, timeSource: 'app', timeout: '10s' }),
     async teardown() {
       await dropSchema(pool, schema);
       await pool.end();
@@ -49,7 +49,7 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
       await sql.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
       await new PostgresStore({ client: sql, schema }).migrate();
     },
-    create: async () => new PostgresStore({ client: sql, schema, clock: 'caller', timeout: '10s' }),
+    create: async () => new PostgresStore({ client: sql, schema, timeSource: 'app', timeout: '10s' }),
     async teardown() {
       await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await sql.end();

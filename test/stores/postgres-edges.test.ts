@@ -50,7 +50,7 @@ describe('PostgresStore at the edges', { skip }, () => {
 
   describe('calendar quota with a clock stepped back', () => {
     it('a caller clock stepped back across midnight counts on the later day: 5 a day admits 5, not 10', async () => {
-      const store = new PostgresStore({ client: pool, schema, clock: 'caller', timeout: '10s' });
+      const store = new PostgresStore({ client: pool, schema, timeSource: 'app', timeout: '10s' });
       const clock = manualClock(Date.UTC(2026, 2, 10, 0, 30));
       const quota = createLimiter({
         name: name(),
@@ -79,7 +79,7 @@ describe('PostgresStore at the edges', { skip }, () => {
     });
 
     it('all-or-nothing and account takes count on the later day too', async () => {
-      const store = new PostgresStore({ client: pool, schema, clock: 'caller', users, timeout: '10s' });
+      const store = new PostgresStore({ client: pool, schema, timeSource: 'app', users, timeout: '10s' });
       const clock = manualClock(Date.UTC(2026, 5, 2, 0, 10));
       const quota = createLimiter({
         name: name(),
@@ -149,7 +149,7 @@ describe('PostgresStore at the edges', { skip }, () => {
 
     it('huge costs and burst × period at the bounds never overflow (exact next to the memory store)', async () => {
       const { default: fc } = await import('fast-check');
-      const store = new PostgresStore({ client: pool, schema, clock: 'caller', timeout: '10s' });
+      const store = new PostgresStore({ client: pool, schema, timeSource: 'app', timeout: '10s' });
       const memory = new MemoryStore();
       const costs = fc.oneof(
         fc.constant(MAX_COUNT),
@@ -384,7 +384,7 @@ describe('PostgresStore at the edges', { skip }, () => {
     };
 
     it("takeForAccount decides on the limiter's injected clock in caller-clock mode", async () => {
-      const store = new PostgresStore({ client: pool, schema, users, clock: 'caller', timeout: '10s' });
+      const store = new PostgresStore({ client: pool, schema, users, timeSource: 'app', timeout: '10s' });
       const clock = manualClock(Date.UTC(2020, 0, 1, 12));
       const quota = createLimiter({
         name: name(),

@@ -49,7 +49,7 @@ describe('PostgresStore', { skip }, () => {
     // A caller clock this far ahead would have refilled the bucket; the server's did not move.
     clock.advance('30d');
     assert.equal((await l.take('k')).allowed, false);
-    const caller = new PostgresStore({ client: pool, schema, clock: 'caller', timeout: '10s' });
+    const caller = new PostgresStore({ client: pool, schema, timeSource: 'app', timeout: '10s' });
     const c = createLimiter({
       name: name(),
       rule: tokenBucket({ limit: 1, period: '1d' }),
@@ -351,7 +351,7 @@ describe('PostgresStore', { skip }, () => {
     const store = new PostgresStore({
       client: pool,
       schema: runSchema('prune'),
-      clock: 'caller',
+      timeSource: 'app',
       timeout: '10s',
     });
     await store.migrate();
@@ -426,8 +426,8 @@ describe('PostgresStore', { skip }, () => {
       await fill(2_000);
       // Custom plans: the planner sees the values and the stale (empty) statistics.
       await client.query('SET plan_cache_mode = force_custom_plan');
-      const token = tokenBucketStatements(n, 'server', undefined);
-      const quota = calendarQuotaStatements(n, 'server', undefined);
+      const token = tokenBucketStatements(n, 'store', undefined);
+      const quota = calendarQuotaStatements(n, 'store', undefined);
       const tokenRule = ['r', 1, 1000, 10_000, false];
       const quotaRule = ['r', 'UTC', false];
       const keys = Array.from({ length: 15 }, (_, i) => `k${i * 7 + 1}`);
@@ -440,7 +440,7 @@ describe('PostgresStore', { skip }, () => {
         ['quota single', quota.single.text, [...quotaRule, 'k1', 1, 1, 5, timeLeft]],
         [
           'all or nothing',
-          takeAllStatement(n, 'server').text,
+          takeAllStatement(n, 'store').text,
           [
             keys.map((_, i) => i),
             keys.map(() => 'r'),
@@ -529,7 +529,7 @@ describe('PostgresStore', { skip }, () => {
         [{ client: pool, schema: 'x"; DROP TABLE users; --' }, /schema/],
         [{ client: pool, users: { table: 'users; --' } }, /users\.table/],
         [{ client: pool, users: { type: 'money' } }, /users\.type/],
-        [{ client: pool, clock: 'node' }, /clock/],
+        [{ client: pool, timeSource: 'node' }, /PostgresStore timeSource/],
         [{ client: pool, batch: { inFlight: 0 } }, /inFlight/],
         [{ client: {} }, /client/],
         [{ client: pool, unknown: 1 }, /unknown/],
@@ -547,6 +547,20 @@ describe('PostgresStore', { skip }, () => {
         () => new PostgresStore({ client: pool, timeout: -1 as never }),
         (e: unknown) => isSluiceError(e, 'SLUICE_DURATION'),
       );
+    });
+
+    it('refuses the former clock option with SLUICE_CONFIG naming timeSource', () => {
+      for (const clock of ['caller', 'server']) {
+        assert.throws(
+          () => new PostgresStore({ client: pool, clock } as never),
+          (e: unknown) =>
+            isSluiceError(e, 'SLUICE_CONFIG') &&
+            /PostgresStore option clock was renamed/.test((e as Error).message) &&
+            /timeSource: "app"/.test((e as Error).message),
+        );
+      }
+      assert.equal(new PostgresStore({ client: pool, timeSource: 'app' }).timeSource, 'app');
+      assert.equal(new PostgresStore({ client: pool }).timeSource, 'store');
     });
   });
 });

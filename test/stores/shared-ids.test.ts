@@ -118,7 +118,7 @@ describe('the PostgreSQL store keys a bucket by its shared id', { skip: postgres
   });
 
   it('stores each odd key in the row of its bucketId', async () => {
-    const store = new PostgresStore({ client: pool, schema, clock: 'caller', timeout: '10s' });
+    const store = new PostgresStore({ client: pool, schema, timeSource: 'app', timeout: '10s' });
     const limiter = oddLimiter(store);
     for (const key of oddKeys) assert.equal((await limiter.take(key)).allowed, true);
     const { rows } = await pool.query<{ bucket: string }>(

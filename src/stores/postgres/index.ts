@@ -8,8 +8,9 @@ export {
   type PostgresMigrateOptions,
   type PostgresPruneOptions,
   type PostgresPruneResult,
-  type AccountTakeOptions,
 } from './postgres-store.js';
+export { type AccountTakeOptions } from './accounts.js';
+export { type TimeSource } from '../shared/time-source.js';
 export { PostgresRuleBuckets, type AccountTakeResult } from './postgres-rule-buckets.js';
 export {
   pgClient,
@@ -28,6 +29,5 @@ export {
   type PostgresMigrationOptions,
   type UsersTableOptions,
 } from './migrations.js';
-export { SCALED_EPOCH_MS, type ClockSource } from './statements.js';
 export { type PostgresStoreError } from './postgres-errors.js';
 export { DriverError } from '../shared/driver-error.js';

@@ -4,7 +4,8 @@ import type { RuleBuckets } from '../../store.js';
 import { bucketId } from '../shared/bucket-id.js';
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
 import { DecisionReplay } from './decisions.js';
-import type { ClockSource, RuleStatements } from './statements.js';
+import type { RuleStatements } from './statements.js';
+import type { TimeSource } from '../shared/time-source.js';
 import { TIMEOUT_SUBJECT, rethrowMapped, storeError, timeoutError } from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
@@ -14,7 +15,7 @@ import { SluiceError } from '../../core/errors.js';
 /** What a rule's buckets share with their store. */
 export interface BucketsContext {
   readonly client: PostgresClient;
-  readonly clock: ClockSource;
+  readonly timeSource: TimeSource;
   readonly timeoutMs: number;
   /** Statements in flight per rule before takes wait and coalesce; 0 = no coalescing. */
   readonly inFlight: number;
@@ -153,7 +154,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
             anon,
             userId,
           ];
-    if (this.context.clock === 'caller') values.push(now);
+    if (this.context.timeSource === 'app') values.push(now);
     values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
     const rows = await this.run(this.context.client, account.text, values, account.name);
     const row = rows[0] as PostgresRow;
@@ -179,8 +180,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
       this.pending = this.newBatch(bucket, cost, limit, now, waiter);
       return;
     }
-    // In caller-clock mode one statement has one `now`.
-    if (context.clock === 'server' || batch.now === now) {
+    // With the application's time, one statement has one `now`.
+    if (context.timeSource === 'store' || batch.now === now) {
       const group = batch.groups.get(bucket);
       if (group !== undefined) {
         if (group.cost === cost && group.limit === limit) {
@@ -267,7 +268,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
   ): unknown[] {
     const values: unknown[] = [...this.params, buckets, costs, counts];
     if (this.kind === 'calendar-quota') values.push(Array.isArray(limits) ? limits : this.limitOf(limits));
-    if (this.context.clock === 'caller') values.push(batch.now);
+    if (this.context.timeSource === 'app') values.push(batch.now);
     values.push(new TimeLeft(batch.deadline));
     return values;
   }

@@ -1,13 +1,13 @@
 import type { BuiltInRule } from '../built-in-rules.js';
 import type { Decision } from '../../core/decision.js';
 import { parseDuration, parseTimerDuration, type Duration } from '../../core/duration.js';
-import { SluiceError, configError } from '../../core/errors.js';
+import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
-import { MAX_COUNT, MAX_TOKEN_RATE } from '../../core/bounds.js';
+import { MAX_TOKEN_RATE } from '../../core/bounds.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
-import { AccountKeys } from './account-key.js';
-import { typeName, userIdText } from './account-id.js';
+import { PostgresAccounts, accountTarget, type AccountTakeOptions } from './accounts.js';
+import { accountSqlOf, type AccountSql } from './account-statements.js';
 import { BoundedClient, TimeLeft } from './bounded-client.js';
 import { checkUsersTable } from './users-table.js';
 import {
@@ -17,7 +17,6 @@ import {
   type PostgresJsLike,
   type PostgresRow,
 } from './postgres-client.js';
-import { quoteIdentifier, userIdType } from './identifier.js';
 import { postgresMigrations, schemaNames, type SchemaNames, type UsersTableOptions } from './migrations.js';
 import { PostgresRuleBuckets, type AccountTakeResult, type BucketsContext } from './postgres-rule-buckets.js';
 import {
@@ -25,8 +24,6 @@ import {
   calendarQuotaStatements,
   tokenBucketStatements,
   takeAllStatement,
-  type AccountSql,
-  type ClockSource,
   type RuleStatements,
   type Statement,
 } from './statements.js';
@@ -35,6 +32,9 @@ import { checkRuleName } from '../shared/rule-name.js';
 import { DecisionReplay } from './decisions.js';
 import { TIMEOUT_SUBJECT, rethrowMapped, storeError } from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
+import { readTimeSource, type TimeSource } from '../shared/time-source.js';
+
+export type { AccountTakeOptions } from './accounts.js';
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -49,12 +49,13 @@ export interface PostgresStoreOptions {
    */
   users?: UsersTableOptions;
   /**
-   * Whose clock decides. `"server"`: PostgreSQL's `statement_timestamp()`, one clock for every
-   * node whatever their skew; the `now` a limiter passes is ignored. `"caller"`: the `now`
-   * passed in, for tests that move a manual clock.
-   * @default "server"
+   * Whose time decides. `"store"`: PostgreSQL's `statement_timestamp()`, one clock for every
+   * node whatever their skew; the `now` a limiter passes is ignored. `"app"`: the `now` the
+   * application passes (the limiter's clock), for tests that move a manual clock; every node
+   * must then keep good time. (Formerly `clock: "server" | "caller"`, which is now refused.)
+   * @default "store"
    */
-  clock?: ClockSource;
+  timeSource?: TimeSource;
   /**
    * Bound on every decision, from the call to the answer (waiting for a coalesced statement
    * included): past it the take rejects with `SLUICE_STORE_TIMEOUT`. Also set `statement_timeout`
@@ -102,28 +103,9 @@ export interface PostgresPruneResult {
   readonly tokenRows: number;
 }
 
-/** Options of {@link PostgresStore.takeForAccount}. */
-export interface AccountTakeOptions {
-  /** The user's id as in the users table (`users.id`). */
-  userId: string | number | bigint;
-  /** The account's pseudonymous bucket key, e.g. `account:v1:<hmac>` (an HMAC of the user id, never the id itself). */
-  accountKey: string;
-  /** The anonymous (IP) bucket key charged when the user no longer exists. */
-  anonKey: string;
-  /** @default 1 */
-  cost?: number;
-  /** A per-call quota limit (calendar quotas only). @default the rule's limit */
-  limit?: number;
-  /**
-   * The caller's clock (used in `clock: "caller"` mode only).
-   * @default the limiter's clock when a limiter is passed, otherwise Date.now()
-   */
-  now?: number;
-}
-
 /** The migration that references the users table (see migrations.ts). */
 const ACCOUNT_MIGRATION = '003_account_buckets';
-const storeKeys = ['client', 'schema', 'users', 'clock', 'timeout', 'batch', 'maxOutstanding'] as const;
+const storeKeys = ['client', 'schema', 'users', 'timeSource', 'timeout', 'batch', 'maxOutstanding'] as const;
 const batchKeys = ['inFlight', 'maxKeys'] as const;
 const usersKeys = ['schema', 'table', 'column', 'type'] as const;
 
@@ -143,11 +125,12 @@ export class PostgresStore implements Store {
   readonly schema: string;
   /** Every call is bounded by this many ms (the `timeout` option); limiters add no timer of their own. */
   readonly timeoutMs: number;
+  /** Whose time decides (the `timeSource` option). */
+  readonly timeSource: TimeSource;
   private readonly client: PostgresClient;
   private readonly names: SchemaNames;
   private readonly users: UsersTableOptions | undefined;
-  private readonly account: AccountSql | undefined;
-  private readonly accountKeys: AccountKeys | undefined;
+  private readonly accounts: PostgresAccounts;
   private readonly context: BucketsContext;
   private readonly token: RuleStatements;
   private readonly quota: RuleStatements;
@@ -155,16 +138,17 @@ export class PostgresStore implements Store {
   private readonly rules = new Map<string, PostgresRuleBuckets>();
 
   constructor(options: PostgresStoreOptions) {
+    // Before the key check, so that the former `clock` option is refused with its new spelling.
+    const timeSource = readTimeSource('PostgresStore', options);
     checkOptionKeys('PostgresStore', options, storeKeys);
-    const { schema = 'sluice', clock = 'server', timeout = '100ms', batch = {} } = options;
+    const { schema = 'sluice', timeout = '100ms', batch = {} } = options;
     const { maxOutstanding = 1000 } = options;
     if (!Number.isSafeInteger(maxOutstanding) || maxOutstanding < 1)
-      throw configError('PostgresStore maxOutstanding', 'a positive whole number', maxOutstanding);
+      throw optionError('PostgresStore maxOutstanding', 'a positive whole number');
     this.client = new BoundedClient(toPostgresClient(options.client), maxOutstanding);
     this.names = schemaNames(schema);
     this.schema = schema;
-    if (clock !== 'server' && clock !== 'caller')
-      throw configError('PostgresStore clock', '"server" or "caller"', clock);
+    this.timeSource = timeSource;
     const timeoutMs = parseTimerDuration(timeout, 'PostgresStore timeout');
     let inFlight = 0;
     let maxKeys = 1;
@@ -173,35 +157,33 @@ export class PostgresStore implements Store {
       inFlight = batch.inFlight ?? 2;
       maxKeys = batch.maxKeys ?? 256;
       if (!Number.isSafeInteger(inFlight) || inFlight < 1)
-        throw configError('PostgresStore batch.inFlight', 'a positive whole number', inFlight);
+        throw optionError('PostgresStore batch.inFlight', 'a positive whole number');
       if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
-        throw configError('PostgresStore batch.maxKeys', 'a positive whole number', maxKeys);
+        throw optionError('PostgresStore batch.maxKeys', 'a positive whole number');
     }
     let account: AccountSql | undefined;
     if (options.users !== undefined) {
       const u = options.users;
       checkOptionKeys('PostgresStore users', u, usersKeys);
-      account = {
-        users: `${quoteIdentifier(u.schema ?? 'public', 'PostgresStore users.schema')}.${quoteIdentifier(u.table ?? 'users', 'PostgresStore users.table')}`,
-        column: quoteIdentifier(u.column ?? 'id', 'PostgresStore users.column'),
-        type: userIdType(u.type ?? 'bigint', 'PostgresStore users.type'),
-      };
+      account = accountSqlOf(u);
       this.users = u;
     }
-    this.account = account;
-    this.accountKeys = account === undefined ? undefined : new AccountKeys();
+    this.accounts = new PostgresAccounts(this.client, this.names, account, [
+      this.names.quotaCounters,
+      this.names.tokenBuckets,
+    ]);
     this.timeoutMs = timeoutMs;
     this.context = {
       client: this.client,
-      clock,
+      timeSource,
       timeoutMs,
       inFlight,
       maxKeys,
-      accountKeys: this.accountKeys,
+      accountKeys: this.accounts.keys,
     };
-    this.token = tokenBucketStatements(this.names, clock, account);
-    this.quota = calendarQuotaStatements(this.names, clock, account);
-    this.takeAllSql = takeAllStatement(this.names, clock);
+    this.token = tokenBucketStatements(this.names, timeSource, account);
+    this.quota = calendarQuotaStatements(this.names, timeSource, account);
+    this.takeAllSql = takeAllStatement(this.names, timeSource);
   }
 
   bind(name: string, bound: Rule): PostgresRuleBuckets {
@@ -253,7 +235,7 @@ export class PostgresStore implements Store {
         1,
       );
     } else {
-      throw configError('PostgresStore bind rule', 'a tokenBucket() or calendarQuota() rule', rule);
+      throw optionError('PostgresStore bind rule', 'a tokenBucket() or calendarQuota() rule');
     }
     this.rules.set(name, buckets);
     return buckets;
@@ -281,16 +263,7 @@ export class PostgresStore implements Store {
    * @example accountBucket: (userId) => store.accountKey(userId, accounts.current(userId))
    */
   accountKey(userId: string | number | bigint, bucket: string): string {
-    if (this.account === undefined || this.accountKeys === undefined) {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        'PostgresStore.accountKey needs the users option (the users table)',
-      );
-    }
-    const id = userIdText(userId, this.account.type, 'accountKey userId');
-    if (typeof bucket !== 'string' || bucket.length === 0)
-      throw argument('accountKey', 'bucket', 'a non-empty string', bucket);
-    return this.accountKeys.make(id, bucket);
+    return this.accounts.accountKey(userId, bucket);
   }
 
   /**
@@ -306,7 +279,7 @@ export class PostgresStore implements Store {
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i] as TakeEntry;
       const buckets = this.bucketsOf(entry.buckets);
-      if (this.accountKeys?.parse(entry.key) !== undefined) {
+      if (this.accounts.keys?.parse(entry.key) !== undefined) {
         throw new SluiceError(
           'SLUICE_ARGUMENT',
           `an all-or-nothing take cannot charge an account key (rule ${JSON.stringify(buckets.name)}); take it on its own`,
@@ -331,7 +304,7 @@ export class PostgresStore implements Store {
       }
     }
     const values: unknown[] = [...t, ...q];
-    if (this.context.clock === 'caller') values.push(now);
+    if (this.timeSource === 'app') values.push(now);
     values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
     const { text, name } = this.takeAllSql;
     const rows = await withDeadline(
@@ -367,32 +340,8 @@ export class PostgresStore implements Store {
     options: AccountTakeOptions,
   ): Promise<AccountTakeResult> {
     try {
-      const account = this.accountSql('takeForAccount');
-      const buckets = this.bucketsOf('buckets' in limiter ? limiter.buckets : limiter);
-      const { userId, accountKey, anonKey, cost = 1, limit } = options;
-      const clock = 'clock' in limiter && typeof limiter.clock === 'function' ? limiter.clock : Date.now;
-      const now = options.now === undefined ? clock() : options.now;
-      const id = userIdText(userId, account.type, 'takeForAccount userId');
-      if (typeof accountKey !== 'string' || accountKey.length === 0)
-        throw argument('takeForAccount', 'accountKey', 'a non-empty string', accountKey);
-      if (typeof anonKey !== 'string' || anonKey.length === 0)
-        throw argument('takeForAccount', 'anonKey', 'a non-empty string', anonKey);
-      if (!Number.isSafeInteger(cost) || cost < 0 || cost > MAX_COUNT)
-        throw argument('takeForAccount', 'cost', `a whole number from 0 to ${MAX_COUNT}`, cost);
-      if (
-        limit !== undefined &&
-        (buckets.kind !== 'calendar-quota' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_COUNT)
-      ) {
-        throw argument(
-          'takeForAccount',
-          'limit',
-          `a whole number from 1 to ${MAX_COUNT}, for calendar quotas only`,
-          limit,
-        );
-      }
-      if (typeof now !== 'number' || !Number.isFinite(now))
-        throw argument('takeForAccount', 'now', 'finite ms since the Unix epoch', now);
-      return buckets.takeForAccount(id, accountKey, anonKey, cost, Math.floor(now), limit);
+      const target = accountTarget(limiter);
+      return this.accounts.take(this.bucketsOf(target.buckets), target.clock, options);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -406,33 +355,8 @@ export class PostgresStore implements Store {
    *
    * @example const removed = await store.forgetAccount(user.id);
    */
-  async forgetAccount(userId: string | number | bigint): Promise<number> {
-    const { users, column, type } = this.accountSql('forgetAccount');
-    const id = userIdText(userId, type, 'forgetAccount userId');
-    const n = this.names;
-    const text = `WITH u AS (SELECT 1 FROM ${users} WHERE ${column} = $1::${type} FOR UPDATE),
-m AS (SELECT bucket FROM ${n.accountBuckets} WHERE user_id = $1::${type} AND EXISTS (SELECT 1 FROM u)),
-q AS (DELETE FROM ${n.quotaCounters} WHERE account_bucket IN (SELECT bucket FROM m) RETURNING 1),
-t AS (DELETE FROM ${n.tokenBuckets} WHERE account_bucket IN (SELECT bucket FROM m) RETURNING 1),
-d AS (DELETE FROM ${n.accountBuckets} WHERE bucket IN (SELECT bucket FROM m))
-SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`;
-    try {
-      const rows = await this.client.query(text, [id], '');
-      return (rows[0]?.removed as number | undefined) ?? 0;
-    } catch (error) {
-      throw storeError(error);
-    }
-  }
-
-  /** The users table's quoted names, or SLUICE_CONFIG when the store has no `users` option. */
-  private accountSql(method: string): AccountSql {
-    if (this.account === undefined) {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        `PostgresStore.${method} needs the users option (the users table)`,
-      );
-    }
-    return this.account;
+  forgetAccount(userId: string | number | bigint): Promise<number> {
+    return this.accounts.forget(userId);
   }
 
   /**
@@ -448,7 +372,7 @@ SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`
     const olderThanMs = parseDuration(options.olderThan ?? '90d', 'prune olderThan');
     const batchSize = options.batchSize ?? 10_000;
     if (!Number.isSafeInteger(batchSize) || batchSize < 1)
-      throw configError('prune batchSize', 'a positive whole number', batchSize);
+      throw optionError('PostgresStore prune batchSize', 'a positive whole number');
     const n = this.names;
     const now = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
     const quotaText = `DELETE FROM ${n.quotaCounters} WHERE ctid IN (
@@ -561,12 +485,4 @@ SELECT ((SELECT count(*) FROM q) + (SELECT count(*) FROM t))::float8 AS removed`
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
   return a;
-}
-
-/** SLUICE_ARGUMENT naming the method, the option and the type received: never the value. */
-function argument(method: string, option: string, expected: string, received: unknown): SluiceError {
-  return new SluiceError(
-    'SLUICE_ARGUMENT',
-    `${method} ${option} must be ${expected}; received ${typeName(received)}`,
-  );
 }

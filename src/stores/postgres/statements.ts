@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { MAX_COUNT } from '../../core/bounds.js';
 import type { SchemaNames } from './migrations.js';
+import type { TimeSource } from '../shared/time-source.js';
+import { accountCtes as accountCtesOf, type AccountSql } from './account-statements.js';
 
 /**
  * The SQL of the PostgreSQL store. Each decision (or batch of decisions on one rule) is one
@@ -33,16 +35,6 @@ export const SCALED_EPOCH_MS = 1_735_689_600_000;
 export interface Statement {
   readonly text: string;
   readonly name: string;
-}
-
-/** Whose clock decides: PostgreSQL's (`statement_timestamp()`) or the caller's `now` parameter. */
-export type ClockSource = 'server' | 'caller';
-
-/** The columns and users table an account take needs (already quoted). */
-export interface AccountSql {
-  readonly users: string;
-  readonly column: string;
-  readonly type: string;
 }
 
 /** Statements of one kind of rule. */
@@ -126,29 +118,16 @@ interface Shape {
 
 function build(
   shape: Shape,
-  clock: ClockSource,
+  timeSource: TimeSource,
   account: AccountSql | undefined,
   names: SchemaNames,
 ): RuleStatements {
-  const { schema, accountBuckets: accountsTable } = names;
+  const { schema } = names;
   const make = (source: string, nowParam: number, withAccount: boolean): Statement => {
-    const now = clock === 'server' ? serverNow : `$${nowParam}::bigint`;
-    const onTime = beforeDeadline(schema, clock === 'server' ? nowParam : nowParam + 1);
+    const now = timeSource === 'store' ? serverNow : `$${nowParam}::bigint`;
+    const onTime = beforeDeadline(schema, timeSource === 'store' ? nowParam : nowParam + 1);
     const [acct, , user] = shape.accountParams;
-    const accountCtes =
-      withAccount && account !== undefined
-        ? // Lock the user's row in this statement. Either this runs first and a
-          // concurrent deletion of the user waits, then cascades to what this wrote; or the
-          // deletion ran first, no row is found, and the take falls back to the anonymous bucket.
-          `u AS (SELECT 1 FROM ${account.users} WHERE ${account.column} = $${user}::${account.type} FOR KEY SHARE),
-f AS (SELECT EXISTS (SELECT 1 FROM u) AS session),
-m AS (
-  INSERT INTO ${accountsTable} (bucket, user_id)
-  SELECT $${acct}::text, $${user}::${account.type} FROM f WHERE f.session
-  ON CONFLICT (bucket) DO NOTHING
-),
-`
-        : '';
+    const accountCtes = withAccount && account !== undefined ? accountCtesOf(account, names, acct, user) : '';
     return statement(`WITH p AS (${shape.prelude.replaceAll('NOW', now)}),
 ${accountCtes}i AS (${source}),
 s AS (
@@ -194,7 +173,7 @@ WHERE c.on_time AND (${shape.writes}) IS NOT TRUE`);
  */
 export function tokenBucketStatements(
   names: SchemaNames,
-  clock: ClockSource,
+  timeSource: TimeSource,
   account: AccountSql | undefined,
 ): RuleStatements {
   const q = (old: string) => `(GREATEST(${old}, s.sn) - s.sn)`;
@@ -230,7 +209,7 @@ export function tokenBucketStatements(
       accountParams: [6, 8, 9],
       nowParam: { batch: 9, account: 10 },
     },
-    clock,
+    timeSource,
     account,
     names,
   );
@@ -252,7 +231,7 @@ export function tokenBucketStatements(
  */
 export function calendarQuotaStatements(
   names: SchemaNames,
-  clock: ClockSource,
+  timeSource: TimeSource,
   account: AccountSql | undefined,
 ): RuleStatements {
   const left = (old: string) => `GREATEST(s.quota - COALESCE(${old}, 0), 0)`;
@@ -300,7 +279,7 @@ export function calendarQuotaStatements(
       accountParams: [4, 7, 8],
       nowParam: { batch: 8, account: 9 },
     },
-    clock,
+    timeSource,
     account,
     names,
   );
@@ -318,9 +297,9 @@ export function calendarQuotaStatements(
  * time left. Returns one row per entry: ord, and the state before (as the batch statements).
  * A quota entry counts on its latest stored day not before today, as the batch statements do.
  */
-export function takeAllStatement(names: SchemaNames, clock: ClockSource): Statement {
-  const now = clock === 'server' ? serverNow : `$14::bigint`;
-  const onTime = beforeDeadline(names.schema, clock === 'server' ? 14 : 15);
+export function takeAllStatement(names: SchemaNames, timeSource: TimeSource): Statement {
+  const now = timeSource === 'store' ? serverNow : `$14::bigint`;
+  const onTime = beforeDeadline(names.schema, timeSource === 'store' ? 14 : 15);
   const T = names.tokenBuckets;
   const Q = names.quotaCounters;
   const dayMs = (day: string) => epochMs(`${names.dayStart}(y.tz, ${day})`);
