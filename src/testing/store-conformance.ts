@@ -32,7 +32,7 @@ import type { Store } from '../store.js';
  *
  * @default every built-in rule kind and calendar period; no setup, teardown or release
  * @example
- * storeConformance({ name: 'my store', create: async () => new MyStore({ clock: 'caller' }) });
+ * storeConformance({ name: 'my store', create: async () => new MyStore({ timeSource: 'app' }) });
  */
 export interface ConformanceTarget {
   /** Shown in test titles, e.g. "memory", "redis (ioredis)". */

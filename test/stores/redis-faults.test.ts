@@ -86,7 +86,7 @@ for (const [clientName, connect] of clients) {
       assert.equal((await l.take('k')).remaining, 0);
     });
 
-    it('D2: a Redis that stops answering gives SLUICE_STORE_TIMEOUT, never a hang; it recovers', async () => {
+    it('a Redis that stops answering gives SLUICE_STORE_TIMEOUT, never a hang; it recovers', async () => {
       const l = limiter();
       await l.take('k');
       process.kill(server.pid!, 'SIGSTOP');
@@ -170,7 +170,7 @@ for (const [clientName, connect] of clients) {
       assert.deepEqual(unhandled, []);
     });
 
-    it('D2: Redis killed under load: every call settles with a coded error, nothing is admitted while it is down, memory stays flat; restarted, decisions resume within 1 s', async () => {
+    it('Redis killed under load: every call settles with a coded error, nothing is admitted while it is down, memory stays flat; restarted, decisions resume within 1 s', async () => {
       const l = limiter();
       let running = true;
       let down = false;

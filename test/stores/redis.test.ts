@@ -38,9 +38,6 @@ function conformanceOn(name: string, connect: () => Promise<{ client: unknown; q
   let connection: { client: unknown; quit(): Promise<unknown> } | undefined;
   let cleaner: Redis | undefined;
   storeConformance({
-    // Until this store has a module for the window rules and calendar periods other than days.
-    kinds: ['token-bucket', 'calendar-quota'],
-    calendarPeriods: ['day'],
     name,
     skip,
     // A loaded 2-core CI machine can take longer than the 100 ms production default.
@@ -52,7 +49,7 @@ function conformanceOn(name: string, connect: () => Promise<{ client: unknown; q
     async create() {
       return new RedisStore({
         client: connection!.client as never,
-        clock: 'caller',
+        timeSource: 'app',
         timeout: '2s',
         prefix: `${prefixRoot}c${++stores}:`,
       });
@@ -65,11 +62,11 @@ function conformanceOn(name: string, connect: () => Promise<{ client: unknown; q
   });
 }
 
-conformanceOn('redis (ioredis, caller clock)', async () => {
+conformanceOn('redis (ioredis, app time)', async () => {
   const client = await ioredisClient(redisUrl);
   return { client, quit: () => client.quit() };
 });
-conformanceOn('redis (node-redis, caller clock)', async () => {
+conformanceOn('redis (node-redis, app time)', async () => {
   const client = await nodeRedisClient(redisUrl);
   return { client, quit: () => client.quit() };
 });
@@ -88,11 +85,11 @@ describe('RedisStore on one Redis', { skip }, () => {
   const store = (options: Partial<RedisStoreOptions> = {}) =>
     new RedisStore({ client: redis, prefix: `${prefix}${++n}:`, timeout: '2s', ...options });
 
-  it('E2: the SHA computed locally is the one SCRIPT LOAD returns', async () => {
+  it('the SHA computed locally is the one SCRIPT LOAD returns', async () => {
     assert.equal(await redis.script('LOAD', decisionScript), decisionScriptSha);
   });
 
-  it('A5: on the server clock the caller`s now is ignored', async () => {
+  it('on the store`s time the now the app passes is ignored', async () => {
     const s = store();
     const limiter = createLimiter({
       timeout: '2s',
@@ -103,7 +100,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     });
     const first = await limiter.take('k');
     assert.equal(first.remaining, 2);
-    // A caller clock a century away changes nothing: the script reads Redis TIME.
+    // An app clock a century away changes nothing: the script reads Redis TIME.
     const far = createLimiter({
       timeout: '2s',
       name: 'srv2',
@@ -136,7 +133,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.ok(Math.abs(serverNow + q.resetMs - dayEnd) < 5_000);
   });
 
-  it('E2: every key has a TTL equal to its time to full or reset, under a prefix per rule', async () => {
+  it('every key has a TTL equal to its horizon (time to full, or to the end of its window), under a prefix per rule', async () => {
     const s = store();
     const clock = manualClock(Date.UTC(2026, 0, 15, 12));
     const bucket = createLimiter({
@@ -165,13 +162,13 @@ describe('RedisStore on one Redis', { skip }, () => {
     const reset = ds[2]!.resetMs;
     assert.ok(reset > 2 * 60_000 && reset <= 3 * 60_000, `resetMs ${reset}`);
     assert.ok(bucketTtl > 0 && bucketTtl <= reset, `bucket ttl ${bucketTtl}`);
-    // Caller clock here (the store default is server; this limiter's store decides on TIME,
+    // The store's time here (the default; this limiter's store decides on TIME,
     // so its quota day is the server's): the TTL is the time to the end of that day.
     const quotaTtl = await redis.pttl(`${s.prefix}ttl-quota:{a}`);
     assert.ok(quotaTtl > 0 && quotaTtl <= 86_400_000, `quota ttl ${quotaTtl}`);
   });
 
-  it('A7 + F2: reset(key) deletes one bucket; erase(keys, names) deletes a subject across rules and generations, without SCAN', async () => {
+  it('reset(key) deletes one bucket; erase(keys, names) deletes a subject across rules and generations, without SCAN', async () => {
     const s = store();
     const a = createLimiter({
       timeout: '2s',
@@ -198,7 +195,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal(await s.erase(subject, ['retired', 'era']), 1);
   });
 
-  it('A4: batching: concurrent decisions share script calls, and each caller gets its own decision', async () => {
+  it('batching: concurrent decisions share script calls, and each caller gets its own decision', async () => {
     let calls = 0;
     const client = redisClient(redis);
     const counting: RedisClient = {
@@ -265,8 +262,8 @@ describe('RedisStore on one Redis', { skip }, () => {
             ]),
           ) as Record<string, Limiter>;
         const memory = limiters(new MemoryStore());
-        const lone = limiters(store({ clock: 'caller' }));
-        const batched = limiters(store({ clock: 'caller' }));
+        const lone = limiters(store({ timeSource: 'app' }));
+        const batched = limiters(store({ timeSource: 'app' }));
         for (const { rule, key, cost, limit, advanceMs } of steps) {
           clock.set(clock() + advanceMs);
           const quota = rules[rule]!.kind === 'calendar-quota';
@@ -445,8 +442,8 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.equal(results.filter((r) => r.status === 'fulfilled' && r.value.allowed).length, 1000);
   });
 
-  it('a calendar quota never moves back to an earlier day: a caller clock stepped back across midnight, and two nodes a second apart, count against the stored day', async () => {
-    const s = store({ clock: 'caller' });
+  it('a calendar quota never moves back to an earlier day: an app clock stepped back across midnight, and two nodes a second apart, count against the stored day', async () => {
+    const s = store({ timeSource: 'app' });
     const clock = manualClock(Date.UTC(2026, 4, 2, 0, 0, 1));
     const quota = createLimiter({
       name: 'daily',
@@ -477,7 +474,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     const on = (c: typeof ahead, name: string) =>
       createLimiter({ name, rule: calendarQuota({ limit: 5 }), store: s, clock: c, timeout: '2s' });
     const nodeA = on(ahead, 'nodes');
-    const s2 = store({ clock: 'caller', prefix: s.prefix });
+    const s2 = store({ timeSource: 'app', prefix: s.prefix });
     const nodeB = createLimiter({
       name: 'nodes',
       rule: calendarQuota({ limit: 5 }),
@@ -629,7 +626,7 @@ describe('RedisStore on one Redis', { skip }, () => {
     assert.ok(keys.every((k) => k.length === `${s.prefix}long:{}`.length + 129));
   });
 
-  it('E4 + A4: 4 processes x 500 concurrent takes on one key with burst 100 admit exactly 100', async () => {
+  it('4 processes x 500 concurrent takes on one key with burst 100 admit exactly 100', async () => {
     const totals = await takeFromProcesses(4, {
       mode: 'single',
       target: redisUrl,

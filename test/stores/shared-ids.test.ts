@@ -95,7 +95,7 @@ describe('the Redis store keys a bucket by its shared id', { skip: redisSkip }, 
   });
 
   it('stores each odd key under <prefix><name>:{<bucketId>}', async () => {
-    const store = new RedisStore({ client: redis, prefix, clock: 'caller', timeout: '2s' });
+    const store = new RedisStore({ client: redis, prefix, timeSource: 'app', timeout: '2s' });
     const limiter = oddLimiter(store);
     for (const key of oddKeys) assert.equal((await limiter.take(key)).allowed, true);
     for (const key of oddKeys) {

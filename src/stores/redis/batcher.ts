@@ -16,9 +16,13 @@ export interface BatchRule {
    * same array for as long as they do not change, so that a call sends each rule once.
    */
   spec(now: number): readonly string[];
-  /** A calendar quota: its entries carry a limit, its replies the window (4 integers, not 3). */
-  readonly quota: boolean;
-  /** Builds the decision from the script's numbers (`windowMs` 0 for a token bucket: its period). */
+  /** Whether its entries carry a per-call limit (see algorithms/algorithm.ts). */
+  readonly callLimit: boolean;
+  /** Integers of the script's reply per decision: 3, or 4 with the window's length. */
+  readonly replyWidth: number;
+  /** Whether {@link spec} depends on `now` (a calendar's periods). */
+  readonly timed: boolean;
+  /** Builds the decision from the script's numbers (`windowMs` 0 when the reply has none). */
   decision(
     allowed: boolean,
     remaining: number,
@@ -132,9 +136,6 @@ const resolved = Promise.resolve();
  * flight is unaffected (32 wait per free call).
  */
 const SPLIT = 8;
-/** Integers in the script's reply per entry of a token bucket, and of a calendar quota. */
-const BUCKET_REPLY = 3;
-const QUOTA_REPLY = 4;
 
 /**
  * Groups the decisions that arrive together into one script call per tick (per hash slot on a
@@ -160,7 +161,7 @@ export class Batcher {
   private inFlight = 0;
   private scheduled = false;
   private closed = false;
-  /** The server's clock minus ours, learnt from every reply: quota days and call deadlines. */
+  /** The server's clock minus ours, learnt from every reply: calendar periods and call deadlines. */
   private readonly offset = new ServerClockOffset();
   /**
    * How much earlier than its deadline in Node a call must start in Redis to be charged: the time
@@ -398,7 +399,7 @@ export class Batcher {
       entries.push(specRef(rule, serverClock ? estimate : run.now, args, refs));
       if (!serverClock) entries.push(String(run.now));
       entries.push(String(run.cost));
-      if (rule.quota) entries.push(limitArg(run.limit));
+      if (rule.callLimit) entries.push(limitArg(run.limit));
       run = undefined;
     };
     for (const request of requests) {
@@ -406,7 +407,7 @@ export class Batcher {
       if (group === null) {
         const rule = request.rule as BatchRule;
         keys.push(request.key);
-        replyLength += rule.quota ? QUOTA_REPLY : BUCKET_REPLY;
+        replyLength += rule.replyWidth;
         if (
           run !== undefined &&
           run.rule === rule &&
@@ -429,12 +430,8 @@ export class Batcher {
           const rule = entry.rule;
           keys.push(entry.key);
           entries.push(specRef(rule, now, args, refs), String(entry.cost));
-          if (rule.quota) {
-            entries.push(limitArg(entry.limit));
-            replyLength += QUOTA_REPLY;
-          } else {
-            replyLength += BUCKET_REPLY;
-          }
+          if (rule.callLimit) entries.push(limitArg(entry.limit));
+          replyLength += rule.replyWidth;
         }
       }
     }
@@ -451,14 +448,14 @@ export class Batcher {
     const request = requests[0]!;
     const rule = request.rule as BatchRule;
     this.startClocks(requests);
-    // Only a quota's parameters depend on the time (its days).
-    const spec = rule.spec(!rule.quota ? 0 : serverClock ? Date.now() + this.offset.ms : request.now);
+    // Only a calendar's parameters depend on the time (its periods).
+    const spec = rule.spec(!rule.timed ? 0 : serverClock ? Date.now() + this.offset.ms : request.now);
     const args = [String(request.cost)];
     for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
-    if (rule.quota) args.push(limitArg(request.limit));
+    if (rule.callLimit) args.push(limitArg(request.limit));
     if (serverClock) args.push(this.serverDeadline(request.deadline));
     else args.push(String(slackMs), String(request.now));
-    const replyLength = 1 + (rule.quota ? QUOTA_REPLY : BUCKET_REPLY);
+    const replyLength = 1 + rule.replyWidth;
     this.start(new Batch(requests, [request.key], args, replyLength, true, request.deadline));
   }
 
@@ -611,12 +608,12 @@ export class Batcher {
         const rule = request.rule as BatchRule;
         if (failed) this.refuse(request, -3);
         else this.settle(request, undefined, decisionAt(reply, o, rule, request.cost, request.limit));
-        o += rule.quota ? QUOTA_REPLY : BUCKET_REPLY;
+        o += rule.replyWidth;
       } else {
         const decisions: Decision[] = [];
         for (const entry of group) {
           if (!failed) decisions.push(decisionAt(reply, o, entry.rule, entry.cost, entry.limit));
-          o += entry.rule.quota ? QUOTA_REPLY : BUCKET_REPLY;
+          o += entry.rule.replyWidth;
         }
         if (failed) this.refuse(request, -3);
         else this.settle(request, undefined, decisions);
@@ -627,13 +624,13 @@ export class Batcher {
   /** A group the script did not evaluate (it changed nothing). */
   private refuse(request: Pending, status: number): void {
     if (status === -3 && !request.retried) {
-      // Server and Node disagree on the day by more than a day: the offset has just been learnt
-      // from this reply, so one retry sends the right days.
+      // Server and Node disagree on the calendar period by more than a period: the offset has
+      // just been learnt from this reply, so one retry sends the right periods.
       this.retry(request);
       return;
     }
     const reason =
-      status === -3 ? 'clock disagrees with the calendar days sent to it' : `answered status ${status}`;
+      status === -3 ? 'clock disagrees with the calendar periods sent to it' : `answered status ${status}`;
     this.settle(request, unavailable(reason));
   }
 
@@ -665,7 +662,7 @@ function decisionAt(
     Number(reply[o + 1]),
     retry < 0 ? Infinity : retry,
     Number(reply[o + 2]),
-    rule.quota ? Number(reply[o + 3]) : 0,
+    rule.replyWidth === 4 ? Number(reply[o + 3]) : 0,
     cost,
     limit,
   );

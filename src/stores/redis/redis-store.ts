@@ -1,8 +1,6 @@
-import type { BuiltInRule } from '../built-in-rules.js';
-import { CalendarDays } from '../../core/calendar.js';
-import { makeDecision, type Decision } from '../../core/decision.js';
+import type { Decision } from '../../core/decision.js';
 import { parseTimerDuration, type Duration } from '../../core/duration.js';
-import { SluiceError, configError } from '../../core/errors.js';
+import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
@@ -12,6 +10,8 @@ import { redisClient, type RedisClient, type RedisClientInput } from './redis-cl
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
 import { checkRuleName } from '../shared/rule-name.js';
+import { readTimeSource, type TimeSource } from '../shared/time-source.js';
+import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
 
 /**
  * Which part of a bucket's Redis key is its Cluster hash tag (the part the slot is computed from):
@@ -38,13 +38,14 @@ export interface RedisStoreOptions {
    */
   prefix?: string;
   /**
-   * Whose clock decides. `"server"`: the script reads Redis `TIME`, so nodes with skewed clocks
-   * enforce one limit and the `now` a limiter passes is ignored. `"caller"`: the limiter's
-   * clock decides — for managed Redis services that forbid `TIME` in scripts, and for tests with a
-   * manual clock; all nodes must then keep good time.
-   * @default "server"
+   * Whose time decides. `"store"`: the script reads Redis `TIME`, so nodes with skewed clocks
+   * enforce one limit and the `now` a limiter passes is ignored. `"app"`: the limiter's clock
+   * decides — for managed Redis services that forbid `TIME` in scripts, and for tests with a
+   * manual clock; all nodes must then keep good time. (Called `clock: "server" | "caller"`
+   * before; that spelling is refused with this one.)
+   * @default "store"
    */
-  clock?: 'server' | 'caller';
+  timeSource?: TimeSource;
   /**
    * The longest a decision (or reset, erase) may take, queueing included; after it the call
    * fails with SLUICE_STORE_TIMEOUT, and the limiter applies the rule's failure policy.
@@ -68,9 +69,17 @@ export interface RedisStoreOptions {
   hashTag?: RedisHashTag;
 }
 
-const redisStoreKeys = ['client', 'prefix', 'clock', 'timeout', 'maxPending', 'maxBatch', 'hashTag'] as const;
-/** Caller-clock mode keeps keys this much longer than their time to full; see docs/redis.md. */
-const CALLER_CLOCK_SLACK_MS = 60_000;
+const redisStoreKeys = [
+  'client',
+  'prefix',
+  'timeSource',
+  'timeout',
+  'maxPending',
+  'maxBatch',
+  'hashTag',
+] as const;
+/** On the app's time, keys live this much longer than their horizon; see docs/redis.md. */
+const APP_TIME_SLACK_MS = 60_000;
 
 /**
  * Buckets in Redis: one atomic script call per decision — several decisions per call under
@@ -90,8 +99,8 @@ export class RedisStore implements Store {
   readonly kind = 'redis';
   /** The key prefix. */
   readonly prefix: string;
-  /** Whose clock decides. */
-  readonly clock: 'server' | 'caller';
+  /** Whose time decides. */
+  readonly timeSource: TimeSource;
   /** The timeout of every call, in ms. */
   readonly timeoutMs: number;
   /** @internal */
@@ -103,48 +112,42 @@ export class RedisStore implements Store {
   private readonly rules = new Map<string, RedisRuleBuckets>();
 
   constructor(options: RedisStoreOptions) {
+    const timeSource = readTimeSource('RedisStore', options);
     checkOptionKeys('RedisStore', options, redisStoreKeys);
     const {
       prefix = 'sluice:',
-      clock = 'server',
       timeout = '100ms',
       maxPending = 10_000,
       maxBatch = 1024,
       hashTag = 'key',
     } = options;
     if (options.client === undefined || options.client === null) {
-      throw configError('RedisStore client', 'an ioredis or node-redis client', options.client);
+      throw optionError('RedisStore client', 'an ioredis or node-redis client');
     }
     if (typeof prefix !== 'string' || prefix.length > 100 || /[{}#]/.test(prefix)) {
-      throw configError(
-        'RedisStore prefix',
-        'a string of at most 100 characters without "{", "}" or "#"',
-        prefix,
-      );
+      throw optionError('RedisStore prefix', 'a string of at most 100 characters without "{", "}" or "#"');
     }
-    if (clock !== 'server' && clock !== 'caller')
-      throw configError('RedisStore clock', '"server" or "caller"', clock);
     if (!Number.isSafeInteger(maxPending) || maxPending < 1) {
-      throw configError('RedisStore maxPending', 'a positive whole number', maxPending);
+      throw optionError('RedisStore maxPending', 'a positive whole number');
     }
     if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) {
-      throw configError('RedisStore maxBatch', 'a positive whole number', maxBatch);
+      throw optionError('RedisStore maxBatch', 'a positive whole number');
     }
     if (hashTag !== 'key' && hashTag !== 'store' && typeof hashTag !== 'function') {
-      throw configError('RedisStore hashTag', '"key", "store" or a function (name, key) => tag', hashTag);
+      throw optionError('RedisStore hashTag', '"key", "store" or a function (name, key) => tag');
     }
     this.timeoutMs = parseTimerDuration(timeout, 'RedisStore timeout');
     this.client = redisClient(options.client);
     this.prefix = prefix;
-    this.clock = clock;
+    this.timeSource = timeSource;
     this.hashTag = hashTag;
     this.batcher = new Batcher({
       client: this.client,
       timeoutMs: this.timeoutMs,
       maxPending,
       maxBatch,
-      serverClock: clock === 'server',
-      slackMs: clock === 'server' ? 0 : CALLER_CLOCK_SLACK_MS,
+      serverClock: timeSource === 'store',
+      slackMs: timeSource === 'store' ? 0 : APP_TIME_SLACK_MS,
     });
   }
 
@@ -154,21 +157,6 @@ export class RedisStore implements Store {
       throw new SluiceError(
         'SLUICE_CONFIG',
         `a rule named ${JSON.stringify(name)} is already bound to this RedisStore; every limit needs its own name`,
-      );
-    }
-    if (
-      rule === null ||
-      typeof rule !== 'object' ||
-      (rule.kind !== 'token-bucket' && rule.kind !== 'calendar-quota')
-    ) {
-      throw configError('RedisStore rule', 'the result of tokenBucket() or calendarQuota()', rule);
-    }
-    // Redis counts calendar quotas per day only, for now: a quota per hour, week or month would
-    // otherwise be counted per day without a word.
-    if (rule.kind === 'calendar-quota' && (rule as { per?: string }).per !== 'day') {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        'RedisStore rule: a calendarQuota counted per hour, week or month is not supported by RedisStore yet; use per: "day", or the memory store',
       );
     }
     const buckets = new RedisRuleBuckets(this, name, rule);
@@ -203,7 +191,7 @@ export class RedisStore implements Store {
       if (!(buckets instanceof RedisRuleBuckets) || !this.holds(buckets)) {
         return Promise.reject(notBound(buckets.name));
       }
-      checkTakeArguments(entry.key, entry.cost, entry.limit, buckets.quota);
+      checkTakeArguments(entry.key, entry.cost, entry.limit, buckets.callLimit);
       const key = buckets.redisKey(entry.key);
       if (this.client.cluster) {
         const entrySlot = keySlot(key);
@@ -298,34 +286,32 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   private readonly store: RedisStore;
   /** `<prefix><name>:`, the start of every key of this rule. */
   private readonly keyPrefix: string;
-  readonly quota: boolean;
-  private readonly bucketSpec: readonly string[];
-  private readonly days: CalendarDays | undefined;
-  private daySpec: readonly string[] = [];
-  private dayStart = 0;
-  private dayEnd = -1;
+  /** The rule's side of the scripts (see algorithms/); undefined for a rule not bound here. */
+  private readonly encoder: RuleEncoder | undefined;
+  readonly callLimit: boolean;
+  readonly replyWidth: number;
+  readonly timed: boolean;
 
-  /** `rule` undefined: a rule not bound here, only to build its keys (erase). */
-  constructor(store: RedisStore, name: string, bound: Rule | undefined) {
-    const rule = bound as BuiltInRule | undefined;
+  /**
+   * `rule` undefined: a rule not bound here, only to build its keys (erase).
+   * @throws SluiceError `SLUICE_CONFIG` for a rule of a kind the store does not decide
+   */
+  constructor(store: RedisStore, name: string, rule: Rule | undefined) {
     this.store = store;
     this.name = name;
     this.rule = rule as Rule;
     this.keyPrefix = `${store.prefix}${name}:`;
-    this.quota = rule?.kind === 'calendar-quota';
-    this.bucketSpec =
-      rule?.kind === 'token-bucket'
-        ? ['1', String(rule.limit), String(rule.periodMs), String(rule.burst), rule.penalty ? '1' : '0']
-        : [];
-    // Our own calendar, so that looking at yesterday and tomorrow never evicts the window the
-    // rule's calendar (shared with a memory store) has cached.
-    this.days = rule?.kind === 'calendar-quota' ? new CalendarDays(rule.timeZone) : undefined;
+    const codec = rule === undefined ? undefined : redisCodecFor(rule, name);
+    this.encoder = codec?.encoder;
+    this.callLimit = codec?.algorithm.callLimit ?? false;
+    this.replyWidth = codec?.algorithm.replyWidth ?? 3;
+    this.timed = codec?.encoder.timed ?? false;
   }
 
   take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
-      checkTakeArguments(key, cost, limit, this.quota);
+      checkTakeArguments(key, cost, limit, this.callLimit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
       return this.store.batcher.take(this, redisKey, cost, now, limit, slot);
@@ -345,30 +331,9 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     }
   }
 
-  /** @internal */
+  /** @internal The rule's values for the scripts at about `now` (see algorithms/algorithm.ts). */
   spec(now: number): readonly string[] {
-    if (this.days === undefined) return this.bucketSpec;
-    if (now >= this.dayStart && now < this.dayEnd) return this.daySpec;
-    // The script picks the day holding the server's time among yesterday, today and tomorrow
-    // as this node sees them, so a skew of up to a day needs no second round trip.
-    const days = this.days;
-    const start = days.startOf(now);
-    const end = days.endOf(now);
-    const before = days.startOf(start - 1);
-    const after = days.endOf(end);
-    const rule = this.rule;
-    this.daySpec = [
-      '2',
-      rule.penalty ? '1' : '0',
-      String(rule.limit),
-      String(before),
-      String(start),
-      String(end),
-      String(after),
-    ];
-    this.dayStart = start;
-    this.dayEnd = end;
-    return this.daySpec;
+    return (this.encoder as RuleEncoder).spec(now);
   }
 
   /** @internal */
@@ -381,22 +346,15 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     cost: number,
     limit: number | undefined,
   ): Decision {
-    const rule = this.rule as BuiltInRule;
-    if (rule.kind === 'token-bucket') {
-      return makeDecision(
-        allowed,
-        this.name,
-        rule.limit,
-        rule.burst,
-        remaining,
-        cost,
-        retryAfterMs,
-        resetMs,
-        rule.periodMs,
-      );
-    }
-    const quota = limit === undefined ? rule.limit : limit;
-    return makeDecision(allowed, this.name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
+    return (this.encoder as RuleEncoder).decision(
+      allowed,
+      remaining,
+      retryAfterMs,
+      resetMs,
+      windowMs,
+      cost,
+      limit,
+    );
   }
 
   /**

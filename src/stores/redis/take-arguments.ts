@@ -3,14 +3,14 @@ import { SluiceError } from '../../core/errors.js';
 
 /**
  * Checks what a take hands to the script: a non-empty string key, a whole cost in 0..MAX_COUNT and,
- * for a quota, a per-call limit in 1..MAX_COUNT or undefined. The limiter checks these already;
+ * for a rule that takes one, a per-call limit in 1..MAX_COUNT or undefined. The limiter checks these already;
  * the store checks them again because its buckets can be called directly, and a value the script
  * cannot count with (NaN, 1e21, a fraction) must be the caller's error (SLUICE_ARGUMENT), never a
  * Redis error reported as a store failure. Messages name the argument and its type, never its
  * value: keys, costs and limits can come from a request.
  * @throws SluiceError `SLUICE_ARGUMENT`
  */
-export function checkTakeArguments(key: unknown, cost: unknown, limit: unknown, quota: boolean): void {
+export function checkTakeArguments(key: unknown, cost: unknown, limit: unknown, callLimit: boolean): void {
   if (typeof key !== 'string' || key.length === 0) {
     throw new SluiceError(
       'SLUICE_ARGUMENT',
@@ -23,8 +23,8 @@ export function checkTakeArguments(key: unknown, cost: unknown, limit: unknown, 
       `RedisStore: a cost must be a whole number from 0 to ${MAX_COUNT} (got ${typeOf(cost)})`,
     );
   }
-  // A token bucket has no per-call limit: the memory store ignores one, and so does this store.
-  if (quota && limit !== undefined && !isCount(limit, 1)) {
+  // A rule without a per-call limit (a token bucket) ignores one, in the memory store as here.
+  if (callLimit && limit !== undefined && !isCount(limit, 1)) {
     throw new SluiceError(
       'SLUICE_ARGUMENT',
       `RedisStore: a per-call limit must be a whole number from 1 to ${MAX_COUNT} (got ${typeOf(limit)})`,

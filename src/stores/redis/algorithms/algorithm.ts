@@ -1,0 +1,85 @@
+import type { Decision } from '../../../core/decision.js';
+import type { Rule } from '../../../core/rule.js';
+
+/**
+ * What the Redis store needs to decide one algorithm next to the data: its decision in Lua, the
+ * parameters that decision reads, the shape of its reply, and how a bound rule's parameters and
+ * replies are encoded. One module per algorithm (`token-bucket.ts`, …); the registry
+ * (`index.ts`) finds a module by the rule's `kind`, and `scripts.ts` splices every module's Lua
+ * into the two decision scripts. A module translates its core rule (`src/core/<rule>.ts`) and
+ * is held to it by the store conformance suite and a differential property test against the
+ * memory store.
+ *
+ * The Lua fragment runs inside a branch of the scripts' dispatch. It reads these locals:
+ * - `now`: the time of the decision, whole ms since the Unix epoch;
+ * - `cost` (0 for a peek) and `asked` (the cost, or 1 for a peek);
+ * - `limit`: the per-call limit as a number, or nil for the rule's own (only when
+ *   {@link RedisAlgorithm.callLimit});
+ * - `single`: true for a single take, false inside an all-or-nothing group (a refusal is
+ *   charged under a penalty only for a single take: a group that refuses charges nothing);
+ * - `sa`, `sb`, `sc`: the key's state, three numbers parsed from its value
+ *   `"<a>:<b>"` or `"<a>:<b>:<c>"` (`sa` false when the key is absent or unreadable; `sc` false
+ *   when the value has two fields); what they mean is the module's own encoding;
+ * - its parameters, under the names of {@link RedisAlgorithm.params}, as numbers;
+ * - `MAX_PENALTY`: the count a penalty saturates at (`MAX_PENALTY_COUNT`).
+ * It sets:
+ * - `retry`: 0 admitted; > 0 refused, retry after so many ms; -1 refused for good (Infinity);
+ *   -3 not evaluated, nothing changes (the time lies outside what Node sent; Node retries with
+ *   the server's time);
+ * - `remaining`, `reset` (ms until the state is as good as new), and `window` when
+ *   {@link RedisAlgorithm.replyWidth} is 4;
+ * - when the take charges: `na`, `nb`, `nc` (the new state; `nc` false writes two fields) and
+ *   `ttl` (ms after `now` from which forgetting the key changes no decision: the key's TTL).
+ *   `na` stays false when nothing is written. Every number written must be a whole number below
+ *   2^53 (values are written with `%d`).
+ */
+export interface RedisAlgorithm {
+  /** The rule kind this module decides (`Rule.kind`). */
+  readonly kind: string;
+  /**
+   * The Lua names of the rule's parameters, in the order {@link RuleEncoder.spec} sends them
+   * (after the algorithm's tag).
+   */
+  readonly params: readonly string[];
+  /** Whether a take carries its per-call limit (the rule accepts one). */
+  readonly callLimit: boolean;
+  /** Integers of the reply per decision: retry, remaining, reset, and (4) the window's length. */
+  readonly replyWidth: 3 | 4;
+  /** The decision in Lua (see above). */
+  readonly lua: string;
+  /**
+   * Local functions the decision calls, defined once at the top of each script (their names
+   * must not collide with another module's). Library functions available there as locals:
+   * `floor`, `ceil`.
+   */
+  readonly luaFunctions?: string;
+  /**
+   * The encoder of one bound rule of this kind.
+   * @param tag the algorithm's number in the scripts' dispatch (the first value of every spec)
+   * @throws SluiceError `SLUICE_CONFIG` when the rule lacks what this module reads (a rule of
+   * another origin claiming this kind)
+   */
+  encoder(rule: Rule, name: string, tag: number): RuleEncoder;
+}
+
+/** One bound rule's side of the scripts: its parameters out, its replies back in. */
+export interface RuleEncoder {
+  /**
+   * The values the script reads for the rule at about `now`: the algorithm's tag, then its
+   * parameters. The same array for as long as they do not change, so that a script call sends
+   * each rule once (calls find a rule's parameters by the array's identity).
+   */
+  spec(now: number): readonly string[];
+  /** Whether {@link spec} depends on `now` (a calendar's period bounds): otherwise `now` is ignored. */
+  readonly timed: boolean;
+  /** The decision from the script's numbers (`windowMs` 0 when the reply has no window). */
+  decision(
+    allowed: boolean,
+    remaining: number,
+    retryAfterMs: number,
+    resetMs: number,
+    windowMs: number,
+    cost: number,
+    limit: number | undefined,
+  ): Decision;
+}

@@ -1,0 +1,117 @@
+import { CalendarPeriods, type CalendarUnit, type IsoWeekday } from '../../../core/calendar.js';
+import { makeDecision, type Decision } from '../../../core/decision.js';
+import type { Rule } from '../../../core/rule.js';
+import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+import { penaltyFlag, wholeField } from './rule-fields.js';
+
+/**
+ * The calendar quota (`core/quota.ts`) in Redis, per local hour, day, week or month.
+ *
+ * Lua cannot read an IANA time zone database, so Node sends the bounds of four periods around
+ * its own time (`b0` the start of the period before, `b1` of the current one, `b2` of the next,
+ * `b3` of the one after); the script picks the period holding the server's `now`, so a skew of
+ * up to a period needs no second round trip. When none holds it the script changes nothing and
+ * replies -3; Node, having learnt the server's time from that reply, sends the right periods.
+ *
+ * State `"<periodStartMs>:<count>:<periodEndMs>"` (a state without its end, written by an
+ * earlier version, still reads). The end is stored because a take whose time lies in an earlier
+ * period than the stored one counts against the stored period (a quota never moves backwards),
+ * and Lua cannot compute that period's end: the bounds sent may not reach it.
+ *
+ * Parameters: `penalty`, `ruleLimit`, `b0`..`b3`. A per-call limit; replies of 4 (the window is
+ * the counted period's length: 23 to 25 hours for a day, 28 to 31 days for a month).
+ */
+export const calendarQuotaAlgorithm: RedisAlgorithm = {
+  kind: 'calendar-quota',
+  params: ['penalty', 'ruleLimit', 'b0', 'b1', 'b2', 'b3'],
+  callLimit: true,
+  replyWidth: 4,
+  lua: `  -- core/quota.ts, decide(): the local period holding now, among the four sent.
+  local q = limit or ruleLimit
+  local s, f
+  if now >= b1 and now < b2 then
+    s, f = b1, b2
+  elseif now >= b0 and now < b1 then
+    s, f = b0, b1
+  elseif now >= b2 and now < b3 then
+    s, f = b2, b3
+  end
+  remaining, reset, window = 0, 0, 0
+  retry = -3
+  if s then
+    local used = 0
+    if sa == s then
+      used = sb
+    elseif sa and sa > s then
+      -- The clock stepped back (a caller's clock, or another node's a second behind across
+      -- midnight) into a period before the stored one: the take counts against the stored
+      -- period, which never moves backwards and never restarts. A state from before the
+      -- period's end was stored ends where the period after it starts, among those sent, or a
+      -- period of the current one's length later.
+      local e = sc
+      if not e then
+        if sa == b2 then e = b3 else e = sa + f - s end
+      end
+      s, f, used = sa, e, sb
+    end
+    reset = f - now
+    window = f - s
+    if used < q then remaining = q - used end
+    if asked > q then
+      retry = -1
+    elseif asked <= remaining then
+      retry = 0
+      if cost > 0 then
+        remaining = remaining - cost
+        na, nb, nc, ttl = s, used + cost, f, reset
+      end
+    else
+      retry = reset
+      if single and penalty == 1 and cost > 0 then
+        local charged = used + cost
+        if charged > MAX_PENALTY then charged = MAX_PENALTY end
+        na, nb, nc, ttl = s, charged, f, reset
+      end
+    end
+  end
+`,
+  encoder(rule: Rule, name: string, tag: number): RuleEncoder {
+    const fields = rule as unknown as { timeZone?: unknown; per?: unknown; weekStart?: unknown };
+    const ruleLimit = wholeField(rule, 'limit');
+    const penalty = penaltyFlag(rule);
+    // Our own calendar, so that looking at the periods around now never evicts the one the
+    // rule's calendar (shared with a memory store) has cached.
+    const periods = new CalendarPeriods(
+      fields.timeZone as string,
+      (fields.per ?? 'day') as CalendarUnit,
+      (fields.weekStart ?? 1) as IsoWeekday,
+    );
+    let spec: readonly string[] = [];
+    let start = 0;
+    let end = -1;
+    return {
+      timed: true,
+      spec(now: number): readonly string[] {
+        if (now >= start && now < end) return spec;
+        start = periods.startOf(now);
+        end = periods.endOf(now);
+        const before = periods.startOf(start - 1);
+        const after = periods.endOf(end);
+        spec = [
+          String(tag),
+          penalty,
+          String(ruleLimit),
+          String(before),
+          String(start),
+          String(end),
+          String(after),
+        ];
+        return spec;
+      },
+      decision(allowed, remaining, retryAfterMs, resetMs, windowMs, cost, limit): Decision {
+        const quota = limit === undefined ? ruleLimit : limit;
+        return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
+      },
+    };
+  },
+};

@@ -1,0 +1,61 @@
+import { makeDecision, type Decision } from '../../../core/decision.js';
+import type { Rule } from '../../../core/rule.js';
+import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+import { penaltyFlag, wholeField } from './rule-fields.js';
+
+/**
+ * The fixed window (`core/fixed-window.ts`) in Redis: a count per window of `w` ms, windows
+ * aligned to the Unix epoch.
+ *
+ * State `"<windowStartMs>:<count>"`. A take whose time lies in a window before the stored one (a
+ * clock stepped back, a node whose clock lags) counts against the stored window, which never
+ * moves backwards. The key lives until its window ends.
+ *
+ * Parameters: `penalty`, `ruleLimit`, `w`. A per-call limit; replies of 3 (the window is `w`,
+ * known to Node).
+ */
+export const fixedWindowAlgorithm: RedisAlgorithm = {
+  kind: 'fixed-window',
+  params: ['penalty', 'ruleLimit', 'w'],
+  callLimit: true,
+  replyWidth: 3,
+  lua: `  -- core/fixed-window.ts, decide(), and core/window-count.ts.
+  local q = limit or ruleLimit
+  local s = floor(now / w) * w
+  if sa and sa > s then s = sa end
+  local used = 0
+  if sa == s then used = sb end
+  remaining = 0
+  if used < q then remaining = q - used end
+  reset = s + w - now
+  if asked > q then
+    retry = -1
+  elseif asked <= remaining then
+    retry = 0
+    if cost > 0 then
+      remaining = remaining - cost
+      na, nb, ttl = s, used + cost, reset
+    end
+  else
+    retry = reset
+    if single and penalty == 1 and cost > 0 then
+      local charged = used + cost
+      if charged > MAX_PENALTY then charged = MAX_PENALTY end
+      na, nb, ttl = s, charged, reset
+    end
+  end
+`,
+  encoder(rule: Rule, name: string, tag: number): RuleEncoder {
+    const ruleLimit = wholeField(rule, 'limit');
+    const windowMs = wholeField(rule, 'windowMs');
+    const spec = [String(tag), penaltyFlag(rule), String(ruleLimit), String(windowMs)];
+    return {
+      timed: false,
+      spec: () => spec,
+      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
+        const quota = limit === undefined ? ruleLimit : limit;
+        return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
+      },
+    };
+  },
+};

@@ -1,0 +1,111 @@
+import { makeDecision, type Decision } from '../../../core/decision.js';
+import type { Rule } from '../../../core/rule.js';
+import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+import { penaltyFlag, wholeField } from './rule-fields.js';
+
+/**
+ * The sliding window (`core/sliding-window.ts`) in Redis: the counts of the current and the
+ * previous epoch-aligned window of `w` ms, the previous one weighing by the part of it that a
+ * window ending now still covers. The weight is `ceil((prev * (w - elapsed)) / w)` on doubles in
+ * exactly the core's order, and the retry advice is searched the same way, so that both agree
+ * bit for bit.
+ *
+ * State `"<windowStartMs>:<count>:<previousCount>"`. A take whose time lies in a window before
+ * the stored one counts against the stored window as at its first instant (windows never move
+ * back). The key lives until the end of the window after its own, where its count stops
+ * weighing.
+ *
+ * Parameters: `penalty`, `ruleLimit`, `w`. A per-call limit; replies of 3.
+ */
+export const slidingWindowAlgorithm: RedisAlgorithm = {
+  kind: 'sliding-window',
+  params: ['penalty', 'ruleLimit', 'w'],
+  callLimit: true,
+  replyWidth: 3,
+  lua: `  -- core/sliding-window.ts, decide().
+  local q = limit or ruleLimit
+  local aligned = floor(now / w) * w
+  local s, elapsed, cur, prev
+  if sa and sa > aligned then
+    s, elapsed, cur, prev = sa, 0, sb, sc or 0
+  else
+    s, elapsed = aligned, now - aligned
+    if sa == aligned then
+      cur, prev = sb, sc or 0
+    elseif sa == aligned - w then
+      cur, prev = 0, sb
+    else
+      cur, prev = 0, 0
+    end
+  end
+  local left = q - cur
+  if prev ~= 0 then left = left - ceil((prev * (w - elapsed)) / w) end
+  remaining = 0
+  if left > 0 then remaining = left end
+  reset = s + w - now
+  local charge = false
+  if asked > q then
+    retry = -1
+  elseif asked <= remaining then
+    retry = 0
+    if cost > 0 then
+      remaining = remaining - cost
+      charge = true
+    end
+  else
+    -- The earliest time from which a take of asked is admitted if nothing else is charged:
+    -- later in this window only the previous count's weight falls; in the next window this
+    -- window's count is the previous one; two windows on, nothing weighs.
+    local from = 0
+    if now > s then from = now - s end
+    local wait = earliest(prev, w, q - cur - asked, from)
+    if wait >= w then
+      wait = earliest(cur, w, q - asked, 0)
+      if wait < w then wait = w + wait else wait = 2 * w end
+    end
+    retry = s + wait - now
+    charge = single and penalty == 1 and cost > 0
+  end
+  if charge then
+    if sa == s then
+      local charged = sb + cost
+      if charged > MAX_PENALTY then charged = MAX_PENALTY end
+      na, nb, nc = s, charged, sc or 0
+    else
+      na, nb, nc = s, cost, 0
+      if sa == s - w then nc = sb end
+    end
+    ttl = s + 2 * w - now
+  end
+`,
+  // The functions of the retry advice: core/sliding-window.ts's weigh() and earliest(), the
+  // least elapsed in [from, w) at which the previous count's weight fits in room, or w.
+  luaFunctions: `local function weigh(prev, w, elapsed)
+  if prev == 0 then return 0 end
+  return ceil((prev * (w - elapsed)) / w)
+end
+local function earliest(prev, w, room, from)
+  if room < 0 then return w end
+  if weigh(prev, w, from) <= room then return from end
+  local e = w - floor((room * w) / prev)
+  if e <= from then e = from + 1 end
+  if e > w then e = w end
+  while e > from + 1 and weigh(prev, w, e - 1) <= room do e = e - 1 end
+  while e < w and weigh(prev, w, e) > room do e = e + 1 end
+  return e
+end
+`,
+  encoder(rule: Rule, name: string, tag: number): RuleEncoder {
+    const ruleLimit = wholeField(rule, 'limit');
+    const windowMs = wholeField(rule, 'windowMs');
+    const spec = [String(tag), penaltyFlag(rule), String(ruleLimit), String(windowMs)];
+    return {
+      timed: false,
+      spec: () => spec,
+      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
+        const quota = limit === undefined ? ruleLimit : limit;
+        return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
+      },
+    };
+  },
+};

@@ -1,0 +1,96 @@
+import { makeDecision, type Decision } from '../../../core/decision.js';
+import type { Rule } from '../../../core/rule.js';
+import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+import { penaltyFlag, wholeField } from './rule-fields.js';
+
+/**
+ * The token bucket (`core/gcra.ts`) in Redis.
+ *
+ * State `"<ms>:<frac>"`: the GCRA arrival time as whole ms since the Unix epoch plus the
+ * sub-millisecond remainder in scaled units (`0 <= frac < rate`). The scaled arithmetic of the
+ * core only ever needs the arrival time relative to `now` (at most 2 × burst × period scaled
+ * units, checked to be a safe integer when the rule is made), so there is no epoch and no
+ * horizon after which numbers lose exactness.
+ *
+ * Parameters: `rate` (the rule's limit: time is scaled by it), `unit` (the period in ms: what one
+ * token costs in scaled time), `burst`, `penalty`. No per-call limit; replies of 3 (the window
+ * is the period, known to Node).
+ */
+export const tokenBucketAlgorithm: RedisAlgorithm = {
+  kind: 'token-bucket',
+  params: ['rate', 'unit', 'burst', 'penalty'],
+  callLimit: false,
+  replyWidth: 3,
+  lua: `  -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
+  -- a - floor(a / b) * b, and the quotient of a double division may round up across an
+  -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.
+  local tolerance = burst * unit
+  local queued = 0
+  if sa and sa >= now then queued = (sa - now) * rate + sb end
+  local after = queued + asked * unit
+  if cost > 0 and after <= tolerance then
+    -- Admitted and charged (after <= tolerance implies cost <= burst).
+    local r = after % rate
+    if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+    local q = (after - r) / rate
+    ttl = q
+    if r > 0 then ttl = q + 1 end
+    local d = tolerance - after
+    local r2 = d % unit
+    if r2 < 0 then r2 = r2 + unit elseif r2 >= unit then r2 = r2 - unit end
+    remaining = (d - r2) / unit
+    retry = 0
+    reset = ttl
+    na = now + q
+    nb = r
+  else
+    remaining = 0
+    if queued < tolerance then
+      local d = tolerance - queued
+      local r = d % unit
+      if r < 0 then r = r + unit elseif r >= unit then r = r - unit end
+      remaining = (d - r) / unit
+    end
+    local r = queued % rate
+    if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+    reset = (queued - r) / rate
+    if r > 0 then reset = reset + 1 end
+    if asked > burst then
+      retry = -1
+    elseif after <= tolerance then
+      retry = 0
+    else
+      local d = after - tolerance
+      r = d % rate
+      if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+      retry = (d - r) / rate
+      if r > 0 then retry = retry + 1 end
+      if single and penalty == 1 and cost > 0 then
+        -- Debt is capped at one extra full refill (core/gcra.ts).
+        local charged = after
+        if charged > 2 * tolerance then charged = 2 * tolerance end
+        r = charged % rate
+        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+        local q = (charged - r) / rate
+        ttl = q
+        if r > 0 then ttl = q + 1 end
+        na = now + q
+        nb = r
+      end
+    end
+  end
+`,
+  encoder(rule: Rule, name: string, tag: number): RuleEncoder {
+    const limit = wholeField(rule, 'limit');
+    const periodMs = wholeField(rule, 'periodMs');
+    const burst = wholeField(rule, 'burst');
+    const spec = [String(tag), String(limit), String(periodMs), String(burst), penaltyFlag(rule)];
+    return {
+      timed: false,
+      spec: () => spec,
+      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost): Decision {
+        return makeDecision(allowed, name, limit, burst, remaining, cost, retryAfterMs, resetMs, periodMs);
+      },
+    };
+  },
+};
