@@ -6,12 +6,16 @@ import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient, nodeRedisClient } from '../support/redis-clients.js';
 import {
   RedisStore,
-  decisionScript,
-  decisionScriptSha,
   redisClient,
   type RedisClient,
   type RedisStoreOptions,
 } from '../../src/stores/redis/index.js';
+import {
+  decisionScript,
+  decisionScriptSha,
+  singleDecisionScript,
+  singleDecisionScriptSha,
+} from '../../src/stores/redis/scripts.js';
 import fc from 'fast-check';
 import { MAX_COUNT, MAX_TOKEN_RATE } from '../../src/core/bounds.js';
 import type { Rule } from '../../src/core/rule.js';
@@ -85,8 +89,9 @@ describe('RedisStore on one Redis', { skip }, () => {
   const store = (options: Partial<RedisStoreOptions> = {}) =>
     new RedisStore({ client: redis, prefix: `${prefix}${++n}:`, timeout: '2s', ...options });
 
-  it('the SHA computed locally is the one SCRIPT LOAD returns', async () => {
+  it('the SHAs computed locally are the ones SCRIPT LOAD returns', async () => {
     assert.equal(await redis.script('LOAD', decisionScript), decisionScriptSha);
+    assert.equal(await redis.script('LOAD', singleDecisionScript), singleDecisionScriptSha);
   });
 
   it('on the store`s time the now the app passes is ignored', async () => {

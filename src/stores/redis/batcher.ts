@@ -8,6 +8,7 @@ import {
   singleDecisionScriptSha,
 } from './scripts.js';
 import { ServerClockOffset } from './server-clock-offset.js';
+import { redisErrorCode, storeError, timedOut, unavailable } from './redis-errors.js';
 
 /** What the batcher needs from one rule's buckets. */
 export interface BatchRule {
@@ -575,7 +576,7 @@ export class Batcher {
 
   private fail(batch: Batch, cause: unknown): void {
     if (!this.finish(batch)) return;
-    const error = unavailable(`answered with an error (${errorMessage(cause)})`);
+    const error = storeError(cause);
     for (const request of batch.requests) this.settle(request, error);
   }
 
@@ -682,34 +683,4 @@ function specRef(rule: BatchRule, now: number, args: string[], refs: Map<readonl
 
 function limitArg(limit: number | undefined): string {
   return limit === undefined ? '' : String(limit);
-}
-
-/**
- * What a client error may say in a message or a log: the Redis error prefix (`NOSCRIPT`, `OOM`,
- * `READONLY`, `ERR`, …) or a system error code (`ECONNRESET`), else the error's class name. Never
- * the message text: a driver may quote the command, whose arguments hold keys and costs.
- */
-export function errorMessage(error: unknown): string {
-  const code = redisErrorCode(error);
-  if (code !== undefined) return code;
-  const system = (error as { code?: unknown } | null)?.code;
-  if (typeof system === 'string' && /^[A-Z][A-Z0-9_]{1,40}$/.test(system)) return system;
-  return error instanceof Error ? error.name : typeof error;
-}
-
-/** The Redis error prefix of a reply error (its first word, upper case), if there is one. */
-export function redisErrorCode(error: unknown): string | undefined {
-  if (!(error instanceof Error)) return undefined;
-  const match = /^([A-Z][A-Z_]{1,30})(?:\s|$)/.exec(error.message);
-  return match === null ? undefined : match[1];
-}
-
-/** SLUICE_STORE_UNAVAILABLE with a message that names Redis and never a key. */
-export function unavailable(what: string): SluiceError {
-  return new SluiceError('SLUICE_STORE_UNAVAILABLE', `Redis ${what}`);
-}
-
-/** SLUICE_STORE_TIMEOUT. */
-export function timedOut(timeoutMs: number): SluiceError {
-  return new SluiceError('SLUICE_STORE_TIMEOUT', `Redis did not answer within ${timeoutMs} ms`);
 }

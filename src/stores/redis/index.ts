@@ -4,6 +4,9 @@
  *
  * @example
  * import { RedisStore } from 'sluice/redis';
+ *
+ * Internals (the Lua scripts and their SHAs, the algorithm modules, Cluster slot hashing) stay in
+ * their modules: they change with every new algorithm and are no API.
  */
 export { RedisStore, RedisRuleBuckets, type RedisStoreOptions, type RedisHashTag } from './redis-store.js';
 export {
@@ -13,10 +16,3 @@ export {
   type IoredisLike,
   type NodeRedisLike,
 } from './redis-client.js';
-export { keySlot } from './key-slot.js';
-export {
-  decisionScript,
-  decisionScriptSha,
-  singleDecisionScript,
-  singleDecisionScriptSha,
-} from './scripts.js';

@@ -4,13 +4,15 @@ import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
-import { Batcher, errorMessage, timedOut, unavailable, type BatchEntry, type BatchRule } from './batcher.js';
+import { Batcher, type BatchEntry, type BatchRule } from './batcher.js';
+import { TIMEOUT_SUBJECT, storeError, unavailable } from './redis-errors.js';
 import { checkTakeArguments } from './take-arguments.js';
 import { redisClient, type RedisClient, type RedisClientInput } from './redis-client.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
 import { checkRuleName } from '../shared/rule-name.js';
 import { readTimeSource, type TimeSource } from '../shared/time-source.js';
+import { withDeadline } from '../shared/deadline.js';
 import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
 
 /**
@@ -255,26 +257,14 @@ export class RedisStore implements Store {
   /** @internal Runs one command within the timeout, mapping every failure to a coded error. */
   command<T>(run: () => Promise<T>): Promise<T> {
     if (!this.client.ready()) return Promise.reject(unavailable('connection is not ready'));
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(timedOut(this.timeoutMs)), this.timeoutMs);
-      let call: Promise<T>;
-      try {
-        call = run();
-      } catch (error) {
-        clearTimeout(timer);
-        reject(unavailable(`answered with an error (${errorMessage(error)})`));
-        return;
-      }
-      call.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(unavailable(`answered with an error (${errorMessage(error)})`));
-        },
-      );
+    let call: Promise<T>;
+    try {
+      call = run();
+    } catch (error) {
+      return Promise.reject(storeError(error));
+    }
+    return withDeadline(call, this.timeoutMs, TIMEOUT_SUBJECT).catch((error: unknown) => {
+      throw storeError(error);
     });
   }
 }

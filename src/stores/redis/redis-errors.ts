@@ -1,0 +1,48 @@
+import { SluiceError } from '../../core/errors.js';
+import { deadlineError } from '../shared/deadline.js';
+import { driverError, type DriverErrorRules, type DriverFailure } from '../shared/driver-error.js';
+
+/** What the store's timeouts name: the store and the option that bounds it. */
+export const TIMEOUT_SUBJECT = 'Redis (RedisStore timeout)';
+
+/**
+ * How the Redis store reads its clients' errors: the code of a reply error is the first word of
+ * its message (`NOSCRIPT`, `OOM`, `READONLY`, `BUSY`, …; ioredis and node-redis alike), and a
+ * network error carries a Node system code (`ECONNRESET`). Every one of them means Redis could
+ * not decide: `SLUICE_STORE_UNAVAILABLE`, with the code and never the text (a client may quote
+ * the command, whose arguments hold keys and costs). The input of a call cannot cause a Redis
+ * error: the store checks it before sending (take-arguments.ts).
+ */
+export const redisErrors: DriverErrorRules = {
+  store: 'Redis',
+  codeName: 'code',
+  codeOf(error: unknown): string | undefined {
+    const reply = redisErrorCode(error);
+    if (reply !== undefined) return reply;
+    const system = (error as { code?: unknown } | null)?.code;
+    return typeof system === 'string' ? system : undefined;
+  },
+  classify: () => undefined,
+};
+
+/** A client's error as a coded error of the Redis store (see {@link redisErrors}). */
+export function storeError(error: unknown): DriverFailure {
+  return driverError(error, redisErrors);
+}
+
+/** The Redis error prefix of a reply error (its first word, upper case), if there is one. */
+export function redisErrorCode(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const match = /^([A-Z][A-Z_]{1,30})(?:\s|$)/.exec(error.message);
+  return match === null ? undefined : match[1];
+}
+
+/** SLUICE_STORE_UNAVAILABLE for a reason of the store's own (never a key or a client's text). */
+export function unavailable(what: string): SluiceError {
+  return new SluiceError('SLUICE_STORE_UNAVAILABLE', `Redis ${what}`);
+}
+
+/** SLUICE_STORE_TIMEOUT: Redis did not answer within the store's timeout. */
+export function timedOut(timeoutMs: number): SluiceError {
+  return deadlineError(TIMEOUT_SUBJECT, timeoutMs);
+}
