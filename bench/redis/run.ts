@@ -6,9 +6,11 @@
  *
  * Contenders (each behind `Contender`: one decision per call, the real clock, ioredis clients
  * with the same options, loopback only):
- * - sluice: createLimiter({ store: new RedisStore({ client }) }).take(key) — server clock, the
+ * - sluice: createLimiter({ store: new RedisStore({ client }) }).take(key) — the store's time, the
  *   decisions that arrive together batched into one script call;
- * - rlf:    rate-limiter-flexible RateLimiterRedis (ioredis), await consume(key).
+ * - sluice_fixed, sluice_sliding: the same with fixedWindow and slidingWindow (1 h windows);
+ * - rlf:    rate-limiter-flexible RateLimiterRedis (ioredis), await consume(key): a fixed window
+ *   (INCR and PEXPIRE in a MULTI), the closest peer of sluice's fixed window.
  * Cells: 1, 16 and 256 calls in flight (closed loop: each "user" awaits its decision, then asks
  * again) × 1 hot key and 100,000 keys (uniformly random, generated before timing). Each cell runs
  * ROUNDS rounds in which the contenders take turns (a warm-up, then CELL_MS of measurement each,
@@ -23,7 +25,14 @@
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { createLimiter, tokenBucket } from '../../src/index.js';
+import {
+  MAX_COUNT,
+  createLimiter,
+  fixedWindow,
+  slidingWindow,
+  tokenBucket,
+  type Rule,
+} from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 
 const url = process.env.SLUICE_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -147,18 +156,22 @@ async function main(): Promise<void> {
 
   // Baseline: a bare PING round trip, one in flight.
   const pingClient = await connect();
-  const sluiceClient = await connect();
   const rlfClient = await connect();
   // 1e9 tokens per hour, written as the largest token rate a rule takes (10^6 per 3.6 s) with a
   // burst of 1e9: one token is 3.6 µs, so keys live (TTL = time to full) and nothing refuses.
   // A 1 s timeout: on a loaded machine a stall must show up in p99, not end the run.
-  const store = new RedisStore({ client: sluiceClient, prefix: `${run}:s:`, timeout: '1s' });
-  const limiter = createLimiter({
-    name: 'bench',
-    rule: tokenBucket({ limit: 1_000_000, period: '3600ms', burst: 1e9 }),
-    store,
-    timeout: '1s',
-  });
+  // Each contender has a client of its own, as rlf has.
+  const sluiceClients: Redis[] = [];
+  const sluice = async (rule: Rule) => {
+    const client = await connect();
+    sluiceClients.push(client);
+    const store = new RedisStore({ client, prefix: `${run}:s${sluiceClients.length}:`, timeout: '1s' });
+    return createLimiter({ name: 'bench', rule, store, timeout: '1s' });
+  };
+  const limiter = await sluice(tokenBucket({ limit: 1_000_000, period: '3600ms', burst: 1e9 }));
+  // Windows that never fill: the admitted path, as for the bucket.
+  const fixed = await sluice(fixedWindow({ limit: MAX_COUNT, window: '1h' }));
+  const sliding = await sluice(slidingWindow({ limit: MAX_COUNT, window: '1h' }));
   const rlf = new RateLimiterRedis({
     storeClient: rlfClient,
     points: 1e9,
@@ -167,6 +180,8 @@ async function main(): Promise<void> {
   });
   const contenders: Contender[] = [
     { name: 'sluice', decide: (key) => limiter.take(key) },
+    { name: 'sluice_fixed', decide: (key) => fixed.take(key) },
+    { name: 'sluice_sliding', decide: (key) => sliding.take(key) },
     { name: 'rlf', decide: (key) => rlf.consume(key) },
   ];
   const pingContender: Contender = { name: 'ping', decide: () => pingClient.ping() };
@@ -202,7 +217,7 @@ async function main(): Promise<void> {
         }
         results[`${name}_${inFlight}_${shape}`] = cell;
         console.log(
-          `${name.padEnd(7)} ${String(inFlight).padStart(3)} in flight, ${shape.padEnd(4)} keys: ` +
+          `${name.padEnd(14)} ${String(inFlight).padStart(3)} in flight, ${shape.padEnd(4)} keys: ` +
             `${String(cell.opsPerSec).padStart(7)} decisions/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms`,
         );
       }
@@ -216,7 +231,7 @@ async function main(): Promise<void> {
   console.log(`redis-benchmark EVALSHA 'return 1' -P 16 -c 50: ${ceiling ?? 'n/a'} calls/s`);
 
   await deleteRunKeys(admin);
-  sluiceClient.disconnect();
+  for (const client of sluiceClients) client.disconnect();
   rlfClient.disconnect();
   admin.disconnect();
 
@@ -239,6 +254,12 @@ async function main(): Promise<void> {
   json.redis_benchmark_evalsha_pipelined = ceiling;
   json.ratio_256_hot = round(results.sluice_256_hot!.opsPerSec / results.rlf_256_hot!.opsPerSec);
   json.ratio_256_many = round(results.sluice_256_many!.opsPerSec / results.rlf_256_many!.opsPerSec);
+  json.ratio_fixed_256_many = round(
+    results.sluice_fixed_256_many!.opsPerSec / results.rlf_256_many!.opsPerSec,
+  );
+  json.ratio_sliding_256_many = round(
+    results.sluice_sliding_256_many!.opsPerSec / results.rlf_256_many!.opsPerSec,
+  );
   json.ratio_1_p50_vs_ping = round(results.sluice_1_hot!.p50 / ping.p50);
   console.log(JSON.stringify(json));
 }
