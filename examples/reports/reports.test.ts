@@ -329,8 +329,11 @@ describe('examples/reports: one daily quota per identity over HTTP', () => {
     });
     const accountRows = async () =>
       Number(
-        (await pool.query(`SELECT count(*) FROM "${schema}".quota_counters WHERE account_bucket IS NOT NULL`))
-          .rows[0].count,
+        (
+          await pool.query(
+            `SELECT count(*) FROM "${schema}".window_counters WHERE account_bucket IS NOT NULL`,
+          )
+        ).rows[0].count,
       );
     for (let i = 0; i < 2; i++) await report({ sid: 'sid-1' });
     assert.deepEqual(contract(await report({ sid: 'sid-2' })), {

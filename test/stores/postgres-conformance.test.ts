@@ -14,9 +14,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
   const schema = runSchema('conf_pg');
   let pool: pg.Pool;
   storeConformance({
-    // Until this store has a module for the window rules and calendar periods other than days.
-    kinds: ['token-bucket', 'calendar-quota'],
-    calendarPeriods: ['day'],
     name: 'postgres (pg)',
     skip,
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
@@ -37,9 +34,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
   const schema = runSchema('conf_pgjs');
   let sql: postgres.Sql;
   storeConformance({
-    // Until this store has a module for the window rules and calendar periods other than days.
-    kinds: ['token-bucket', 'calendar-quota'],
-    calendarPeriods: ['day'],
     name: 'postgres (postgres.js)',
     skip,
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.

@@ -118,8 +118,9 @@ describe('PostgresStore at the edges', { skip }, () => {
       const store = new PostgresStore({ client: pool, schema, timeout: '10s' });
       const quota = createLimiter({ name: name(), rule: calendarQuota({ limit: 5 }), store, timeout: '10s' });
       await pool.query(
-        `INSERT INTO "${schema}".quota_counters (rule, bucket, day, count)
-         VALUES ($1, 'k', (statement_timestamp() AT TIME ZONE 'UTC')::date + 1, 4)`,
+        `INSERT INTO "${schema}".window_counters (rule, bucket, window_start, count, previous, expires_at)
+         SELECT $1, 'k', d, 4, 0, d + ${DAY}
+         FROM (SELECT (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint / ${DAY} + 1) * ${DAY} AS d) x`,
         [quota.name],
       );
       const first = await quota.take('k');
@@ -128,7 +129,7 @@ describe('PostgresStore at the edges', { skip }, () => {
       assert.ok(first.resetMs > DAY, 'measured to the end of tomorrow');
       assert.equal((await quota.take('k')).allowed, false);
       const { rows } = await pool.query(
-        `SELECT count(*)::int AS n FROM "${schema}".quota_counters WHERE rule = $1`,
+        `SELECT count(*)::int AS n FROM "${schema}".window_counters WHERE rule = $1`,
         [quota.name],
       );
       assert.equal(rows[0].n, 1, "no row was started for the server's today");
@@ -301,7 +302,7 @@ describe('PostgresStore at the edges', { skip }, () => {
         const blocker = await pool.connect();
         try {
           await blocker.query('BEGIN');
-          await blocker.query(`SELECT 1 FROM "${schema}".quota_counters WHERE rule = $1 FOR UPDATE`, [
+          await blocker.query(`SELECT 1 FROM "${schema}".window_counters WHERE rule = $1 FOR UPDATE`, [
             quota.name,
           ]);
           const raw = Array.from({ length: 40 }, () =>
@@ -446,7 +447,7 @@ describe('PostgresStore at the edges', { skip }, () => {
           Number(
             (
               await pool.query(
-                `SELECT (SELECT count(*) FROM "${schema}".quota_counters WHERE bucket = $1)
+                `SELECT (SELECT count(*) FROM "${schema}".window_counters WHERE bucket = $1)
                       + (SELECT count(*) FROM "${schema}".token_buckets WHERE bucket = $1) AS n`,
                 [`account:v1:route-${user}`],
               )
@@ -474,7 +475,7 @@ describe('PostgresStore at the edges', { skip }, () => {
       const decision = await quota.take(key);
       assert.equal(decision.allowed, true);
       const { rows } = await pool.query(
-        `SELECT count(*)::int AS n FROM "${schema}".quota_counters WHERE bucket = 'account:v1:gone'`,
+        `SELECT count(*)::int AS n FROM "${schema}".window_counters WHERE bucket = 'account:v1:gone'`,
       );
       assert.equal(rows[0].n, 0);
       await assert.rejects(

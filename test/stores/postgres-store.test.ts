@@ -1,15 +1,22 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
-import { calendarQuota, createLimiter, isSluiceError, manualClock, tokenBucket } from '../../src/index.js';
+import type { Rule } from '../../src/core/algorithm.js';
+import {
+  calendarQuota,
+  createLimiter,
+  fixedWindow,
+  isSluiceError,
+  manualClock,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.js';
 import { CalendarDays } from '../../src/core/calendar.js';
 import { PostgresStore, type PostgresClient } from '../../src/stores/postgres/index.js';
 import { schemaNames } from '../../src/stores/postgres/migrations.js';
-import {
-  calendarQuotaStatements,
-  takeAllStatement,
-  tokenBucketStatements,
-} from '../../src/stores/postgres/statements.js';
+import { ruleStatements } from '../../src/stores/postgres/statements.js';
+import { takeAllStatement } from '../../src/stores/postgres/take-all.js';
+import { algorithmOf } from '../../src/stores/postgres/algorithms/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import {
   dropSchema,
@@ -175,7 +182,7 @@ describe('PostgresStore', { skip }, () => {
     let nextUser = 1000;
     const rows = async (bucket: string) =>
       Number(
-        (await pool.query(`SELECT count(*) FROM "${schema}".quota_counters WHERE bucket = $1`, [bucket]))
+        (await pool.query(`SELECT count(*) FROM "${schema}".window_counters WHERE bucket = $1`, [bucket]))
           .rows[0].count,
       );
     const newUser = async () => {
@@ -291,11 +298,11 @@ describe('PostgresStore', { skip }, () => {
       await Promise.all(deletions);
       const anon = results.filter((r) => r.mode === 'anon').length;
       const { rows: left } = await pool.query(
-        `SELECT count(*)::int AS n FROM "${schema}".quota_counters WHERE bucket LIKE 'account:v1:d%'`,
+        `SELECT count(*)::int AS n FROM "${schema}".window_counters WHERE bucket LIKE 'account:v1:d%'`,
       );
       assert.equal(left[0].n, 0);
       const { rows: ip } = await pool.query(
-        `SELECT coalesce(sum(count), 0)::int AS n FROM "${schema}".quota_counters WHERE bucket = 'ip:d-shared'`,
+        `SELECT coalesce(sum(count), 0)::int AS n FROM "${schema}".window_counters WHERE bucket = 'ip:d-shared'`,
       );
       assert.equal(ip[0].n, anon);
     });
@@ -328,7 +335,7 @@ describe('PostgresStore', { skip }, () => {
         Number(
           (
             await pool.query(
-              `SELECT (SELECT count(*) FROM "${schema}".quota_counters WHERE bucket LIKE $1) + (SELECT count(*) FROM "${schema}".token_buckets WHERE bucket LIKE $1) AS n`,
+              `SELECT (SELECT count(*) FROM "${schema}".window_counters WHERE bucket LIKE $1) + (SELECT count(*) FROM "${schema}".token_buckets WHERE bucket LIKE $1) AS n`,
               [like],
             )
           ).rows[0].n,
@@ -347,7 +354,7 @@ describe('PostgresStore', { skip }, () => {
     });
   });
 
-  it('E3: prune({ olderThan: "90d" }) deletes old quota days and full token buckets, nothing else', async () => {
+  it('prune() deletes window rows past their horizon, old per-day quota rows and full token buckets, nothing else', async () => {
     const store = new PostgresStore({
       client: pool,
       schema: runSchema('prune'),
@@ -356,46 +363,34 @@ describe('PostgresStore', { skip }, () => {
     });
     await store.migrate();
     try {
-      const day = 86_400_000;
       const now = Date.now();
-      const q = createLimiter({
-        name: 'q',
-        rule: calendarQuota({ limit: 10 }),
-        store,
-        clock: () => now,
-        timeout: '10s',
-      });
-      const clock = manualClock(now - 100 * day);
-      const old = createLimiter({
-        name: 'old',
-        rule: calendarQuota({ limit: 10 }),
-        store,
-        clock,
-        timeout: '10s',
-      });
-      await old.take('a');
-      clock.set(now - 10 * day);
-      await old.take('a');
-      await q.take('b');
-      const t = createLimiter({
-        name: 't',
-        rule: tokenBucket({ limit: 1, period: '1s' }),
-        store,
-        clock: () => now - 5000,
-        timeout: '10s',
-      });
-      const t2 = createLimiter({
-        name: 't2',
-        rule: tokenBucket({ limit: 1, period: '1d' }),
-        store,
-        clock: () => now,
-        timeout: '10s',
-      });
+      const limiter = (name: string, rule: Rule, at: number) =>
+        createLimiter({ name, rule, store, clock: () => at, timeout: '10s' });
+      // Per-day quota rows counted before window_counters: pruned by age only.
+      const legacy = schemaNames(runSchema('prune')).quotaCounters;
+      await pool.query(
+        `INSERT INTO ${legacy} (rule, bucket, day, count) VALUES ('q', 'a', current_date - 100, 1), ('q', 'a', current_date - 10, 1)`,
+      );
+      // Window rows go at their horizon: the end of their window (of the next one, sliding).
+      const q = limiter('q', calendarQuota({ limit: 10 }), now);
+      const fixedPast = limiter('f', fixedWindow({ limit: 10, window: '1m' }), now - 5 * 60_000);
+      const slidingPast = limiter('s', slidingWindow({ limit: 10, window: '1m' }), now - 3 * 60_000);
+      const slidingRecent = limiter('s2', slidingWindow({ limit: 10, window: '1h' }), now - 30 * 60_000);
+      for (const l of [q, fixedPast, slidingPast, slidingRecent]) await l.take('b');
+      const t = limiter('t', tokenBucket({ limit: 1, period: '1s' }), now - 5000);
+      const t2 = limiter('t2', tokenBucket({ limit: 1, period: '1d' }), now);
       await t.take('full-again');
       await t2.take('still-empty');
-      assert.deepEqual(await store.prune({ olderThan: '90d' }), { quotaRows: 1, tokenRows: 1 });
-      assert.equal((await old.peek('a')).remaining, 9, 'the recent day stays');
+      assert.deepEqual(await store.prune({ olderThan: '90d' }), {
+        quotaRows: 1,
+        tokenRows: 1,
+        windowRows: 2,
+      });
+      assert.equal((await q.peek('b')).remaining, 9, "the current day's count stays");
+      assert.equal((await slidingRecent.peek('b')).remaining, 9, 'a count that still weighs stays');
       assert.equal((await t2.peek('still-empty')).remaining, 0);
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${legacy}`);
+      assert.equal(rows[0].n, 1, 'the recent legacy day stays');
     } finally {
       await pool.query(`DROP SCHEMA IF EXISTS "${runSchema('prune')}" CASCADE`);
     }
@@ -415,50 +410,58 @@ describe('PostgresStore', { skip }, () => {
           `INSERT INTO ${n.tokenBuckets} (rule, bucket, tat) SELECT 'r', 'k' || g, 0 FROM generate_series(1, ${rows}) g ON CONFLICT DO NOTHING`,
         );
         await client.query(
-          `INSERT INTO ${n.quotaCounters} (rule, bucket, day, count) SELECT 'r', 'k' || g, current_date, 0 FROM generate_series(1, ${rows}) g ON CONFLICT DO NOTHING`,
+          `INSERT INTO ${n.windowCounters} (rule, bucket, window_start, count, previous, expires_at)
+           SELECT 'r', 'k' || g, 0, 0, 0, 0 FROM generate_series(1, ${rows}) g ON CONFLICT DO NOTHING`,
         );
       };
       // A new table that autovacuum has not analyzed yet (it waits up to a minute): no column
       // statistics, so the planner guesses that few rows have rule = 'r'.
-      for (const table of [n.tokenBuckets, n.quotaCounters]) {
+      for (const table of [n.tokenBuckets, n.windowCounters]) {
         await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
       }
       await fill(2_000);
       // Custom plans: the planner sees the values and the stale (empty) statistics.
       await client.query('SET plan_cache_mode = force_custom_plan');
-      const token = tokenBucketStatements(n, 'store', undefined);
-      const quota = calendarQuotaStatements(n, 'store', undefined);
-      const tokenRule = ['r', 1, 1000, 10_000, false];
-      const quotaRule = ['r', 'UTC', false];
+      const rules = [
+        tokenBucket({ limit: 10, period: '1s' }),
+        fixedWindow({ limit: 5, window: '1m' }),
+        slidingWindow({ limit: 5, window: '1m' }),
+        calendarQuota({ limit: 5, per: 'hour', timeZone: 'Europe/Berlin' }),
+        // In the order of the all-or-nothing statement's parameters (by kind).
+      ].sort((a, b) => (a.kind < b.kind ? -1 : 1));
       const keys = Array.from({ length: 15 }, (_, i) => `k${i * 7 + 1}`);
       const timeLeft = 60_000;
       const ones = keys.map(() => 1);
-      const cases: [string, string, unknown[]][] = [
-        ['token batch', token.batch.text, [...tokenRule, keys, ones, ones, timeLeft]],
-        ['token single', token.single.text, [...tokenRule, 'k1', 1, 1, timeLeft]],
-        ['quota batch', quota.batch.text, [...quotaRule, keys, ones, ones, keys.map(() => 5), timeLeft]],
-        ['quota single', quota.single.text, [...quotaRule, 'k1', 1, 1, 5, timeLeft]],
-        [
-          'all or nothing',
-          takeAllStatement(n, 'store').text,
-          [
-            keys.map((_, i) => i),
-            keys.map(() => 'r'),
-            keys,
-            ones,
-            ones,
-            keys.map(() => 1000),
-            keys.map(() => 10_000),
-            keys.map((_, i) => 100 + i),
-            keys.map(() => 'r'),
-            keys,
-            ones,
-            keys.map(() => 5),
-            keys.map(() => 'UTC'),
-            timeLeft,
-          ],
-        ],
-      ];
+      const fives = keys.map(() => 5);
+      const now = Date.now();
+      const cases: [string, string, unknown[]][] = [];
+      const all: unknown[] = [];
+      for (const rule of rules) {
+        const module = algorithmOf(rule);
+        const binding = module.bind('r', rule);
+        const statements = ruleStatements(module.ruleSql(n), n, 'store', undefined);
+        const params = binding.ruleParams(now);
+        cases.push([
+          `${rule.kind} batch`,
+          statements.batch.text,
+          [...params, keys, ones, ones, fives, timeLeft],
+        ]);
+        cases.push([`${rule.kind} single`, statements.single.text, [...params, 'k1', 1, 1, 5, timeLeft]]);
+        const own = binding.entryParams(now).map((value) => keys.map(() => value));
+        all.push(
+          keys.map((_, i) => all.length * 100 + i),
+          keys.map(() => 'r'),
+          keys,
+          ones,
+          fives,
+          ...own,
+        );
+      }
+      cases.push([
+        'all or nothing',
+        takeAllStatement(rules.map(algorithmOf), n, 'store').text,
+        [...all, timeLeft],
+      ]);
       for (const [label, text, values] of cases) {
         const plan = (await client.query(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows[0]['QUERY PLAN'];
         const reads = relationNodes(plan[0].Plan).filter((node) => node['Node Type'] !== 'ModifyTable');
@@ -549,6 +552,20 @@ describe('PostgresStore', { skip }, () => {
       );
     });
 
+    it('bind refuses a rule of a kind it has no module for, naming the kinds it decides', () => {
+      const store = new PostgresStore({ client: pool });
+      const lookalike = { ...tokenBucket({ limit: 1, period: '1s' }), kind: 'leaky-bucket' };
+      for (const rule of [lookalike, {}, null]) {
+        assert.throws(
+          () => store.bind('x', rule as never),
+          (e: unknown) =>
+            isSluiceError(e, 'SLUICE_CONFIG') &&
+            (e as Error).message ===
+              'PostgresStore rule must be a rule of a kind this store decides (token-bucket, fixed-window, sliding-window, calendar-quota)',
+        );
+      }
+    });
+
     it('refuses the former clock option with SLUICE_CONFIG naming timeSource', () => {
       for (const clock of ['caller', 'server']) {
         assert.throws(
@@ -575,6 +592,8 @@ interface PlanNode {
 
 /** Every node of an EXPLAIN (FORMAT JSON) plan that reads or writes a sluice table. */
 function relationNodes(node: PlanNode): PlanNode[] {
-  const own = /^(token_buckets|quota_counters)$/.test(node['Relation Name'] ?? '') ? [node] : [];
+  const own = /^(token_buckets|quota_counters|window_counters)$/.test(node['Relation Name'] ?? '')
+    ? [node]
+    : [];
   return [...own, ...(node.Plans ?? []).flatMap(relationNodes)];
 }

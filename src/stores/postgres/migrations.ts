@@ -46,7 +46,10 @@ export interface SchemaNames {
   readonly schema: string;
   /** Quoted qualified tables. */
   readonly tokenBuckets: string;
+  /** Per-day counters of calendar quotas, before window_counters (kept for pruning and erasure). */
   readonly quotaCounters: string;
+  /** One row per bucket of every rule that counts per window: fixed, sliding, calendar. */
+  readonly windowCounters: string;
   readonly accountBuckets: string;
   readonly dayStart: string;
   readonly migrations: string;
@@ -59,6 +62,7 @@ export function schemaNames(schema: unknown = 'sluice'): SchemaNames {
     schema: s,
     tokenBuckets: `${s}.token_buckets`,
     quotaCounters: `${s}.quota_counters`,
+    windowCounters: `${s}.window_counters`,
     accountBuckets: `${s}.account_rate_limit_buckets`,
     dayStart: `${s}.local_day_start`,
     migrations: `${s}.migrations`,
@@ -184,5 +188,55 @@ END
 $fn$`,
     ],
   });
+  list.push({
+    name: '005_window_counters',
+    statements: [
+      // One row per rule and bucket, whatever the window: the state of the rules that count per
+      // window (fixed and sliding windows, calendar quotas of any period), as the core keeps
+      // it: the window's start (ms since the Unix epoch), its count, and the count of the window
+      // before it (sliding windows). was_* keep the state a write replaced, so that RETURNING
+      // reports the state that take saw. expires_at is the rule's horizon: from it on, forgetting
+      // the row changes no decision, so prune() deletes it. Rows of quota_counters (per-day
+      // quotas counted before this migration) are left in place and pruned as before.
+      `CREATE TABLE ${n.windowCounters} (
+  rule text COLLATE "C" NOT NULL,
+  bucket text COLLATE "C" NOT NULL,
+  window_start bigint NOT NULL,
+  count bigint NOT NULL,
+  previous bigint NOT NULL,
+  expires_at bigint NOT NULL,
+  was_start bigint,
+  was_count bigint,
+  was_previous bigint,
+  account_bucket text COLLATE "C",
+  PRIMARY KEY (rule, bucket)
+)`,
+      `CREATE INDEX window_counters_expiry ON ${n.windowCounters} (expires_at)`,
+      // Calendar periods come from the application (computed by the core, exact in every zone),
+      // as the four boundaries of the previous, current and next period around the time the
+      // application expects. This returns the statement's time when those periods hold it, and
+      // otherwise raises SQLSTATE SLB01 naming the store's time, so that the store sends the
+      // periods around that time and tries again (a store clock far from the application's).
+      `CREATE FUNCTION ${n.schema}.period_now(now_ms bigint, bounds bigint[]) RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  IF now_ms < bounds[1] OR now_ms >= bounds[4] THEN
+    RAISE EXCEPTION 'sluice: calendar periods sent do not hold the store time %', now_ms USING ERRCODE = 'SLB01';
+  END IF;
+  RETURN now_ms;
+END
+$fn$`,
+    ],
+  });
+  if (options.users !== undefined) {
+    list.push({
+      name: '006_account_window_counters',
+      statements: [
+        `ALTER TABLE ${n.windowCounters} ADD CONSTRAINT window_counters_account FOREIGN KEY (account_bucket)
+  REFERENCES ${n.accountBuckets} (bucket) ON DELETE CASCADE`,
+        `CREATE INDEX window_counters_account ON ${n.windowCounters} (account_bucket) WHERE account_bucket IS NOT NULL`,
+      ],
+    });
+  }
   return list;
 }

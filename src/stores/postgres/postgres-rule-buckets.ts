@@ -4,8 +4,10 @@ import type { RuleBuckets } from '../../store.js';
 import { bucketId } from '../shared/bucket-id.js';
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
 import { DecisionReplay } from './decisions.js';
-import type { RuleStatements } from './statements.js';
+import type { RuleStatements, Statement } from './statements.js';
 import type { TimeSource } from '../shared/time-source.js';
+import { stalePeriodsAt, type AlgorithmBinding } from './algorithms/index.js';
+import type { StoreTime } from './store-time.js';
 import { TIMEOUT_SUBJECT, rethrowMapped, storeError, timeoutError } from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
@@ -16,6 +18,8 @@ import { SluiceError } from '../../core/errors.js';
 export interface BucketsContext {
   readonly client: PostgresClient;
   readonly timeSource: TimeSource;
+  /** The time statements are expected to decide at (for parameters that depend on it). */
+  readonly storeTime: StoreTime;
   readonly timeoutMs: number;
   /** Statements in flight per rule before takes wait and coalesce; 0 = no coalescing. */
   readonly inFlight: number;
@@ -79,10 +83,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
     readonly rule: Rule,
     private readonly context: BucketsContext,
     private readonly statements: RuleStatements,
-    /** The rule's constant parameters, before the per-take arrays (internal). */
-    readonly params: readonly unknown[],
-    /** Reduced scaled units → the core's units (internal). */
-    readonly scale: number,
+    /** What the rule's algorithm sends and how its rows read (internal). */
+    readonly binding: AlgorithmBinding,
   ) {
     this.kind = rule.kind;
   }
@@ -143,22 +145,23 @@ export class PostgresRuleBuckets implements RuleBuckets {
     const account = this.statements.account;
     if (account === undefined) throw new Error('unreachable: checked by PostgresStore');
     const anon = anonKey === undefined ? null : bucketId(anonKey);
-    const values: unknown[] =
-      this.kind === 'token-bucket'
-        ? [...this.params, bucketId(accountKey), cost, anon, userId]
-        : [
-            ...this.params,
-            bucketId(accountKey),
-            cost,
-            limit ?? (this.rule as { limit: number }).limit,
-            anon,
-            userId,
-          ];
+    const values: unknown[] = [
+      ...this.binding.ruleParams(this.context.storeTime.at(now)),
+      bucketId(accountKey),
+      cost,
+      this.limitOf(limit),
+      anon,
+      userId,
+    ];
     if (this.context.timeSource === 'app') values.push(now);
     values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
-    const rows = await this.run(this.context.client, account.text, values, account.name);
+    const rows = await withDeadline(
+      this.execute(account, values).catch(rethrowMapped),
+      this.context.timeoutMs,
+      TIMEOUT_SUBJECT,
+    );
     const row = rows[0] as PostgresRow;
-    const replay = new DecisionReplay(this.rule, this.name, this.scale);
+    const replay = new DecisionReplay(this.rule, this.name, this.binding);
     replay.start(row);
     return { mode: row.session === true ? 'session' : 'anon', decision: replay.next(cost, limit) };
   }
@@ -245,14 +248,32 @@ export class PostgresRuleBuckets implements RuleBuckets {
       }
       values = this.values(buckets, costs, counts, limits, batch);
     }
-    this.context.client.query(statement.text, values, statement.name).then(
+    this.execute(statement, values).then(
       (rows) => this.answer(batch, rows),
       (error: unknown) => this.fail(batch, storeError(error)),
     );
   }
 
   private limitOf(limit: number | undefined): number {
-    return limit === undefined ? (this.rule as { limit: number }).limit : limit;
+    return limit === undefined ? this.rule.limit : limit;
+  }
+
+  /**
+   * Runs a take statement. When the rule's parameters depended on the time (calendar periods)
+   * and the store's time proved to lie outside them, sends them again around the store's time.
+   */
+  private async execute(statement: Statement, values: unknown[]): Promise<readonly PostgresRow[]> {
+    const client = this.context.client;
+    try {
+      return await client.query(statement.text, values, statement.name);
+    } catch (error) {
+      const storeNow = stalePeriodsAt(error);
+      if (storeNow === undefined) throw error;
+      this.context.storeTime.learn(storeNow);
+      const fresh = this.binding.ruleParams(storeNow);
+      for (let i = 0; i < fresh.length; i++) values[i] = fresh[i];
+      return client.query(statement.text, values, statement.name);
+    }
   }
 
   /**
@@ -266,16 +287,22 @@ export class PostgresRuleBuckets implements RuleBuckets {
     limits: number | undefined | number[],
     batch: Batch,
   ): unknown[] {
-    const values: unknown[] = [...this.params, buckets, costs, counts];
-    if (this.kind === 'calendar-quota') values.push(Array.isArray(limits) ? limits : this.limitOf(limits));
-    if (this.context.timeSource === 'app') values.push(batch.now);
+    const context = this.context;
+    const values: unknown[] = [
+      ...this.binding.ruleParams(context.storeTime.at(batch.now)),
+      buckets,
+      costs,
+      counts,
+      Array.isArray(limits) ? limits : this.limitOf(limits),
+    ];
+    if (context.timeSource === 'app') values.push(batch.now);
     values.push(new TimeLeft(batch.deadline));
     return values;
   }
 
   private answer(batch: Batch, rows: readonly PostgresRow[]): void {
     if (!this.finish(batch)) return;
-    const replay = new DecisionReplay(this.rule, this.name, this.scale);
+    const replay = new DecisionReplay(this.rule, this.name, this.binding);
     const groups = batch.groups;
     // One row per bucket, in no particular order (see statements.ts).
     let answered = 0;

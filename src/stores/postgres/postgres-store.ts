@@ -1,37 +1,27 @@
-import type { BuiltInRule } from '../built-in-rules.js';
 import type { Decision } from '../../core/decision.js';
 import { parseDuration, parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
-import { MAX_TOKEN_RATE } from '../../core/bounds.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
 import { PostgresAccounts, accountTarget, type AccountTakeOptions } from './accounts.js';
 import { accountSqlOf, type AccountSql } from './account-statements.js';
-import { BoundedClient, TimeLeft } from './bounded-client.js';
+import { BoundedClient } from './bounded-client.js';
 import { checkUsersTable } from './users-table.js';
 import {
   toPostgresClient,
   type PgPoolLike,
   type PostgresClient,
   type PostgresJsLike,
-  type PostgresRow,
 } from './postgres-client.js';
 import { postgresMigrations, schemaNames, type SchemaNames, type UsersTableOptions } from './migrations.js';
 import { PostgresRuleBuckets, type AccountTakeResult, type BucketsContext } from './postgres-rule-buckets.js';
-import {
-  SCALED_EPOCH_MS,
-  calendarQuotaStatements,
-  tokenBucketStatements,
-  takeAllStatement,
-  type RuleStatements,
-  type Statement,
-} from './statements.js';
-import { bucketId } from '../shared/bucket-id.js';
+import { ruleStatements, type RuleStatements } from './statements.js';
 import { checkRuleName } from '../shared/rule-name.js';
-import { DecisionReplay } from './decisions.js';
-import { TIMEOUT_SUBJECT, rethrowMapped, storeError } from './postgres-errors.js';
-import { withDeadline } from '../shared/deadline.js';
+import { storeError } from './postgres-errors.js';
+import { algorithmOf, windowPruneText, type AlgorithmModule } from './algorithms/index.js';
+import { AllOrNothing } from './all-or-nothing.js';
+import { StoreTime } from './store-time.js';
 import { readTimeSource, type TimeSource } from '../shared/time-source.js';
 
 export type { AccountTakeOptions } from './accounts.js';
@@ -89,7 +79,7 @@ export interface PostgresMigrateOptions {
 
 /** Options of {@link PostgresStore.prune}. */
 export interface PostgresPruneOptions {
-  /** Quota rows whose day is older than this are deleted. @default "90d" */
+  /** Per-day quota rows (counted before migration 005) whose day is older than this are deleted. @default "90d" */
   olderThan?: Duration;
   /** Rows deleted per statement, so a large prune never holds long locks. @default 10000 */
   batchSize?: number;
@@ -97,10 +87,16 @@ export interface PostgresPruneOptions {
 
 /** What {@link PostgresStore.prune} deleted. */
 export interface PostgresPruneResult {
-  /** Quota rows of days older than `olderThan`. */
+  /** Per-day quota rows (counted before migration 005) of days older than `olderThan`. */
   readonly quotaRows: number;
   /** Token-bucket rows of bound rules that were full (a full bucket equals a missing one). */
   readonly tokenRows: number;
+  /**
+   * Rows of window rules and calendar quotas past their horizon (the end of their window; for a
+   * sliding window, of the window after it), whatever their rule: from then on they change no
+   * decision.
+   */
+  readonly windowRows: number;
 }
 
 /** The migration that references the users table (see migrations.ts). */
@@ -110,8 +106,9 @@ const batchKeys = ['inFlight', 'maxKeys'] as const;
 const usersKeys = ['schema', 'table', 'column', 'type'] as const;
 
 /**
- * Buckets in PostgreSQL: one atomic statement per decision, decided on the server's clock,
- * daily rows for quotas, pruning as a growth bound, and account erasure (deleting a
+ * Buckets in PostgreSQL: one atomic statement per decision, decided on the server's clock, every
+ * built-in rule (token bucket, fixed and sliding window, calendar quota of any period in any
+ * zone; one module per algorithm, found by the rule's kind), pruning as a growth bound, and account erasure (deleting a
  * user cascades to all its buckets, across secret generations). Run `migrate()` once.
  *
  * @example
@@ -132,10 +129,12 @@ export class PostgresStore implements Store {
   private readonly users: UsersTableOptions | undefined;
   private readonly accounts: PostgresAccounts;
   private readonly context: BucketsContext;
-  private readonly token: RuleStatements;
-  private readonly quota: RuleStatements;
-  private readonly takeAllSql: Statement;
+  private readonly account: AccountSql | undefined;
+  /** Each algorithm's statements, made when a rule of its kind is first bound. */
+  private readonly statements = new Map<AlgorithmModule, RuleStatements>();
+  private readonly allOrNothing: AllOrNothing;
   private readonly rules = new Map<string, PostgresRuleBuckets>();
+  private readonly modules = new Map<PostgresRuleBuckets, AlgorithmModule>();
 
   constructor(options: PostgresStoreOptions) {
     // Before the key check, so that the former `clock` option is refused with its new spelling.
@@ -168,10 +167,13 @@ export class PostgresStore implements Store {
       account = accountSqlOf(u);
       this.users = u;
     }
+    this.account = account;
     this.accounts = new PostgresAccounts(this.client, this.names, account, [
       this.names.quotaCounters,
       this.names.tokenBuckets,
+      this.names.windowCounters,
     ]);
+    const storeTime = new StoreTime(timeSource);
     this.timeoutMs = timeoutMs;
     this.context = {
       client: this.client,
@@ -180,10 +182,16 @@ export class PostgresStore implements Store {
       inFlight,
       maxKeys,
       accountKeys: this.accounts.keys,
+      storeTime,
     };
-    this.token = tokenBucketStatements(this.names, timeSource, account);
-    this.quota = calendarQuotaStatements(this.names, timeSource, account);
-    this.takeAllSql = takeAllStatement(this.names, timeSource);
+    this.allOrNothing = new AllOrNothing(
+      this.client,
+      this.names,
+      timeSource,
+      storeTime,
+      timeoutMs,
+      this.accounts.keys,
+    );
   }
 
   bind(name: string, bound: Rule): PostgresRuleBuckets {
@@ -194,49 +202,15 @@ export class PostgresStore implements Store {
         `a rule named ${JSON.stringify(name)} is already bound to this PostgresStore; every limit needs its own name`,
       );
     }
-    let buckets: PostgresRuleBuckets;
-    const rule = bound as BuiltInRule;
-    if (rule.kind === 'token-bucket') {
-      // Reduce limit/period by their gcd: the same exact arithmetic in smaller integers.
-      const g = gcd(rule.limit, rule.periodMs);
-      const rate = rule.limit / g;
-      const unit = rule.periodMs / g;
-      // The rules sluice builds never exceed it (their limit is at most MAX_TOKEN_RATE); a rule
-      // built elsewhere must not overflow the bigint scaled time either.
-      if (rate > MAX_TOKEN_RATE) {
-        throw new SluiceError(
-          'SLUICE_CONFIG',
-          `tokenBucket ${JSON.stringify(name)}: limit/period reduces to ${rate} scaled units per ms, more than the ${MAX_TOKEN_RATE} (MAX_TOKEN_RATE) PostgreSQL's 64-bit scaled time can count exactly until 2300; use a coarser limit or period`,
-        );
-      }
-      buckets = new PostgresRuleBuckets(
-        name,
-        rule,
-        this.context,
-        this.token,
-        [name, rate, unit, rule.burst * unit, rule.penalty],
-        g,
-      );
-    } else if (rule.kind === 'calendar-quota') {
-      // PostgreSQL counts calendar quotas per day only, for now: a quota per hour, week or month
-      // would otherwise be counted per day without a word.
-      if (rule.per !== 'day') {
-        throw new SluiceError(
-          'SLUICE_CONFIG',
-          'PostgresStore rule: a calendarQuota counted per hour, week or month is not supported by PostgresStore yet; use per: "day", or the memory store',
-        );
-      }
-      buckets = new PostgresRuleBuckets(
-        name,
-        rule,
-        this.context,
-        this.quota,
-        [name, rule.timeZone, rule.penalty],
-        1,
-      );
-    } else {
-      throw optionError('PostgresStore bind rule', 'a tokenBucket() or calendarQuota() rule');
+    const module = algorithmOf(bound);
+    const binding = module.bind(name, bound);
+    let statements = this.statements.get(module);
+    if (statements === undefined) {
+      statements = ruleStatements(module.ruleSql(this.names), this.names, this.timeSource, this.account);
+      this.statements.set(module, statements);
     }
+    const buckets = new PostgresRuleBuckets(name, bound, this.context, statements, binding);
+    this.modules.set(buckets, module);
     this.rules.set(name, buckets);
     return buckets;
   }
@@ -247,8 +221,11 @@ export class PostgresStore implements Store {
    * pruned as usual.
    */
   unbind(name: string): void {
-    this.rules.get(name)?.release();
+    const buckets = this.rules.get(name);
+    if (buckets === undefined) return;
+    buckets.release();
     this.rules.delete(name);
+    this.modules.delete(buckets);
   }
 
   /**
@@ -273,55 +250,9 @@ export class PostgresStore implements Store {
    */
   async takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
     assertDistinctEntries(entries);
-    const t: unknown[][] = [[], [], [], [], [], [], []];
-    const q: unknown[][] = [[], [], [], [], [], []];
-    const bound: PostgresRuleBuckets[] = [];
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i] as TakeEntry;
-      const buckets = this.bucketsOf(entry.buckets);
-      if (this.accounts.keys?.parse(entry.key) !== undefined) {
-        throw new SluiceError(
-          'SLUICE_ARGUMENT',
-          `an all-or-nothing take cannot charge an account key (rule ${JSON.stringify(buckets.name)}); take it on its own`,
-        );
-      }
-      bound.push(buckets);
-      const p = buckets.params;
-      const rule = buckets.rule as BuiltInRule;
-      if (rule.kind === 'token-bucket') {
-        const row = [i + 1, buckets.name, bucketId(entry.key), entry.cost, p[1], p[2], p[3]];
-        for (let c = 0; c < 7; c++) (t[c] as unknown[]).push(row[c]);
-      } else {
-        const row = [
-          i + 1,
-          buckets.name,
-          bucketId(entry.key),
-          entry.cost,
-          entry.limit ?? rule.limit,
-          rule.timeZone,
-        ];
-        for (let c = 0; c < 6; c++) (q[c] as unknown[]).push(row[c]);
-      }
-    }
-    const values: unknown[] = [...t, ...q];
-    if (this.timeSource === 'app') values.push(now);
-    values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
-    const { text, name } = this.takeAllSql;
-    const rows = await withDeadline(
-      this.retrying(text, values, name).catch(rethrowMapped),
-      this.context.timeoutMs,
-      TIMEOUT_SUBJECT,
-    );
-    const decisions = new Array<Decision>(entries.length);
-    for (const row of rows) {
-      const index = (row.ord as number) - 1;
-      const entry = entries[index] as TakeEntry;
-      const buckets = bound[index] as PostgresRuleBuckets;
-      const replay = new DecisionReplay(buckets.rule, buckets.name, buckets.scale);
-      replay.start(row);
-      decisions[index] = replay.next(entry.cost, entry.limit);
-    }
-    return decisions;
+    const bound = entries.map((entry) => this.bucketsOf(entry.buckets));
+    const modules = bound.map((buckets) => this.modules.get(buckets) as AlgorithmModule);
+    return this.allOrNothing.take(entries, bound, modules, now);
   }
 
   /**
@@ -360,9 +291,10 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Retention as a growth bound (e.g. weekly, keeping 90 days): deletes quota rows whose day is
-   * older than `olderThan`, and token-bucket rows of bound rules that are full again (they say
-   * nothing a missing row does not). Not a compliance deadline: a late or failed run keeps rows
+   * Retention as a growth bound (e.g. weekly): deletes the rows of window rules and calendar
+   * quotas past their horizon (they change no decision any more), per-day quota rows counted
+   * before migration 005 whose day is older than `olderThan`, and rows of bound rules that are as
+   * good as new (full token buckets: they say nothing a missing row does not). Not a compliance deadline: a late or failed run keeps rows
    * longer; erasure of an account is `forgetAccount` / deleting the user, never this.
    *
    * @example await store.prune({ olderThan: '90d' }); // e.g. from a weekly cron
@@ -379,26 +311,19 @@ export class PostgresStore implements Store {
   SELECT ctid FROM ${n.quotaCounters}
   WHERE day < ((timestamptz 'epoch' + (${now} - $1::bigint)::float8 * interval '1 millisecond') AT TIME ZONE 'UTC')::date
   LIMIT $2)`;
-    const tokenText = `DELETE FROM ${n.tokenBuckets} WHERE ctid IN (
-  SELECT ctid FROM ${n.tokenBuckets} WHERE rule = $1 AND tat <= (${now} - ${SCALED_EPOCH_MS}) * $2::bigint LIMIT $3)`;
     try {
       const quotaRows = await this.deleteInBatches(
         `WITH d AS (${quotaText} RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
         [olderThanMs, batchSize],
         batchSize,
       );
+      const windowRows = await this.deleteInBatches(windowPruneText(n), [batchSize], batchSize);
       let tokenRows = 0;
       for (const buckets of this.rules.values()) {
-        const rule = buckets.rule as BuiltInRule;
-        if (rule.kind !== 'token-bucket') continue;
-        const rate = rule.limit / gcd(rule.limit, rule.periodMs);
-        tokenRows += await this.deleteInBatches(
-          `WITH d AS (${tokenText} RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
-          [buckets.name, rate, batchSize],
-          batchSize,
-        );
+        const step = buckets.binding.prune(n, batchSize);
+        if (step !== undefined) tokenRows += await this.deleteInBatches(step.text, step.values, batchSize);
       }
-      return { quotaRows, tokenRows };
+      return { quotaRows, tokenRows, windowRows };
     } catch (error) {
       throw storeError(error);
     }
@@ -450,18 +375,6 @@ export class PostgresStore implements Store {
   /** The store owns no connection: closing the client is the caller's business. */
   async close(): Promise<void> {}
 
-  /** Runs a statement, again when PostgreSQL asks for a retry (40001) or broke a deadlock (40P01). */
-  private async retrying(text: string, values: unknown[], name: string): Promise<readonly PostgresRow[]> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.client.query(text, values, name);
-      } catch (error) {
-        const code = (error as { code?: unknown } | null)?.code;
-        if (attempt >= 20 || (code !== '40001' && code !== '40P01')) throw error;
-      }
-    }
-  }
-
   private async deleteInBatches(text: string, values: unknown[], batchSize: number): Promise<number> {
     let total = 0;
     for (;;) {
@@ -480,9 +393,4 @@ export class PostgresStore implements Store {
     }
     return buckets;
   }
-}
-
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
 }

@@ -1,0 +1,80 @@
+import type { Rule } from '../../../core/algorithm.js';
+import type { BucketState } from '../../../core/state.js';
+import type { SchemaNames } from '../migrations.js';
+import type { PostgresRow } from '../postgres-client.js';
+import type { TakeAllFamily } from './take-all-family.js';
+
+/**
+ * The SQL of one rule's statements, as the statement builder (statements.ts) assembles them:
+ * one statement reads each bucket's row, decides whether the take(s) charge, upserts the rows
+ * that do and answers the state every take saw. Every fragment reads the per-take inputs as
+ * `s.bucket`, `s.cost`, `s.n` (takes coalesced on the row), `s.quota` (the per-call or the rule's
+ * limit), and the per-statement values of {@link prelude} as `s.<column>`.
+ */
+export interface RuleSql {
+  /** The qualified table holding the rule's rows, keyed by (rule, bucket). */
+  readonly table: string;
+  /** How many parameters the rule's own values take ($1 is the rule's name), before the per-take ones. */
+  readonly ruleParams: number;
+  /** Per-statement values from the statement's time `now` (a SQL expression in ms). */
+  prelude(now: string): string;
+  /** The columns holding the state, in the order {@link next} answers them. */
+  readonly stateColumns: readonly string[];
+  /** The columns a write keeps the replaced state in, one per state column. */
+  readonly wasColumns: readonly string[];
+  /**
+   * Values derived from a stored state (`old`: one expression per state column, NULL when the
+   * bucket was never seen) as a FROM-less SELECT list; decided on the snapshot and again on the
+   * row a write locked.
+   */
+  derive(old: readonly string[]): string;
+  /** Whether the take(s) charge, from derived values under the alias `d`. */
+  writes(d: string): string;
+  /** The new state (one expression per state column) from derived values under the alias `d`. */
+  next(d: string): readonly string[];
+  /** The answer's columns (`AS` named, float8) from the state the take saw. */
+  output(state: readonly string[]): string;
+}
+
+/**
+ * What binding a rule to a store makes: the values a statement sends for it and how a returned
+ * row reads back as the core's state.
+ */
+export interface AlgorithmBinding {
+  /** The rule's parameters for a statement deciding at `now` (ms): $1 is always the rule's name. */
+  ruleParams(now: number): unknown[];
+  /** The kind's own values of an all-or-nothing entry (after ord, rule, bucket, cost, limit). */
+  entryParams(now: number): readonly unknown[];
+  /**
+   * Writes the state a returned row reports into `state` and answers the time to decide at, in
+   * the frame `rule.decide` reads that state in (the store passes epoch 0).
+   */
+  read(row: PostgresRow, state: BucketState): number;
+  /**
+   * The rule's table, for pruning: one statement and its values that deletes at most `batchSize`
+   * rows the rule no longer needs, or undefined when the kind's family prunes its table whole.
+   */
+  prune(names: SchemaNames, batchSize: number): { text: string; values: unknown[] } | undefined;
+}
+
+/** One algorithm on PostgreSQL, found by the rule's `kind`. */
+export interface AlgorithmModule {
+  readonly kind: string;
+  /**
+   * Checks that the store can keep `rule` exactly and makes its binding.
+   * @throws SluiceError `SLUICE_CONFIG` for a rule of this kind the store cannot keep exactly
+   */
+  bind(name: string, rule: Rule): AlgorithmBinding;
+  /** The SQL of the rule's statements. */
+  ruleSql(names: SchemaNames): RuleSql;
+  /** The table family this kind's rows live in, for the all-or-nothing statement. */
+  readonly family: TakeAllFamily;
+  /** SQL types of {@link AlgorithmBinding.entryParams}, each sent as an array. */
+  readonly entryTypes: readonly string[];
+  /**
+   * The kind's entries of an all-or-nothing take as the family's rows: a SELECT over
+   * `unnest` of the arrays from parameter `first` (ord, rule, bucket, cost, limit, then
+   * {@link entryTypes}), with the statement's time as `n.now_ms`.
+   */
+  entrySource(first: number, names: SchemaNames): string;
+}

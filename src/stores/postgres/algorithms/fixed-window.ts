@@ -1,0 +1,39 @@
+import type { Rule } from '../../../core/algorithm.js';
+import type { FixedWindowRule } from '../../../core/fixed-window.js';
+import type { AlgorithmModule } from './algorithm-module.js';
+import { alignedStart, readWindowRow, windowFamily, windowRuleSql } from './window-counts.js';
+
+/**
+ * Fixed window (src/core/fixed-window.ts): a count per window of `windowMs` aligned to the Unix
+ * epoch, in `window_counters` (see window-counts.ts). Rule parameters: $1 rule, $2 the window's
+ * length in ms, $3 penalty. A count outlives its window by nothing.
+ */
+export const fixedWindowModule: AlgorithmModule = {
+  kind: 'fixed-window',
+  bind(name: string, bound: Rule) {
+    const rule = bound as FixedWindowRule;
+    const params = [name, rule.windowMs, rule.penalty];
+    const entry = [rule.windowMs];
+    return {
+      ruleParams: () => params,
+      entryParams: () => entry,
+      read: readWindowRow,
+      prune: () => undefined,
+    };
+  },
+  ruleSql: (names) =>
+    windowRuleSql(
+      names,
+      (now) => `SELECT a.now_ms, ${alignedStart('a.now_ms', '$2::bigint')} AS a_start,
+    ${alignedStart('a.now_ms', '$2::bigint')} + $2::bigint AS a_end,
+    $2::bigint AS w, false AS slides, 0::bigint AS tail
+  FROM (SELECT ${now} AS now_ms) a`,
+    ),
+  family: windowFamily,
+  entryTypes: ['bigint'],
+  entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
+    ${alignedStart('n.now_ms', 'x.w')} AS a_start, ${alignedStart('n.now_ms', 'x.w')} + x.w AS a_end,
+    x.w, false AS slides, 0::bigint AS tail
+  FROM unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],
+    $${first + 4}::bigint[], $${first + 5}::bigint[]) AS x(ord, rule, bucket, cost, quota, w) CROSS JOIN n`,
+};

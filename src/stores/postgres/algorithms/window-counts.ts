@@ -1,0 +1,156 @@
+import { MAX_PENALTY_COUNT } from '../../../core/bounds.js';
+import type { BucketState } from '../../../core/state.js';
+import type { SchemaNames } from '../migrations.js';
+import type { PostgresRow } from '../postgres-client.js';
+import type { RuleSql } from './algorithm-module.js';
+import type { TakeAllFamily } from './take-all-family.js';
+
+/**
+ * Counting per window in PostgreSQL, shared by the fixed window, the sliding window and the
+ * calendar quota: one row per rule and bucket in `window_counters` holding the core's state
+ * (window start, its count, the previous window's count) and `expires_at`, the rule's horizon.
+ *
+ * Each kind brings where the window holding the statement's time starts and ends, and whether
+ * the previous window weighs (sliding); the decision is otherwise one, as in the core:
+ *
+ * - the counted window is the later of the stored one and the current one: a clock stepped back
+ *   counts against the stored window, which never moves backwards (for a sliding window, as if
+ *   at its first instant);
+ * - a stored count of another window is spent (a sliding window's count of the window just
+ *   before the current one becomes its previous count);
+ * - the previous count weighs `ceil((previous × (w − elapsed)) / w)` on float8, the core's
+ *   double arithmetic in the same order, so both agree bit for bit;
+ * - a take of `cost` fits when `cost <= limit − count − weight`; refusals and peeks write
+ *   nothing unless the rule has `penalty` (then counts stop at MAX_PENALTY_COUNT).
+ *
+ * The columns every kind's rows carry (per statement or per all-or-nothing entry): `quota`,
+ * `now_ms`, `a_start` and `a_end` (the current window), `w` (the window's length; sliding only),
+ * `slides`, and `tail` (how long a count outlives its window: one window for a sliding one).
+ */
+
+/** The derived values of a stored state (`W`, `C`, `P`, `X`: start, count, previous, expiry) for row `e`. */
+export function windowDerive([W, C, P, X]: readonly string[], e: string): string {
+  return `SELECT z.st, z.cur, z.pv, z.wt, GREATEST(${e}.quota - z.cur - z.wt, 0) AS lft,
+    CASE WHEN ${W} > ${e}.a_start THEN ${X} ELSE ${e}.a_end + ${e}.tail END AS exp
+  FROM (
+    SELECT y.*, CASE WHEN y.pv = 0 THEN 0::bigint
+      ELSE ceil((y.pv::float8 * (${e}.w - y.el)::float8) / ${e}.w::float8)::bigint END AS wt
+    FROM (
+      SELECT x.st,
+        CASE WHEN ${W} = x.st THEN ${C} ELSE 0::bigint END AS cur,
+        CASE WHEN NOT ${e}.slides THEN 0::bigint WHEN ${W} = x.st THEN ${P}
+          WHEN ${W} = x.st - ${e}.w THEN ${C} ELSE 0::bigint END AS pv,
+        CASE WHEN ${W} > ${e}.a_start THEN 0::bigint ELSE ${e}.now_ms - ${e}.a_start END AS el
+      FROM (SELECT GREATEST(${W}, ${e}.a_start) AS st) x
+    ) y
+  ) z`;
+}
+
+/**
+ * The rule statements' SQL of a window kind, given its prelude: per-statement columns `now_ms`,
+ * `a_start`, `a_end`, `w`, `slides`, `tail`. Rule parameters: $1 rule, $2 the kind's own, $3
+ * penalty. Answers the state the take saw and the statement's time.
+ */
+export function windowRuleSql(names: SchemaNames, prelude: (now: string) => string): RuleSql {
+  return {
+    table: names.windowCounters,
+    ruleParams: 3,
+    prelude,
+    stateColumns: ['window_start', 'count', 'previous', 'expires_at'],
+    wasColumns: ['was_start', 'was_count', 'was_previous'],
+    derive: (old) => windowDerive(old, 's'),
+    writes: (d) => `s.cost > 0 AND s.cost <= s.quota AND ($3::boolean OR s.cost <= ${d}.lft)`,
+    // n takes in order: under penalty every one is charged (a refusal as much as an admission);
+    // otherwise as many as fit.
+    next: (d) => [
+      `${d}.st`,
+      `CASE WHEN $3::boolean THEN LEAST(${d}.cur + s.n::numeric * s.cost, ${MAX_PENALTY_COUNT})::bigint
+      ELSE ${d}.cur + LEAST(s.n, ${d}.lft / s.cost) * s.cost END`,
+      `${d}.pv`,
+      `${d}.exp`,
+    ],
+    output: ([W, C, P]) =>
+      `COALESCE(${W}, 0)::float8 AS window_start, COALESCE(${C}, 0)::float8 AS count, COALESCE(${P}, 0)::float8 AS previous, s.now_ms::float8 AS now_ms`,
+  };
+}
+
+/** The start of the aligned window of length `w` holding `now` (SQL, both bigint), as Math.floor. */
+export function alignedStart(now: string, w: string): string {
+  return `(${now} - ((${now} % ${w}) + ${w}) % ${w})`;
+}
+
+/** Reads a returned row into the core's state; answers the statement's time. */
+export function readWindowRow(row: PostgresRow, state: BucketState): number {
+  state.value = row.count as number;
+  state.window = row.window_start as number;
+  state.previous = row.previous as number;
+  return row.now_ms as number;
+}
+
+/** Deletes rows past their horizon, whatever their rule (bound here or not): at most $1 per statement. */
+export function windowPruneText(names: SchemaNames): string {
+  const T = names.windowCounters;
+  return `WITH d AS (DELETE FROM ${T} WHERE ctid IN (
+  SELECT ctid FROM ${T} WHERE expires_at <= floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint LIMIT $1
+) RETURNING 1)
+SELECT count(*)::float8 AS n FROM d`;
+}
+
+const old = (alias: string) =>
+  [`${alias}.window_start`, `${alias}.count`, `${alias}.previous`, `${alias}.expires_at`] as const;
+
+/** The window kinds' part of the all-or-nothing statement (penalties do not apply there). */
+export const windowFamily: TakeAllFamily = {
+  id: 'w',
+  snapshot: (names) => `ws AS (
+  SELECT we.*, o.window_start AS o_start, o.count AS o_count, o.previous AS o_previous, o.expires_at AS o_expires,
+    GREATEST(we.cost, 1) <= d.lft AS fits
+  FROM we LEFT JOIN LATERAL (
+    SELECT t.window_start, t.count, t.previous, t.expires_at FROM ${names.windowCounters} t
+    WHERE t.rule = we.rule AND t.bucket = we.bucket LIMIT 1
+  ) o ON true
+  CROSS JOIN LATERAL (${windowDerive(old('o'), 'we')}) d
+)`,
+  decide: (names) => `wl AS (
+  SELECT l.*
+  FROM (SELECT we.rule, we.bucket FROM we WHERE (SELECT sok.ok FROM sok) ORDER BY we.rule COLLATE "C", we.bucket COLLATE "C") e
+  CROSS JOIN LATERAL (
+    SELECT t.rule, t.bucket, t.window_start, t.count, t.previous, t.expires_at FROM ${names.windowCounters} t
+    WHERE t.rule = e.rule AND t.bucket = e.bucket FOR UPDATE OF t
+  ) l
+),
+wd AS (
+  SELECT ws.ord, ws.rule, ws.bucket, ws.cost, ws.now_ms, v.window_start, v.count, v.previous, d.*,
+    GREATEST(ws.cost, 1) <= d.lft AS fits
+  FROM ws LEFT JOIN wl ON wl.rule = ws.rule AND wl.bucket = ws.bucket
+  CROSS JOIN LATERAL (
+    SELECT CASE WHEN l THEN wl.window_start ELSE ws.o_start END AS window_start,
+      CASE WHEN l THEN wl.count ELSE ws.o_count END AS count,
+      CASE WHEN l THEN wl.previous ELSE ws.o_previous END AS previous,
+      CASE WHEN l THEN wl.expires_at ELSE ws.o_expires END AS expires_at
+    FROM (SELECT (SELECT sok.ok FROM sok) AS l) k
+  ) v
+  CROSS JOIN LATERAL (${windowDerive(old('v'), 'ws')}) d
+)`,
+  write: (names) => `ww AS (
+  INSERT INTO ${names.windowCounters} AS t
+    (rule, bucket, window_start, count, previous, expires_at, was_start, was_count, was_previous)
+  SELECT wd.rule, wd.bucket, wd.st, wd.cur + wd.cost, wd.pv, wd.exp, wd.window_start, wd.count, wd.previous
+  FROM wd WHERE (SELECT ok.ok FROM ok) AND wd.cost > 0
+  ORDER BY wd.rule COLLATE "C", wd.bucket COLLATE "C"
+  ON CONFLICT (rule, bucket) DO UPDATE SET
+    window_start = CASE WHEN (t.window_start, t.count, t.previous) IS NOT DISTINCT FROM
+      (excluded.was_start, excluded.was_count, excluded.was_previous)
+      THEN excluded.window_start ELSE ${names.schema}.raise_retry() END,
+    count = excluded.count, previous = excluded.previous, expires_at = excluded.expires_at,
+    was_start = t.window_start, was_count = t.count, was_previous = t.previous
+  RETURNING 1
+)`,
+  outputs: ['window_start', 'count', 'previous', 'now_ms'],
+  output: () => [
+    'COALESCE(wd.window_start, 0)::float8',
+    'COALESCE(wd.count, 0)::float8',
+    'COALESCE(wd.previous, 0)::float8',
+    'wd.now_ms::float8',
+  ],
+};

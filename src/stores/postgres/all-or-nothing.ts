@@ -1,0 +1,141 @@
+import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
+import type { TakeEntry } from '../../store.js';
+import { withDeadline } from '../shared/deadline.js';
+import { bucketId } from '../shared/bucket-id.js';
+import type { TimeSource } from '../shared/time-source.js';
+import { stalePeriodsAt, type AlgorithmModule } from './algorithms/index.js';
+import type { AccountKeys } from './account-key.js';
+import { TimeLeft } from './bounded-client.js';
+import { DecisionReplay } from './decisions.js';
+import type { SchemaNames } from './migrations.js';
+import type { PostgresClient, PostgresRow } from './postgres-client.js';
+import { TIMEOUT_SUBJECT, rethrowMapped } from './postgres-errors.js';
+import type { PostgresRuleBuckets } from './postgres-rule-buckets.js';
+import { ENTRY_COMMON_ARRAYS, takeAllStatement } from './take-all.js';
+import type { Statement } from './statements.js';
+import type { StoreTime } from './store-time.js';
+
+/** How often a statement is sent again when PostgreSQL asks for a retry before giving up. */
+const MAX_ATTEMPTS = 20;
+
+/**
+ * The store's all-or-nothing takes: one statement per entry list, assembled for the kinds the
+ * list holds (cached per combination of kinds), decided by the core rules on the rows it
+ * returns. Sent again when a missing row appeared concurrently (40001), when PostgreSQL broke a
+ * deadlock (40P01), or when the calendar periods sent did not hold the store's time.
+ */
+export class AllOrNothing {
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(
+    private readonly client: PostgresClient,
+    private readonly names: SchemaNames,
+    private readonly timeSource: TimeSource,
+    private readonly storeTime: StoreTime,
+    private readonly timeoutMs: number,
+    private readonly accountKeys: AccountKeys | undefined,
+  ) {}
+
+  async take(
+    entries: readonly TakeEntry[],
+    bound: readonly PostgresRuleBuckets[],
+    modules: readonly AlgorithmModule[],
+    now: number,
+  ): Promise<Decision[]> {
+    for (let i = 0; i < entries.length; i++) {
+      if (this.accountKeys?.parse((entries[i] as TakeEntry).key) !== undefined) {
+        throw new SluiceError(
+          'SLUICE_ARGUMENT',
+          `an all-or-nothing take cannot charge an account key (rule ${JSON.stringify((bound[i] as PostgresRuleBuckets).name)}); take it on its own`,
+        );
+      }
+    }
+    // The kinds in one order, whatever the entries' order: one statement per combination.
+    const kinds = [...new Set(modules)].sort((a, b) => (a.kind < b.kind ? -1 : 1));
+    const key = kinds.map((m) => m.kind).join(',');
+    let sql = this.statements.get(key);
+    if (sql === undefined) {
+      sql = takeAllStatement(kinds, this.names, this.timeSource);
+      this.statements.set(key, sql);
+    }
+    const deadline = new TimeLeft(performance.now() + this.timeoutMs);
+    const rows = await withDeadline(
+      this.send(sql, entries, bound, modules, kinds, now, deadline).catch(rethrowMapped),
+      this.timeoutMs,
+      TIMEOUT_SUBJECT,
+    );
+    const decisions = new Array<Decision>(entries.length);
+    for (const row of rows) {
+      const index = (row.ord as number) - 1;
+      const entry = entries[index] as TakeEntry;
+      const buckets = bound[index] as PostgresRuleBuckets;
+      const replay = new DecisionReplay(buckets.rule, buckets.name, buckets.binding);
+      replay.start(row);
+      decisions[index] = replay.next(entry.cost, entry.limit);
+    }
+    return decisions;
+  }
+
+  private async send(
+    sql: Statement,
+    entries: readonly TakeEntry[],
+    bound: readonly PostgresRuleBuckets[],
+    modules: readonly AlgorithmModule[],
+    kinds: readonly AlgorithmModule[],
+    now: number,
+    deadline: TimeLeft,
+  ): Promise<readonly PostgresRow[]> {
+    let at = this.storeTime.at(now);
+    for (let attempt = 1; ; attempt++) {
+      const values = this.values(entries, bound, modules, kinds, at);
+      if (this.timeSource === 'app') values.push(now);
+      values.push(deadline);
+      try {
+        return await this.client.query(sql.text, values, sql.name);
+      } catch (error) {
+        const storeNow = stalePeriodsAt(error);
+        if (storeNow !== undefined) {
+          this.storeTime.learn(storeNow);
+          at = storeNow;
+        }
+        const code = (error as { code?: unknown } | null)?.code;
+        const again = storeNow !== undefined || code === '40001' || code === '40P01';
+        if (attempt >= MAX_ATTEMPTS || !again) throw error;
+      }
+    }
+  }
+
+  /** Per kind (in the statement's order): ord, rule, bucket, cost, limit, then the kind's own arrays. */
+  private values(
+    entries: readonly TakeEntry[],
+    bound: readonly PostgresRuleBuckets[],
+    modules: readonly AlgorithmModule[],
+    kinds: readonly AlgorithmModule[],
+    at: number,
+  ): unknown[] {
+    const values: unknown[] = [];
+    for (const kind of kinds) {
+      const arrays: unknown[][] = Array.from(
+        { length: ENTRY_COMMON_ARRAYS + kind.entryTypes.length },
+        () => [],
+      );
+      for (let i = 0; i < entries.length; i++) {
+        if (modules[i] !== kind) continue;
+        const entry = entries[i] as TakeEntry;
+        const buckets = bound[i] as PostgresRuleBuckets;
+        const row = [
+          i + 1,
+          buckets.name,
+          bucketId(entry.key),
+          entry.cost,
+          entry.limit ?? buckets.rule.limit,
+          ...buckets.binding.entryParams(at),
+        ];
+        for (let c = 0; c < row.length; c++) (arrays[c] as unknown[]).push(row[c]);
+      }
+      values.push(...arrays);
+    }
+    return values;
+  }
+}
