@@ -78,3 +78,11 @@ export {
   type SessionInfo,
   type UnauthorizedReason,
 } from './keys/identity.js';
+export {
+  DecisionEvents,
+  DECISION_OUTCOMES,
+  type DecisionEvent,
+  type DecisionEventsOptions,
+  type DecisionListener,
+  type DecisionOutcome,
+} from './limiter/events.js';

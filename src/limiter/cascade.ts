@@ -8,6 +8,7 @@ import {
   assertOpen,
   decideOnFailure,
   isLimiterInternals,
+  reportTake,
   refusedForGood,
   type Limiter,
   type LimiterInternals,
@@ -139,7 +140,7 @@ class CascadeImpl implements Cascade {
   async take(keys: CascadeKeys, options?: { cost?: number }): Promise<CascadeDecision> {
     const cost = costOf(options?.cost);
     const list = this.keyList(keys);
-    const refused = this.refusedForGood(cost);
+    const refused = this.refusedForGood(cost, list);
     if (refused !== undefined) return refused;
     if (this.mode === 'all-or-nothing') return this.takeAllOrNothing(list, cost);
     const decisions: Decision[] = [];
@@ -158,20 +159,45 @@ class CascadeImpl implements Cascade {
   private async takeAllOrNothing(keys: readonly string[], cost: number): Promise<CascadeDecision> {
     const first = this.limiters[0]!;
     const now = readClock(first.clock);
+    const started = performance.now();
+    let decisions: Decision[];
     try {
       const pending = first.store.takeAll(this.entries(keys, cost), now);
-      return summarize(
-        await withDeadline(pending, first.timeoutMs, `the ${first.store.kind} store (cascade)`),
-      );
+      decisions = await withDeadline(pending, first.timeoutMs, `the ${first.store.kind} store (cascade)`);
     } catch (error) {
-      const decisions: Decision[] = [];
+      decisions = [];
       for (let i = 0; i < this.limiters.length; i++) {
         const limiter = this.limiters[i] as LimiterInternals;
-        const decision = limiter[decideOnFailure](error, keys[i]!, cost, now, undefined);
+        let decision: Decision;
+        try {
+          decision = limiter[decideOnFailure](error, keys[i]!, cost, now, undefined);
+        } catch (closed) {
+          if (limiter.events.listening) {
+            limiter[reportTake](keys[i]!, cost, undefined, closed, performance.now() - started);
+          }
+          throw closed;
+        }
         decisions.push(decision);
         if (!decision.allowed) break;
       }
-      return summarize(decisions);
+    }
+    this.report(keys, cost, decisions, performance.now() - started);
+    return summarize(decisions);
+  }
+
+  /**
+   * Reports the decisions of an all-or-nothing take, which the limiters did not make themselves
+   * (one atomic store call made them): each to its own limiter's events.
+   */
+  protected report(
+    keys: readonly string[],
+    cost: number,
+    decisions: readonly Decision[],
+    latencyMs: number,
+  ): void {
+    for (let i = 0; i < decisions.length; i++) {
+      const limiter = this.limiters[i] as LimiterInternals;
+      if (limiter.events.listening) limiter[reportTake](keys[i]!, cost, decisions[i], undefined, latencyMs);
     }
   }
 
@@ -180,7 +206,7 @@ class CascadeImpl implements Cascade {
    * no store is asked and no limit is charged (not even the wide ones before it). Also checks
    * that no limiter was closed, since an all-or-nothing take bypasses the limiters' own checks.
    */
-  protected refusedForGood(cost: number): CascadeDecision | undefined {
+  protected refusedForGood(cost: number, keys: readonly string[]): CascadeDecision | undefined {
     let beyond = false;
     for (const limiter of this.limiters) {
       assertOpen(limiter);
@@ -188,9 +214,12 @@ class CascadeImpl implements Cascade {
     }
     if (!beyond) return undefined;
     const decisions: Decision[] = [];
-    for (const limiter of this.limiters) {
+    for (let i = 0; i < this.limiters.length; i++) {
+      const limiter = this.limiters[i] as LimiterInternals;
       if (cost > limiter.rule.capacityFor(undefined)) {
-        decisions.push(refusedForGood(limiter.rule, limiter.name, cost, readClock(limiter.clock), undefined));
+        const refused = refusedForGood(limiter.rule, limiter.name, cost, readClock(limiter.clock), undefined);
+        decisions.push(refused);
+        if (limiter.events.listening) limiter[reportTake](keys[i]!, cost, refused, undefined, 0);
       }
     }
     return summarize(decisions);
@@ -227,11 +256,14 @@ class SyncCascadeImpl extends CascadeImpl implements SyncCascade {
   takeSync(keys: CascadeKeys, options?: { cost?: number }): CascadeDecision {
     const cost = costOf(options?.cost);
     const list = this.keyList(keys);
-    const refused = this.refusedForGood(cost);
+    const refused = this.refusedForGood(cost, list);
     if (refused !== undefined) return refused;
     if (this.mode === 'all-or-nothing') {
       const store = this.limiters[0]!.store as SyncStore;
-      return summarize(store.takeAllSync(this.entries(list, cost), readClock(this.limiters[0]!.clock)));
+      const started = performance.now();
+      const decisions = store.takeAllSync(this.entries(list, cost), readClock(this.limiters[0]!.clock));
+      this.report(list, cost, decisions, performance.now() - started);
+      return summarize(decisions);
     }
     const decisions: Decision[] = [];
     for (let i = 0; i < this.limiters.length; i++) {

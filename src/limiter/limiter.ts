@@ -10,6 +10,8 @@ import type { Duration } from '../core/duration.js';
 import { checkKey, costOf, limitOf, readClock } from './call-input.js';
 import { resolveTimeout } from './store-timeout.js';
 import { withDeadline } from '../stores/shared/deadline.js';
+import { DecisionEvents } from './events.js';
+import { reportDecision, reportFailure } from './decision-report.js';
 import {
   FailureHandler,
   consoleLogger,
@@ -67,6 +69,12 @@ export interface LimiterOptions<S extends Store = Store> {
   timeout?: Duration;
   /** Where store failures are logged (at most once a minute per limit, never a key). @default console */
   logger?: Logger;
+  /**
+   * Where this limiter reports every take's outcome (see {@link DecisionEvents}). Pass one channel
+   * to several limiters (and guards) to listen to all of them in one place, e.g. for metrics.
+   * @default a channel of this limiter's own, `limiter.events`
+   */
+  events?: DecisionEvents;
 }
 
 /** Per-call options of a take. */
@@ -123,6 +131,11 @@ export interface Limiter {
   readonly timeoutMs: number;
   /** Store failure counters since the limiter was created. */
   stats(): Readonly<LimiterStats>;
+  /**
+   * The channel every take's outcome is reported to (peeks are not reported): subscribe to it
+   * for logs or metrics. Costs nothing while no one listens.
+   */
+  readonly events: DecisionEvents;
 }
 
 /** A limiter on a synchronous store (the memory store): every method also has a sync form. */
@@ -146,6 +159,7 @@ const limiterKeys = [
   'closedStatus',
   'timeout',
   'logger',
+  'events',
 ] as const;
 const failurePolicies: readonly FailurePolicy[] = ['closed', 'open', 'insurance'];
 
@@ -207,17 +221,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
       logger,
     );
   }
+  const { events = new DecisionEvents() } = options;
+  if (!(events instanceof DecisionEvents)) {
+    throw new SluiceError('SLUICE_CONFIG', `limiter ${JSON.stringify(name)} events must be a DecisionEvents`);
+  }
   const insurance = failure === 'insurance' ? new MemoryStore().bind(name, rule) : undefined;
   const handler = new FailureHandler(name, store.kind, failure, closedStatus, insurance, logger, clock);
   return isSyncStore(store)
-    ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler)
-    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler);
+    ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler, events)
+    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler, events);
 }
 
 /** Applies a limiter's failure policy to a failed store call (used by cascades). */
 export const decideOnFailure = Symbol('sluice.decideOnFailure');
 
-/** A limiter as cascades see it: with access to its failure policy. */
+/** Reports a decision a cascade made for a limiter (an all-or-nothing take bypasses the limiter). */
+export const reportTake = Symbol('sluice.reportTake');
+
+/** A limiter as cascades see it: with access to its failure policy and its events. */
 export interface LimiterInternals extends Limiter {
   [decideOnFailure](
     error: unknown,
@@ -226,6 +247,17 @@ export interface LimiterInternals extends Limiter {
     now: number,
     limit: number | undefined,
   ): Decision;
+  /**
+   * Reports a take's decision, or (`decision` undefined) its failure with `error`, to the
+   * limiter's events. Callers check `events.listening` first.
+   */
+  [reportTake](
+    key: string,
+    cost: number,
+    decision: Decision | undefined,
+    error: unknown,
+    latencyMs: number,
+  ): void;
 }
 
 /** True for a limiter made by {@link createLimiter} (a cascade needs its failure policy). */
@@ -274,6 +306,7 @@ class RuleLimiter implements LimiterInternals {
     readonly clock: Clock,
     readonly timeoutMs: number,
     private readonly handler: FailureHandler,
+    readonly events: DecisionEvents,
   ) {
     this.buckets = store.bind(name, rule);
     this.failure = handler.policy;
@@ -289,7 +322,7 @@ class RuleLimiter implements LimiterInternals {
       checkKey(key);
       const cost = options === undefined ? 1 : costOf(options.cost);
       const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-      return this.decide(key, cost, readClock(this.clock), limit);
+      return this.decideTake(key, cost, readClock(this.clock), limit);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -343,7 +376,35 @@ class RuleLimiter implements LimiterInternals {
     return this.handler.decide(error, key, cost, now, limit);
   }
 
-  private decide(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+  [reportTake](
+    key: string,
+    cost: number,
+    decision: Decision | undefined,
+    error: unknown,
+    latencyMs: number,
+  ): void {
+    if (decision !== undefined)
+      reportDecision(this.events, this.name, this.store.kind, key, decision, latencyMs);
+    else reportFailure(this.events, this.name, this.store.kind, key, cost, error, latencyMs);
+  }
+
+  /** A take: decided, and reported when someone listens (peeks are not reported). */
+  protected decideTake(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+    if (!this.events.listening) return this.decide(key, cost, now, limit);
+    const started = performance.now();
+    return this.decide(key, cost, now, limit).then(
+      (decision) => {
+        this[reportTake](key, cost, decision, undefined, performance.now() - started);
+        return decision;
+      },
+      (error: unknown) => {
+        this[reportTake](key, cost, undefined, error, performance.now() - started);
+        throw error;
+      },
+    );
+  }
+
+  protected decide(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
     if (cost > this.rule.capacityFor(limit)) {
       return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, limit));
     }
@@ -405,8 +466,16 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     const now = readClock(this.clock);
     // Refused the same way as on a shared store (which is never asked), so that a decision does
     // not depend on the store behind the limiter.
-    if (cost > this.rule.capacityFor(limit)) return refusedForGood(this.rule, this.name, cost, now, limit);
-    return this.buckets.takeSync(key, cost, now, limit);
+    if (cost > this.rule.capacityFor(limit)) {
+      const refused = refusedForGood(this.rule, this.name, cost, now, limit);
+      if (this.events.listening) this[reportTake](key, cost, refused, undefined, 0);
+      return refused;
+    }
+    if (!this.events.listening) return this.buckets.takeSync(key, cost, now, limit);
+    const started = performance.now();
+    const decision = this.buckets.takeSync(key, cost, now, limit);
+    this[reportTake](key, cost, decision, undefined, performance.now() - started);
+    return decision;
   }
 
   peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision {

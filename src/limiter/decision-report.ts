@@ -1,0 +1,58 @@
+import type { Decision } from '../core/decision.js';
+import { isSluiceError } from '../core/errors.js';
+import type { DecisionEvents, DecisionOutcome } from './events.js';
+
+/** The outcome a decision reports: who decided, and whether it admitted. */
+export function outcomeOf(decision: Decision): DecisionOutcome {
+  if (decision.source === 'fail-open') return 'failed-open';
+  if (decision.source === 'insurance') return 'insurance';
+  return decision.allowed ? 'admitted' : 'refused';
+}
+
+/** Emits one decision of rule `rule` on a `store` store; callers check `events.listening` first. */
+export function reportDecision(
+  events: DecisionEvents,
+  rule: string,
+  store: string,
+  key: string,
+  decision: Decision,
+  storeLatencyMs: number,
+): void {
+  events.emit({
+    rule,
+    outcome: outcomeOf(decision),
+    store,
+    cost: decision.cost,
+    remaining: decision.remaining,
+    retryAfterMs: decision.retryAfterMs,
+    storeLatencyMs,
+    keyHash: events.hashOf(key),
+  });
+}
+
+/**
+ * Emits a take that failed closed: the store failed and the rule's policy refused with a 503 or
+ * 500 (the error the caller gets). Errors that are the caller's own (a bad key, a bad cost)
+ * are not decisions and report nothing.
+ */
+export function reportFailure(
+  events: DecisionEvents,
+  rule: string,
+  store: string,
+  key: string,
+  cost: number,
+  error: unknown,
+  storeLatencyMs: number,
+): void {
+  if (!isSluiceError(error) || !error.code.startsWith('SLUICE_STORE_')) return;
+  events.emit({
+    rule,
+    outcome: 'failed-closed',
+    store,
+    cost,
+    remaining: 0,
+    retryAfterMs: 0,
+    storeLatencyMs,
+    keyHash: events.hashOf(key),
+  });
+}
