@@ -59,6 +59,10 @@ export const calendarQuotaModule: AlgorithmModule = {
     const rule = bound as CalendarQuotaRule;
     // Its own periods: the rule's cache keeps serving the decisions replayed in this process.
     const bounds = new PeriodBounds(new CalendarPeriods(rule.timeZone, rule.per, rule.weekStart));
+    // Found now rather than on the first take: the first reading of a zone's clock loads the
+    // platform's time-zone data, which takes milliseconds that a take's deadline should not pay.
+    bounds.around(Date.now());
+    rule.periods.startOf(Date.now());
     return {
       ruleParams: (now) => [name, bounds.around(now), rule.penalty],
       entryParams: (now) => bounds.around(now),
