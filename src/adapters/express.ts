@@ -10,6 +10,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../core/decision.js';
+import { withSocketAddress } from './socket-address.js';
 import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './node-response.js';
@@ -32,7 +33,7 @@ export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '.
 export function rateLimit(
   options: RateLimitOptions<Request>,
 ): (request: Request, response: Response, next: NextFunction) => void {
-  const guard = createGuard(options);
+  const guard = createGuard(withSocketAddress(options, (request) => request));
   return (request, response, next) => {
     guard
       .check(request, nodeRequestFacts(request, request.originalUrl ?? request.url))

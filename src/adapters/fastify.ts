@@ -10,6 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Decision } from '../core/decision.js';
+import { withSocketAddress } from './socket-address.js';
 import { createGuard, isPreflight, type RateLimitOptions } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import {
@@ -39,7 +40,7 @@ export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '.
 export function rateLimit(
   options: RateLimitOptions<FastifyRequest>,
 ): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
-  const guard = createGuard(options);
+  const guard = createGuard(withSocketAddress(options, (request) => request.raw));
   return async (request, reply) => {
     const method = request.method;
     const outcome = await guard.check(request, {

@@ -12,6 +12,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
+import { withSocketAddress } from './socket-address.js';
 import { createGuard, type RateLimitOptions } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse as send } from './node-response.js';
@@ -26,7 +27,7 @@ export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '.
 export function rateLimit(
   options: RateLimitOptions<IncomingMessage>,
 ): (request: IncomingMessage, response: ServerResponse) => Promise<boolean> {
-  const guard = createGuard(options);
+  const guard = createGuard(withSocketAddress(options, (request) => request));
   return async (request, response) =>
     applyNodeOutcome(response, await guard.check(request, nodeRequestFacts(request)), guard);
 }

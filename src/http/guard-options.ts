@@ -4,10 +4,12 @@
  * no request can later fail on a value the application configured.
  */
 import type { Clock } from '../core/clock.js';
-import { configError } from '../core/errors.js';
+import { configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Cascade } from '../limiter/cascade.js';
+import type { DecisionEvents } from '../limiter/events.js';
 import type { Limiter } from '../limiter/limiter.js';
+import { AddressList } from './address-list.js';
 import { HEADER_STYLES, type HeaderStyle } from './headers.js';
 import type { ProblemOptions } from './problem.js';
 import { RouteSet, parseMethods } from './routes.js';
@@ -38,6 +40,15 @@ export interface GuardSettings {
   problem: ProblemOptions | undefined;
   cacheControl: string;
   onError: (error: unknown, details: ErrorReportDetails) => void;
+  /** Clients answered 403 before anything else; undefined for no list. */
+  deny: AddressList | undefined;
+  /** Clients let through untouched; undefined for no list. */
+  allow: AddressList | undefined;
+  /** The client address the lists are matched against; set whenever a list is. */
+  address: ((request: never) => unknown) | undefined;
+  skip: ((request: never) => unknown) | undefined;
+  /** Where the guard's own outcomes (lists, skip) are reported. */
+  events: DecisionEvents | undefined;
   /** The limits' clock: the once-a-minute reports follow the time the limits see. */
   clock: Clock;
 }
@@ -53,6 +64,12 @@ const optionKeys = [
   'problem',
   'cacheControl',
   'onError',
+  'allow',
+  'deny',
+  'skip',
+  'address',
+  'proxies',
+  'events',
 ] as const;
 const problemKeys = ['type', 'title', 'detail'] as const;
 /** The header styles as an error message lists them: `"none", "legacy" or "draft"`. */
@@ -110,6 +127,7 @@ export function readGuardOptions(options: unknown): GuardSettings {
     throw configError('rateLimit cacheControl', 'a Cache-Control value with no-store', cacheControl);
   }
   if (typeof onError !== 'function') throw configError('rateLimit onError', 'a function', onError);
+  const access = readAccessOptions(given);
   const first = limiters?.[0] ?? cascade!.limiters[0];
   return {
     limiters,
@@ -122,8 +140,59 @@ export function readGuardOptions(options: unknown): GuardSettings {
     problem: checkProblem(problem),
     cacheControl,
     onError: onError as GuardSettings['onError'],
+    ...access,
     clock: typeof first?.clock === 'function' ? first.clock : Date.now,
   };
+}
+
+/**
+ * The options decided before the key: the lists, the address they are matched against, skip
+ * and the events channel. The guard is framework-free, so it cannot find a client address by
+ * itself: with a list it needs `address`, which the node, Express and Fastify adapters fill in
+ * from the socket (reading `proxies`); `proxies` reaching the guard means no adapter read it.
+ */
+function readAccessOptions(
+  given: Record<(typeof optionKeys)[number], unknown>,
+): Pick<GuardSettings, 'deny' | 'allow' | 'address' | 'skip' | 'events'> {
+  const { allow, deny, skip, address, proxies, events } = given;
+  const denied = deny === undefined ? undefined : new AddressList(deny, 'rateLimit deny');
+  const allowed = allow === undefined ? undefined : new AddressList(allow, 'rateLimit allow');
+  if (address !== undefined && typeof address !== 'function')
+    throw optionError('rateLimit address', 'a function of the request returning its client address');
+  if (proxies !== undefined) {
+    throw optionError(
+      'rateLimit proxies',
+      'left out here: only the node, Express and Fastify adapters read it (they see the socket); pass address instead',
+    );
+  }
+  if ((denied !== undefined || allowed !== undefined) && address === undefined) {
+    throw optionError(
+      'rateLimit address',
+      'a function of the request returning its client address when allow or deny is given (this framework has no socket to read it from)',
+    );
+  }
+  if (skip !== undefined && typeof skip !== 'function')
+    throw optionError('rateLimit skip', 'a function of the request returning true or false');
+  if (events !== undefined && !isEvents(events))
+    throw optionError('rateLimit events', 'a DecisionEvents channel');
+  return {
+    deny: denied,
+    allow: allowed,
+    address: address as GuardSettings['address'],
+    skip: skip as GuardSettings['skip'],
+    events: events as DecisionEvents | undefined,
+  };
+}
+
+/** A DecisionEvents from any copy of sluice (ESM or CommonJS build): read by its shape. */
+function isEvents(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as DecisionEvents).emit === 'function' &&
+    typeof (value as DecisionEvents).subscribe === 'function' &&
+    'listening' in value
+  );
 }
 
 /** The excluded routes; none to match (and no path to normalize per request) for an empty list. */

@@ -1,5 +1,7 @@
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
+import type { ClientAddressOptions } from '../keys/client-address.js';
+import type { DecisionEvent, DecisionEvents, DecisionOutcome } from '../limiter/events.js';
 import type { Cascade, SyncCascade } from '../limiter/cascade.js';
 import type { Limiter, SyncLimiter, TakeOptions } from '../limiter/limiter.js';
 import { earlierCharge, rememberCharge } from './charged-once.js';
@@ -8,6 +10,7 @@ import { headerToken, readGuardOptions, type ErrorReportDetails } from './guard-
 import type { HeaderStyle, HeaderValues } from './headers.js';
 import {
   admittedHeaders,
+  deniedResponse,
   errorResponse,
   limitedResponse,
   type HttpResponse,
@@ -97,6 +100,46 @@ export interface RateLimitOptions<Request> {
    * @default console.error
    */
   onError?: (error: unknown, details: ErrorReportDetails) => void;
+  /**
+   * Clients answered 403 (`code: "denied"`) before anything else runs: no skip, no key function,
+   * no store. Addresses and CIDR ranges, IPv4 and IPv6 (`"203.0.113.0/24"`, `"2001:db8::/32"`);
+   * an IPv4-mapped IPv6 client matches its IPv4 range. Deny is decided first, so an address on
+   * both lists is denied. It applies to every request that reaches this limit, whatever its
+   * method or route (`methods` and `exclude` only say what is charged).
+   */
+  deny?: readonly string[];
+  /**
+   * Clients that bypass every limit of this guard: health checkers, internal networks. Their
+   * requests go on untouched: no key function, no store call, no rate-limit headers. Same form
+   * as `deny`.
+   */
+  allow?: readonly string[];
+  /**
+   * A request for which this returns `true` goes on untouched (after the lists, before the key).
+   * It may be async. One that throws or rejects counts as `false` (the request is limited) and
+   * is reported through `onError` at most once a minute.
+   */
+  skip?: (request: Request) => boolean | Promise<boolean>;
+  /**
+   * The client address `allow` and `deny` are matched against, as text (`clientAddress(…).address`).
+   * An address that is missing or not an IP address is on neither list. Decided here, from the
+   * request itself: never looked up over the network.
+   * @default node, Express and Fastify: `clientAddress` of the request with `proxies`; elsewhere
+   * (Hono, `createGuard`) there is no socket to read, so it is required with a list
+   */
+  address?: (request: Request) => string | undefined;
+  /**
+   * Node, Express and Fastify adapters only: the `clientAddress` options (`trustedProxies`,
+   * `header`, `hops`, `trustUnixSocket`) with which the default `address` reads the client
+   * address behind your proxies. Without it only a proxy on the same machine is trusted.
+   * @default `{ trustedProxies: LOOPBACK, header: 'x-forwarded-for' }`
+   */
+  proxies?: ClientAddressOptions;
+  /**
+   * A channel for the guard's own outcomes: `denied`, `allowed-by-list` and `skipped`, with no
+   * rule, store or key (none was asked). The limits report their outcomes to their own channel.
+   */
+  events?: DecisionEvents;
 }
 
 export type { ErrorReportDetails } from './guard-options.js';
@@ -163,6 +206,24 @@ export interface Guard<Request> {
 
 const untouched: GuardOutcome = { action: 'continue', headers: {}, decisions: [] };
 const untouchedPromise = Promise.resolve(untouched);
+
+/** An outcome of the guard itself: decided before any rule, so nothing else is known. */
+function guardEvent(outcome: DecisionOutcome): DecisionEvent {
+  return Object.freeze({
+    rule: undefined,
+    outcome,
+    store: undefined,
+    cost: 0,
+    remaining: 0,
+    retryAfterMs: 0,
+    storeLatencyMs: 0,
+    keyHash: undefined,
+  });
+}
+// The same three values every time: reporting them allocates nothing.
+const deniedEvent = guardEvent('denied');
+const allowedEvent = guardEvent('allowed-by-list');
+const skippedEvent = guardEvent('skipped');
 
 /**
  * Builds a framework-free route limit. Adapters (`sluice/node`, `sluice/express`,
@@ -307,17 +368,80 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     return excluded === undefined || !excluded.matches(method, facts.path);
   };
 
+  const { deny, allow, skip, events } = settings;
+  const address = settings.address as ((request: Request) => unknown) | undefined;
+  const denied: GuardOutcome = { action: 'respond', response: deniedResponse(cacheControl), decisions: [] };
+  const deniedPromise = Promise.resolve(denied);
+
+  const emit = (event: DecisionEvent): void => {
+    if (events !== undefined && events.listening) events.emit(event);
+  };
+
+  /** The request after the lists and skip: methods, exclude and preflight, then the key. */
+  const limit = (request: Request, facts: RequestFacts): Promise<GuardOutcome> => {
+    try {
+      if (!applies(facts)) return untouchedPromise;
+      const result = key(request);
+      return sync && !isThenable(result)
+        ? Promise.resolve(decideSync(request, result))
+        : decideAsync(request, result);
+    } catch (error) {
+      return Promise.resolve(failed(error, undefined, []));
+    }
+  };
+
+  /** A skip that throws or rejects is no skip: the request is limited, and the error reported. */
+  const skipFailed = (request: Request, facts: RequestFacts, error: unknown): Promise<GuardOutcome> => {
+    report(error);
+    return limit(request, facts);
+  };
+
+  const skipped = (): Promise<GuardOutcome> => {
+    emit(skippedEvent);
+    return untouchedPromise;
+  };
+
   return {
     check(request, facts) {
-      try {
-        if (!applies(facts)) return untouchedPromise;
-        const result = key(request);
-        return sync && !isThenable(result)
-          ? Promise.resolve(decideSync(request, result))
-          : decideAsync(request, result);
-      } catch (error) {
-        return Promise.resolve(failed(error, undefined, []));
+      if (address !== undefined && (deny !== undefined || allow !== undefined)) {
+        let client: unknown;
+        try {
+          client = address(request);
+          if (typeof client === 'object' && client !== null) {
+            throw new SluiceError(
+              'SLUICE_CONFIG',
+              'rateLimit address must return the address as text (it returned an object, maybe a promise)',
+            );
+          }
+        } catch (error) {
+          return Promise.resolve(failed(error, undefined, []));
+        }
+        // Deny first: an address on both lists is denied.
+        if (deny !== undefined && deny.has(client as string | undefined)) {
+          emit(deniedEvent);
+          return deniedPromise;
+        }
+        if (allow !== undefined && allow.has(client as string | undefined)) {
+          emit(allowedEvent);
+          return untouchedPromise;
+        }
       }
+      if (skip !== undefined) {
+        let answer: unknown;
+        try {
+          answer = (skip as (request: Request) => unknown)(request);
+        } catch (error) {
+          return skipFailed(request, facts, error);
+        }
+        if (isThenable(answer)) {
+          return answer.then(
+            (value) => (value === true ? skipped() : limit(request, facts)),
+            (error: unknown) => skipFailed(request, facts, error),
+          );
+        }
+        if (answer === true) return skipped();
+      }
+      return limit(request, facts);
     },
     report,
   };

@@ -74,6 +74,7 @@ const PROBLEM_TYPE = 'application/problem+json';
 export const problemCodes = {
   400: 'invalid_request',
   401: 'unauthorized',
+  403: 'denied',
   429: 'rate_limited',
   500: 'internal_error',
   503: 'rate_limit_unavailable',
@@ -82,6 +83,7 @@ export const problemCodes = {
 const titles: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
@@ -204,6 +206,32 @@ export function errorResponse(
   }
   return { status, headers, body: JSON.stringify(body) };
 }
+
+/**
+ * The 403 for a client on a route limit's `deny` list: an `application/problem+json` body with
+ * `code: "denied"` and the route's `Cache-Control`. It names neither the client nor the list
+ * entry that matched, and carries no rate-limit headers: no limit was asked.
+ *
+ * @default `Cache-Control: no-store`
+ * @example
+ * const r = deniedResponse();
+ * res.writeHead(r.status, r.headers).end(r.body); // 403 {"code":"denied",…}
+ */
+export function deniedResponse(cacheControl = 'no-store'): HttpResponse {
+  return {
+    status: 403,
+    headers: { 'Content-Type': PROBLEM_TYPE, 'Cache-Control': cacheControl },
+    body: deniedBody,
+  };
+}
+
+const deniedBody = JSON.stringify({
+  type: 'about:blank',
+  title: titles[403],
+  status: 403,
+  detail: 'Requests from this client are not accepted.',
+  code: problemCodes[403],
+});
 
 function isEmpty(headers: HeaderValues): boolean {
   for (const _ in headers) return false;
