@@ -103,6 +103,14 @@ export interface HttpHarness {
   /** Reads a request header from the framework's request object (lower-case name). */
   header(request: unknown, name: string): string | undefined;
   start(spec: AppSpec): Promise<RunningApp>;
+  /**
+   * True when the adapter finds the client address itself (from the socket, with `clientAddress`
+   * and the route's `proxies`), so that `allow` and `deny` work without an `address` option; the
+   * suite then sends X-Forwarded-For through the loopback peer. Otherwise the suite checks that a
+   * list without `address` is refused at setup.
+   * @default false
+   */
+  readonly findsClientAddress?: boolean;
 }
 
 /** The headers the suite compares; everything else is the framework's business. */
@@ -165,6 +173,14 @@ const errorBodies = {
   500: ['Internal Server Error', 'An internal error occurred.', 'internal_error'],
   503: ['Service Unavailable', 'Rate limiting is unavailable; try again later.', 'rate_limit_unavailable'],
 } as const;
+
+const DENIED = {
+  type: 'about:blank',
+  title: 'Forbidden',
+  status: 403,
+  detail: 'Requests from this client are not accepted.',
+  code: 'denied',
+};
 
 function problemError(status: keyof typeof errorBodies): Snapshot {
   const [title, detail, code] = errorBodies[status];
@@ -797,6 +813,161 @@ export function httpConformance(harness: HttpHarness): void {
         assert.ok(isSluiceError(reports[1]![0], 'SLUICE_STORE_UNAVAILABLE'));
       });
     });
+
+    /** A limit on a store that counts its calls, and a key function that counts its own. */
+    function counted(name: string) {
+      const store = new FailingStore();
+      const seen = { keys: 0 };
+      const key = () => {
+        seen.keys++;
+        return 'client';
+      };
+      return { limits: limiter(name, 5, { store }), key, store, seen };
+    }
+
+    /** The client address as the test sends it; every adapter can read a header. */
+    const addressHeader = (request: unknown) => header(request, 'x-client-address');
+
+    it('deny answers 403 problem+json with code denied before the key and the store; allow passes uncharged; deny wins over allow', async () => {
+      reset();
+      const things = counted('things');
+      const messages = counted('messages');
+      const lists = { deny: ['203.0.113.0/24', '2001:db8:bad::/48'], allow: ['10.0.0.0/8', '203.0.113.5'] };
+      const spec: AppSpec = {
+        routes: {
+          'POST /api/things': { limits: things.limits, key: things.key, address: addressHeader, ...lists },
+          'POST /api/messages': {
+            limits: messages.limits,
+            key: messages.key,
+            address: addressHeader,
+            cacheControl: 'private, no-store',
+            ...lists,
+          },
+        },
+      };
+      await withApp(spec, async (app) => {
+        const denied = {
+          status: 403,
+          headers: { 'content-type': PROBLEM, 'cache-control': 'no-store' },
+          body: DENIED,
+        };
+        for (const address of ['203.0.113.7', '203.0.113.5', '2001:db8:bad::1', '::ffff:203.0.113.9'])
+          assert.deepEqual(await post(app, '/api/things', { 'x-client-address': address }), denied, address);
+        assert.deepEqual(await post(app, '/api/messages', { 'x-client-address': '203.0.113.7' }), {
+          ...denied,
+          headers: { 'content-type': PROBLEM, 'cache-control': 'private, no-store' },
+        });
+        for (const address of ['10.1.2.3', '::ffff:10.0.0.1']) {
+          assert.deepEqual(await post(app, '/api/things', { 'x-client-address': address }), {
+            status: 200,
+            headers: {},
+            body: OK,
+          });
+        }
+        assert.equal(things.seen.keys + things.store.calls + messages.seen.keys + messages.store.calls, 0);
+        const other = await post(app, '/api/things', { 'x-client-address': '198.51.100.1' });
+        assert.equal(other.headers['ratelimit'], '"things";r=4;t=12', 'a client on neither list is charged');
+        assert.equal(things.store.calls, 1);
+      });
+    });
+
+    it('skip (sync or async) lets a request through untouched; a skip that throws limits it and is reported', async () => {
+      reset();
+      const things = counted('things');
+      const messages = counted('messages');
+      const reported: unknown[] = [];
+      const spec: AppSpec = {
+        routes: {
+          'POST /api/things': {
+            limits: things.limits,
+            key: things.key,
+            skip: (request) => header(request, 'x-skip') === 'yes',
+          },
+          'POST /api/messages': {
+            limits: messages.limits,
+            key: messages.key,
+            skip: async (request) => {
+              if (header(request, 'x-skip') === 'broken') throw new Error('the skip failed');
+              return header(request, 'x-skip') === 'yes';
+            },
+            onError: (error) => void reported.push(error),
+          },
+        },
+      };
+      await withApp(spec, async (app) => {
+        for (const path of ['/api/things', '/api/messages'])
+          assert.deepEqual(await post(app, path, { 'x-skip': 'yes' }), {
+            status: 200,
+            headers: {},
+            body: OK,
+          });
+        assert.equal(things.seen.keys + things.store.calls + messages.seen.keys + messages.store.calls, 0);
+        assert.equal(
+          (await post(app, '/api/things', { 'x-skip': 'no' })).headers['ratelimit'],
+          '"things";r=4;t=12',
+        );
+        for (let i = 0; i < 2; i++)
+          assert.equal((await post(app, '/api/messages', { 'x-skip': 'broken' })).status, 200);
+        assert.equal(messages.store.calls, 2, 'a failed skip is no skip: both requests were charged');
+        assert.equal(reported.length, 1, 'reported once a minute');
+      });
+    });
+
+    if (harness.findsClientAddress === true) {
+      it('without an address option, lists match the client address found behind the proxies (clientAddress)', async () => {
+        reset();
+        const things = counted('things');
+        const messages = counted('messages');
+        const spec: AppSpec = {
+          routes: {
+            // The default proxies: a proxy on this machine, which writes X-Forwarded-For.
+            'POST /api/things': {
+              limits: things.limits,
+              key: things.key,
+              deny: ['203.0.113.7'],
+              allow: ['10.0.0.0/8'],
+            },
+            'POST /api/messages': {
+              limits: messages.limits,
+              key: messages.key,
+              deny: ['203.0.113.7'],
+              proxies: { header: 'x-real-ip' },
+            },
+          },
+        };
+        await withApp(spec, async (app) => {
+          assert.equal((await post(app, '/api/things', { 'x-forwarded-for': '203.0.113.7' })).status, 403);
+          assert.deepEqual(
+            await post(app, '/api/things', { 'x-forwarded-for': '203.0.113.7, 10.0.0.2' }),
+            {
+              status: 200,
+              headers: {},
+              body: OK,
+            },
+            'the rightmost entry not trusted is the client: 10.0.0.2, allowed',
+          );
+          assert.equal(things.store.calls, 0);
+          assert.equal((await post(app, '/api/things', { 'x-forwarded-for': '198.51.100.1' })).status, 200);
+          assert.equal(things.store.calls, 1);
+          assert.equal((await post(app, '/api/messages', { 'x-real-ip': '203.0.113.7' })).status, 403);
+          const notRead = await post(app, '/api/messages', { 'x-forwarded-for': '203.0.113.7' });
+          assert.equal(notRead.status, 200, 'with header x-real-ip, X-Forwarded-For is not read');
+        });
+      });
+    } else {
+      it('a list without an address option is refused at setup: there is no socket to read it from', async () => {
+        reset();
+        const spec: AppSpec = {
+          routes: {
+            'POST /api/things': { limits: limiter('things', 5), key: () => 'k', deny: ['203.0.113.7'] },
+          },
+        };
+        await assert.rejects(
+          async () => (await harness.start(spec)).close(),
+          (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG') && /rateLimit address/.test(e.message),
+        );
+      });
+    }
 
     it('nothing logged on refusals, key errors or store failures contains the key', async (t) => {
       reset();

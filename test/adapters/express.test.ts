@@ -44,4 +44,4 @@ function build(spec: AppSpec): Promise<RunningApp> {
   return socketApp(createServer(app));
 }
 
-httpConformance({ name: 'express', header: nodeHeader, start: build });
+httpConformance({ name: 'express', header: nodeHeader, start: build, findsClientAddress: true });

@@ -89,7 +89,7 @@ async function build(spec: AppSpec): Promise<RunningApp> {
   };
 }
 
-httpConformance({ name: 'fastify', header: nodeHeader, start: build });
+httpConformance({ name: 'fastify', header: nodeHeader, start: build, findsClientAddress: true });
 
 describe('fastify: rateLimitPlugin encapsulation', () => {
   const options = () => ({

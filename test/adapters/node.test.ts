@@ -55,4 +55,4 @@ function build(spec: AppSpec): Promise<RunningApp> {
   return socketApp(server);
 }
 
-httpConformance({ name: 'node:http', header: nodeHeader, start: build });
+httpConformance({ name: 'node:http', header: nodeHeader, start: build, findsClientAddress: true });
