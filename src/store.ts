@@ -11,7 +11,7 @@
  * The caller (a limiter) has already validated the key and the cost: keys are non-empty,
  * well-formed UTF-16 strings; costs whole numbers from 0 to `MAX_COUNT` (10^12) and never more
  * than the rule can admit (a token bucket's burst, the quota's limit: larger costs are refused
- * without asking the store); `limit` (quota only) a whole number from 1 to `MAX_COUNT` or
+ * without asking the store); `limit` (rules that accept one: `rule.acceptsCallLimit`) a whole number from 1 to `MAX_COUNT` or
  * undefined. Rules keep their own bounds (`MAX_COUNT`, `MAX_TOKEN_RATE`; see `core/bounds.ts`).
  * A store still rejects input it cannot take with `SLUICE_ARGUMENT`, never as its own failure.
  */
@@ -28,7 +28,7 @@ export interface RuleBuckets {
   /**
    * Takes `cost` units from `key`'s bucket (cost 0: peek) and returns the decision.
    * `now` is the caller's clock in ms; a shared store may ignore it in favour of its own.
-   * `limit` replaces the rule's limit for this call (calendar quota only).
+   * `limit` replaces the rule's limit for this call (rules with `acceptsCallLimit`: calendar quotas, fixed and sliding windows).
    */
   take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision>;
   /** Forgets `key`: its next take finds a full bucket. */
