@@ -3,7 +3,11 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
-import { MemoryStore, createLimiter, tokenBucket } from '../../src/index.js';
+import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { AddressInfo } from 'node:net';
+import { MemoryStore, clientAddress, createLimiter, tokenBucket } from '../../src/index.js';
+import { FailingStore } from '../../src/testing/index.js';
 import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/hono.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
 
@@ -112,5 +116,42 @@ describe('hono: with its own cors() middleware', () => {
       ],
     );
     assert.equal(second.headers.get('access-control-allow-origin'), 'https://app.example');
+  });
+});
+
+describe('hono: allow and deny on a real socket', () => {
+  it('address from @hono/node-server getConnInfo and clientAddress finds the client behind a loopback proxy', async () => {
+    const store = new FailingStore();
+    const limits = createLimiter({ name: 'api', rule: tokenBucket({ limit: 5, period: '1m' }), store });
+    const proxies = { trustedProxies: ['127.0.0.0/8'] };
+    const app = new Hono();
+    app.use(
+      rateLimit({
+        limits,
+        key: () => 'k',
+        address: (c) =>
+          clientAddress({ request: c.req.raw, peer: getConnInfo(c).remote.address }, proxies).address,
+        deny: ['203.0.113.0/24'],
+        allow: ['10.0.0.0/8'],
+      }),
+    );
+    app.get('/', (c) => c.text('ok'));
+    const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      const from = async (client: string) => {
+        const response = await fetch(base, { headers: { 'x-forwarded-for': client } });
+        return [response.status, (await response.json().catch(() => ({}))).code ?? null];
+      };
+      assert.deepEqual(await from('203.0.113.9'), [403, 'denied']);
+      assert.deepEqual(await from('10.9.8.7'), [200, null]);
+      assert.equal(store.calls, 0, 'neither the denied nor the allowed client reached the store');
+      assert.deepEqual(await from('198.51.100.1'), [200, null]);
+      assert.equal(store.calls, 1);
+    } finally {
+      (server as unknown as { closeAllConnections(): void }).closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
