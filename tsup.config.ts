@@ -12,6 +12,7 @@ export const entries = {
   hono: 'src/adapters/hono.ts',
   node: 'src/adapters/node.ts',
   client: 'src/client/index.ts',
+  otel: 'src/otel/index.ts',
 };
 
 export default defineConfig({
