@@ -41,9 +41,10 @@ const metricPrefix = /^[A-Za-z][\w.\-/]{0,240}$/;
  * - `sluice.decisions`, a counter of decisions, by `rule`, `outcome` and `store`;
  * - `sluice.units`, a counter of the units (cost) charged by admitted takes, by `rule`, `store`;
  * - `sluice.store.latency`, a histogram of how long the store took to answer (ms), by `rule` and
- *   `store`, for the events where a store was asked (`storeLatencyMs > 0`): every decision and
- *   failure of a rule on its store, but not a cost refused without asking, nor the guard's lists
- *   and skip.
+ *   `store`, for the events where a store was asked (`storeLatencyMs > 0`, and not a refusal for
+ *   good, `retryAfterMs` Infinity): every decision and failure of a rule on its store, the time
+ *   to fail or time out included; not a cost the rule can never hold (refused without asking),
+ *   nor the guard's lists and skip.
  *
  * Attributes hold configuration only: the rule's name, the store's kind (`memory`, `redis`,
  * `postgres`) and the outcome; `"-"` stands for the rule and store of an event that ran none.
@@ -64,6 +65,10 @@ export function bindDecisionMetrics(
   // CommonJS) of sluice, whose DecisionEvents is a different class.
   if (typeof events !== 'object' || events === null || typeof events.subscribe !== 'function') {
     throw optionError('bindDecisionMetrics events', 'a DecisionEvents (limiter.events or the events option)');
+  }
+  // Checked before checkOptionKeys, whose message would quote a string given in their place.
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw optionError('bindDecisionMetrics options', 'an object');
   }
   checkOptionKeys('bindDecisionMetrics', options, optionKeys);
   const { meter = metrics.getMeter('sluice', SLUICE_VERSION), prefix = DEFAULT_PREFIX } = options;
@@ -102,7 +107,9 @@ export function bindDecisionMetrics(
     if (event.outcome === 'admitted' && event.cost > 0) {
       units.add(event.cost, attributes.ruleAndStore(event.rule, event.store));
     }
-    if (event.storeLatencyMs > 0) {
+    // A cost the rule can never hold is refused (retry: Infinity) without asking the store, even
+    // when an asynchronous limiter still measures the turn of its promise as a latency.
+    if (event.storeLatencyMs > 0 && event.retryAfterMs !== Infinity) {
       latency.record(event.storeLatencyMs, attributes.ruleAndStore(event.rule, event.store));
     }
   };
