@@ -4,45 +4,63 @@ import tseslint from 'typescript-eslint';
 // Layer boundaries (ARCHITECTURE.md): imports point down. Each entry forbids a layer from
 // importing the layers above it; `browser` and `pure` layers may not import node: modules either.
 // `testing` (sluice/testing) sits above the library it tests, and only it may import node:test
-// and node:assert: a user's production import of sluice must never load a test runner.
+// and node:assert: a user's production import of sluice must never load a test runner. Only
+// `otel` (sluice/otel) may import @opentelemetry/*.
 const layers = [
   {
     name: 'core',
     files: ['src/core/**'],
-    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing'],
+    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
     pure: true,
   },
   {
     name: 'stores',
     files: ['src/store.ts', 'src/stores/**'],
-    above: ['limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing'],
+    above: ['limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
   },
   {
     name: 'limiter',
     files: ['src/limiter/**'],
-    above: ['keys', 'http', 'adapters', 'client', 'server', 'testing'],
+    above: ['keys', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
   },
   {
     name: 'keys',
     files: ['src/keys/**'],
-    above: ['stores', 'limiter', 'http', 'adapters', 'client', 'server', 'testing'],
+    above: ['stores', 'limiter', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
   },
-  { name: 'http', files: ['src/http/**'], above: ['adapters', 'client', 'server', 'testing'] },
-  { name: 'adapters', files: ['src/adapters/**'], above: ['server', 'client', 'testing'] },
-  { name: 'testing', files: ['src/testing/**'], above: ['adapters', 'client', 'server'], tests: true },
-  { name: 'main entry', files: ['src/index.ts'], above: ['http', 'adapters', 'client', 'server', 'testing'] },
+  { name: 'http', files: ['src/http/**'], above: ['adapters', 'client', 'server', 'testing', 'otel'] },
+  { name: 'adapters', files: ['src/adapters/**'], above: ['server', 'client', 'testing', 'otel'] },
+  {
+    name: 'testing',
+    files: ['src/testing/**'],
+    above: ['adapters', 'client', 'server', 'otel'],
+    tests: true,
+  },
+  {
+    name: 'main entry',
+    files: ['src/index.ts'],
+    above: ['http', 'adapters', 'client', 'server', 'testing', 'otel'],
+  },
   {
     name: 'client',
     files: ['src/client/**'],
-    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'server', 'testing'],
+    above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'server', 'testing', 'otel'],
     browser: true,
+  },
+  // sluice/otel: decision events as metrics, beside the limiter it listens to; only it may import
+  // @opentelemetry/api (an optional peer), so that no other entry needs the package installed.
+  {
+    name: 'otel',
+    files: ['src/otel/**'],
+    above: ['http', 'adapters', 'client', 'server', 'testing'],
+    otel: true,
   },
 ];
 
 /** Import patterns naming a layer: its folder, or for `store` the contract file. */
 const layerPatterns = (layer) => (layer === 'store' ? ['**/store', '**/store.js'] : [`**/${layer}/**`]);
 
-const layerRules = layers.map(({ name, files, above, pure, browser, tests }) => ({
+const layerRules = layers.map(({ name, files, above, pure, browser, tests, otel }) => ({
   files,
   rules: {
     'no-restricted-imports': [
@@ -64,6 +82,14 @@ const layerRules = layers.map(({ name, files, above, pure, browser, tests }) => 
           ...(browser
             ? [{ group: ['node:*'], message: 'client/ runs in browsers too: no node: modules' }]
             : []),
+          ...(otel
+            ? []
+            : [
+                {
+                  group: ['@opentelemetry/*'],
+                  message: '@opentelemetry/* is an optional peer: only src/otel/ (sluice/otel) imports it',
+                },
+              ]),
           ...(tests
             ? []
             : [
