@@ -6,8 +6,10 @@
  * is completed decisions per second (all admitted: limits are set far above the load, so both
  * contenders write on every decision). Scenarios: 1 in flight on many keys, 16 in flight on many
  * keys (uniform over 100,000), 16 in flight on one hot key. Each contender gets its own pg Pool
- * of 20 connections and its own fresh schema or table, dropped afterwards. sluice runs with its
- * defaults (logged tables, coalescing on) and, separately, with `unloggedTokenBuckets`. Each
+ * of 20 connections and its own fresh schema or table, dropped afterwards. sluice runs a token
+ * bucket with its defaults (logged tables, coalescing on) and, separately, with
+ * `unloggedTokenBuckets`; and a fixed and a sliding window (one row per key in window_counters,
+ * written on every decision as the token bucket's). Each
  * scenario runs BENCH_ROUNDS rounds (3) in which the contenders take turns, BENCH_SECONDS (1.5)
  * each, in an order that rotates per round; a figure is the median over rounds.
  *
@@ -15,7 +17,15 @@
  */
 import pg from 'pg';
 import { RateLimiterPostgres } from 'rate-limiter-flexible';
-import { MAX_TOKEN_RATE, createLimiter, tokenBucket } from '../../src/index.js';
+import {
+  MAX_COUNT,
+  MAX_TOKEN_RATE,
+  createLimiter,
+  fixedWindow,
+  slidingWindow,
+  tokenBucket,
+  type Rule,
+} from '../../src/index.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 
 const url = process.env.SLUICE_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -33,7 +43,10 @@ interface Contender {
   teardown(): Promise<void>;
 }
 
-function sluice(name: string, unlogged: boolean): Contender {
+// Never refuses: 10^9 per second written within MAX_TOKEN_RATE (10^6 per ms).
+const tokenRule = () => tokenBucket({ limit: MAX_TOKEN_RATE, period: '1ms' });
+
+function sluice(name: string, unlogged: boolean, rule: () => Rule = tokenRule): Contender {
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   pool.on('error', () => {});
   const schema = `sluice_bench_${name.replace(/\W/g, '_')}_${run}`;
@@ -51,8 +64,7 @@ function sluice(name: string, unlogged: boolean): Contender {
       await store.migrate({ unloggedTokenBuckets: unlogged });
       const limiter = createLimiter({
         name: 'bench',
-        // Never refuses: 10^9 per second written within MAX_TOKEN_RATE (10^6 per ms).
-        rule: tokenBucket({ limit: MAX_TOKEN_RATE, period: '1ms' }),
+        rule: rule(),
         store,
         timeout: '10s',
       });
@@ -127,7 +139,14 @@ const scenarios = [
 ] as const;
 
 const results: Record<string, number> = {};
-const contenders = [rlf(), sluice('sluice', false), sluice('sluice_unlogged', true)];
+const contenders = [
+  rlf(),
+  sluice('sluice', false),
+  sluice('sluice_unlogged', true),
+  // Never refuse either: 10^12 per second.
+  sluice('sluice_fixed', false, () => fixedWindow({ limit: MAX_COUNT, window: '1s' })),
+  sluice('sluice_sliding', false, () => slidingWindow({ limit: MAX_COUNT, window: '1s' })),
+];
 const deciders: Decide[] = [];
 try {
   for (const contender of contenders) {
@@ -177,5 +196,9 @@ console.log(
     sluice_unlogged_16_many: results.sluice_unlogged_16_many,
     sluice_unlogged_16_hot: results.sluice_unlogged_16_hot,
     sluice_unlogged_1: results.sluice_unlogged_1,
+    sluice_fixed_16_many: results.sluice_fixed_16_many,
+    sluice_fixed_16_hot: results.sluice_fixed_16_hot,
+    sluice_sliding_16_many: results.sluice_sliding_16_many,
+    sluice_sliding_16_hot: results.sluice_sliding_16_hot,
   }),
 );
