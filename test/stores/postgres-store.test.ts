@@ -42,7 +42,7 @@ describe('PostgresStore', { skip }, () => {
   });
   after(() => closeAppSchema(pool, schema));
 
-  it("E3/A5: the default server clock ignores the caller's now", async () => {
+  it("the default server clock ignores the caller's now", async () => {
     const store = new PostgresStore({ client: pool, schema, timeout: '10s' });
     const clock = manualClock(Date.UTC(2000, 0, 1));
     const l = createLimiter({
@@ -69,7 +69,7 @@ describe('PostgresStore', { skip }, () => {
     assert.equal((await c.take('k')).allowed, true);
   });
 
-  it('E3: one statement per decision (take, refusal, peek, quota)', async () => {
+  it('one statement per decision (take, refusal, peek, quota)', async () => {
     let statements = 0;
     const counting: PostgresClient = {
       query(text, values, n) {
@@ -92,7 +92,7 @@ describe('PostgresStore', { skip }, () => {
     assert.equal(statements, 8);
   });
 
-  it('A4/E3: 1,000 concurrent takes on one key through a pool of 20 admit exactly the limit', async () => {
+  it('1,000 concurrent takes on one key through a pool of 20 admit exactly the limit', async () => {
     for (const batch of [undefined, false] as const) {
       const store = new PostgresStore({
         client: pool,
@@ -117,7 +117,7 @@ describe('PostgresStore', { skip }, () => {
     }
   });
 
-  it('A4/E3: 16 callers taking in turn over 40 keys: every key admits exactly its burst, every caller gets its own answer', async () => {
+  it('16 callers taking in turn over 40 keys: every key admits exactly its burst, every caller gets its own answer', async () => {
     // Closed-loop callers on many keys: the coalescing batches, holds back and splits statements.
     const store = new PostgresStore({ client: pool, schema, timeout: '1m' });
     const t = createLimiter({
@@ -142,7 +142,7 @@ describe('PostgresStore', { skip }, () => {
     for (let k = 0; k < 40; k++) assert.equal(admitted.get(`k${k}`), 5, `k${k}`);
   });
 
-  it("A2: PostgreSQL's local days equal src/core/calendar.ts, DST days and repeated midnights included", async () => {
+  it('local_day_start (migration 001; no statement calls it since 005) equals src/core/calendar.ts, DST days and repeated midnights included', async () => {
     const zones = [
       'UTC',
       'Europe/Berlin',
@@ -174,9 +174,9 @@ describe('PostgresStore', { skip }, () => {
     }
   });
 
-  describe('ADR-0057 accounts', () => {
+  describe('accounts', () => {
     let store: PostgresStore;
-    /** ADR-0057's report quota: 10 a day, under a fresh name. */
+    /** The report service's quota: 10 a day, under a fresh name. */
     const reportsQuota = () =>
       createLimiter({ name: name(), rule: calendarQuota({ limit: 10 }), store, timeout: '10s' });
     let nextUser = 1000;
@@ -194,7 +194,7 @@ describe('PostgresStore', { skip }, () => {
       store = new PostgresStore({ client: pool, schema, users, timeout: '10s' });
     });
 
-    it('C7/E3: an existing user charges the account bucket; a deleted one falls back to the IP bucket', async () => {
+    it('an existing user charges the account bucket; a deleted one falls back to the IP bucket', async () => {
       const reports = reportsQuota();
       const id = await newUser();
       const session = await store.takeForAccount(reports, {
@@ -216,7 +216,7 @@ describe('PostgresStore', { skip }, () => {
       assert.equal(await rows(`account:v1:a${id}`), 0);
     });
 
-    it('E3: a take racing a deletion that runs first waits, then falls back to anon (real transactions)', async () => {
+    it('a take racing a deletion that runs first waits, then falls back to anon (real transactions)', async () => {
       const reports = reportsQuota();
       const id = await newUser();
       const deleter = await pool.connect();
@@ -239,7 +239,7 @@ describe('PostgresStore', { skip }, () => {
       assert.equal(await rows(`ip:b${id}`), 1);
     });
 
-    it('E3: a take that runs first is deleted with the user (real transactions)', async () => {
+    it('a take that runs first is deleted with the user (real transactions)', async () => {
       const reports = reportsQuota();
       const id = await newUser();
       // The take's statement runs inside a transaction held open, so the deletion must wait for it.
@@ -277,7 +277,7 @@ describe('PostgresStore', { skip }, () => {
       assert.equal(await rows(`ip:c${id}`), 0);
     });
 
-    it('E3: many takes racing many deletions leave no account row and charge anon exactly as reported', async () => {
+    it('many takes racing many deletions leave no account row and charge anon exactly as reported', async () => {
       const reports = createLimiter({
         name: name(),
         rule: calendarQuota({ limit: 1000 }),
@@ -307,7 +307,7 @@ describe('PostgresStore', { skip }, () => {
       assert.equal(ip[0].n, anon);
     });
 
-    it('F2/C6: deleting a user removes every bucket of every secret generation, in every rule; others stay', async () => {
+    it('deleting a user removes every bucket of every secret generation, in every rule; others stay', async () => {
       const quota = reportsQuota();
       const bucket = createLimiter({
         name: name(),
@@ -396,7 +396,7 @@ describe('PostgresStore', { skip }, () => {
     }
   });
 
-  it('E3: every statement probes its rows by primary key, even before the table has statistics', async () => {
+  it('every statement probes its rows by primary key, even before the table has statistics', async () => {
     // With a plain join and no statistics yet, the planner hash-joined against every row of the
     // rule, and each decision cost time in proportion to the table.
     const plans = runSchema('plans');
@@ -478,8 +478,8 @@ describe('PostgresStore', { skip }, () => {
     }
   });
 
-  describe('failures (D2)', () => {
-    it('E3: a missing schema is SLUICE_STORE_SCHEMA telling to run migrate()', async () => {
+  describe('failures', () => {
+    it('a missing schema is SLUICE_STORE_SCHEMA telling to run migrate()', async () => {
       const store = new PostgresStore({ client: pool, schema: runSchema('missing'), timeout: '10s' });
       const l = store.bind('x', tokenBucket({ limit: 1, period: '1h' }));
       await assert.rejects(
@@ -488,7 +488,7 @@ describe('PostgresStore', { skip }, () => {
       );
     });
 
-    it('D2: an unreachable server is SLUICE_STORE_UNAVAILABLE, never a crash or a hang', async () => {
+    it('an unreachable server is SLUICE_STORE_UNAVAILABLE, never a crash or a hang', async () => {
       const dead = testPool({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
       const store = new PostgresStore({ client: dead, schema, timeout: '10s' });
       const l = store.bind('x', tokenBucket({ limit: 1, period: '1h' }));
@@ -498,7 +498,7 @@ describe('PostgresStore', { skip }, () => {
       await dead.end();
     });
 
-    it('D2: a statement stuck on a lock is SLUICE_STORE_TIMEOUT (client bound, and server statement_timeout)', async () => {
+    it('a statement stuck on a lock is SLUICE_STORE_TIMEOUT (client bound, and server statement_timeout)', async () => {
       const store = new PostgresStore({ client: pool, schema, batch: false });
       const rule = tokenBucket({ limit: 5, period: '1h' });
       const l = store.bind(name(), rule);

@@ -278,7 +278,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
 
   /**
    * The statement's parameters: the rule's, then the per-bucket ones (scalars or arrays), the
-   * caller's now (caller clock), and the time left before the batch's deadline.
+   * application's now (timeSource "app"), and the time left before the batch's deadline.
    */
   private values(
     buckets: string | string[],
