@@ -12,12 +12,15 @@ import { rateLimit } from '../../src/adapters/node.js';
 import type pg from 'pg';
 import {
   MAX_COUNT,
+  MAX_PENALTY_COUNT,
   MemoryStore,
   calendarQuota,
   createLimiter,
+  fixedWindow,
   isSluiceError,
   manualClock,
   resolveIdentity,
+  slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
 import { isStoreFailure } from '../../src/limiter/failure.js';
@@ -166,6 +169,9 @@ describe('PostgresStore at the edges', { skip }, () => {
         fc.constant(tokenBucket({ limit: 7, period: '1h', burst: 1_000_000, penalty: true })),
         fc.constant(calendarQuota({ limit: MAX_COUNT })),
         fc.constant(calendarQuota({ limit: 3, penalty: true })),
+        fc.constant(calendarQuota({ limit: MAX_COUNT, per: 'week', penalty: true })),
+        fc.constant(fixedWindow({ limit: MAX_COUNT, window: '1d', penalty: true })),
+        fc.constant(slidingWindow({ limit: MAX_COUNT, window: '1d', penalty: true })),
       );
       const takes = fc.array(fc.record({ cost: costs, advance: fc.integer({ min: 0, max: 2 * DAY }) }), {
         minLength: 1,
@@ -179,7 +185,7 @@ describe('PostgresStore at the edges', { skip }, () => {
           let now = Date.UTC(2027, 0, 1);
           for (const { cost, advance } of steps) {
             now += advance;
-            const limit = perCall && rule.kind === 'calendar-quota' ? MAX_COUNT : undefined;
+            const limit = perCall && rule.acceptsCallLimit ? MAX_COUNT : undefined;
             const [got, want] = [
               await pgBuckets.take('k', cost, now, limit),
               await memBuckets.take('k', cost, now, limit),
@@ -190,6 +196,28 @@ describe('PostgresStore at the edges', { skip }, () => {
         { numRuns: 40, seed: 20261201 },
       );
     });
+  });
+
+  it('penalty counts stop at MAX_PENALTY_COUNT in every rule that counts per window, as in the core', async () => {
+    const store = new PostgresStore({ client: pool, schema, timeSource: 'app', timeout: '10s' });
+    const now = Date.UTC(2027, 0, 1, 12);
+    for (const rule of [
+      fixedWindow({ limit: MAX_COUNT, window: '1h', penalty: true }),
+      slidingWindow({ limit: MAX_COUNT, window: '1h', penalty: true }),
+      calendarQuota({ limit: MAX_COUNT, per: 'month', penalty: true }),
+    ]) {
+      const label = name();
+      const buckets = store.bind(label, rule);
+      // Coalesced and alone: three takes of MAX_COUNT in one statement, then two more.
+      await Promise.all([1, 2, 3].map(() => buckets.take('k', MAX_COUNT, now, undefined)));
+      for (let i = 0; i < 2; i++)
+        assert.equal((await buckets.take('k', MAX_COUNT, now, undefined)).allowed, false);
+      const { rows } = await pool.query(
+        `SELECT count::float8 AS c FROM "${schema}".window_counters WHERE rule = $1 AND bucket = 'k'`,
+        [label],
+      );
+      assert.equal(rows[0].c, MAX_PENALTY_COUNT, rule.kind);
+    }
   });
 
   describe('no values in errors', () => {
