@@ -12,6 +12,7 @@ import {
   manualClock,
   tokenBucket,
 } from '../../src/index.js';
+import { createGuard } from '../../src/http/index.js';
 import { FailingStore } from '../../src/testing/index.js';
 import { ABSENT_ATTRIBUTE, STORE_LATENCY_BOUNDARIES_MS, bindDecisionMetrics } from '../../src/otel/index.js';
 import { SLUICE_VERSION } from '../../src/otel/version.js';
@@ -171,6 +172,59 @@ describe('bindDecisionMetrics', () => {
       ]),
     );
     assert.deepEqual(collected.names(), ['sluice.decisions']);
+  });
+
+  it('counts a guard`s lists and skip next to its limit`s decisions, on one channel', async () => {
+    const { meter, collect } = meterProvider();
+    const events = new DecisionEvents();
+    bindDecisionMetrics(events, { meter });
+    const api = createLimiter({
+      name: 'api',
+      rule: tokenBucket({ limit: 5, period: '1m' }),
+      store: new MemoryStore(),
+      clock: manualClock(0),
+      events,
+    });
+    interface Call {
+      client: string;
+      path: string;
+    }
+    const guard = createGuard<Call>({
+      limits: api,
+      key: (call) => call.client,
+      address: (call) => call.client,
+      deny: ['203.0.113.0/24'],
+      allow: ['10.0.0.0/8'],
+      skip: (call) => call.path === '/health',
+      events,
+    });
+    const calls: Call[] = [
+      { client: '203.0.113.9', path: '/a' }, // denied
+      { client: '203.0.113.10', path: '/a' }, // denied
+      { client: '10.1.2.3', path: '/a' }, // allowed by the list
+      { client: '198.51.100.1', path: '/health' }, // skipped
+      { client: '198.51.100.1', path: '/a' }, // the limit admits
+    ];
+    for (const call of calls) await guard.check(call, { method: 'GET', path: call.path });
+
+    const collected = await collect();
+    assert.deepEqual(
+      collected.sums('sluice.decisions'),
+      new Map([
+        ['outcome=denied,rule=-,store=-', 2],
+        ['outcome=allowed-by-list,rule=-,store=-', 1],
+        ['outcome=skipped,rule=-,store=-', 1],
+        ['outcome=admitted,rule=api,store=memory', 1],
+      ]),
+    );
+    assert.deepEqual(collected.sums('sluice.units'), new Map([['rule=api,store=memory', 1]]));
+    assert.deepEqual(
+      histogramCounts(collected.histograms('sluice.store.latency')),
+      new Map([['rule=api,store=memory', 1]]),
+    );
+    for (const attributes of collected.allAttributes()) {
+      for (const value of Object.values(attributes)) assert.ok(!calls.some((call) => call.client === value));
+    }
   });
 
   it('never puts a key or its pseudonym in an attribute: series are bounded by rules, stores and outcomes', async () => {
