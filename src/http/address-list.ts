@@ -48,12 +48,11 @@ function checkEntry(entry: unknown, option: string, index: number): void {
 
 /**
  * The parser's reason (" must be a CIDR without host bits set …") without the name it gave the
- * entry (its position in a list of one) and without the value it quotes; a generic reason when
- * the message has another shape.
+ * entry (its position in a list of one); a generic reason when the message has another shape.
+ * The parser never quotes the entry.
  */
 function reasonOf(message: string, parsedAs: string): string {
-  const cut = message.indexOf('; received');
-  return cut > 0 && message.startsWith(parsedAs)
-    ? message.slice(parsedAs.length, cut)
+  return message.startsWith(`${parsedAs} must be `)
+    ? message.slice(parsedAs.length)
     : ' must be an IP address or CIDR range';
 }

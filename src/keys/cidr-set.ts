@@ -1,4 +1,4 @@
-import { configError } from '../core/errors.js';
+import { optionError } from '../core/errors.js';
 import { IPV4, NOT_IP, parseIp, parsed } from './ip-parse.js';
 
 /**
@@ -20,42 +20,44 @@ export class CidrSet {
   private readonly v6Prefixes: Uint8Array;
 
   constructor(ranges: readonly string[], option: string) {
-    if (!Array.isArray(ranges)) throw configError(option, 'an array of CIDR strings', ranges);
+    if (!Array.isArray(ranges)) throw optionError(option, 'an array of CIDR strings');
     const v4: number[] = [];
     const v6: number[] = [];
     const v6Prefixes: number[] = [];
     ranges.forEach((range: unknown, index) => {
       const name = `${option}[${index}]`;
-      if (typeof range !== 'string') throw configError(name, 'a CIDR string', range);
+      if (typeof range !== 'string') throw optionError(name, 'a CIDR string');
       const slash = range.indexOf('/');
       const end = slash < 0 ? range.length : slash;
       const family = parseIp(range, 0, end);
       if (family === NOT_IP || parsed.end !== end)
-        throw configError(name, 'an IP address or CIDR without zone id', range);
+        throw optionError(name, 'an IP address or CIDR without zone id');
       const written = range.indexOf(':') >= 0 ? 128 : 32;
       const prefix = slash < 0 ? written : Number(range.slice(slash + 1));
       if (!/^\d{1,3}$/.test(range.slice(slash + 1)) && slash >= 0)
-        throw configError(name, 'a CIDR with a whole-number prefix', range);
+        throw optionError(name, 'a CIDR with a whole-number prefix');
       if (!Number.isInteger(prefix) || prefix > written)
-        throw configError(name, `a prefix length of at most ${written}`, range);
+        throw optionError(name, `a prefix length of at most ${written}`);
       if (family === IPV4) {
         // Mapped IPv6 text: its prefix counts 96 bits of ::ffff: first.
         const bits = written === 128 ? prefix - 96 : prefix;
-        if (bits < 0)
-          throw configError(name, 'an IPv4-mapped range of at least /96 (use ::/0 for all)', range);
+        if (bits < 0) throw optionError(name, 'an IPv4-mapped range of at least /96 (use ::/0 for all)');
         const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
         if ((parsed.v4 & mask) >>> 0 !== parsed.v4)
-          throw configError(name, 'a CIDR without host bits set (the network address)', range);
+          throw optionError(name, 'a CIDR without host bits set (the network address)');
         v4.push(parsed.v4, mask);
       } else {
         for (let g = 0; g < 8; g++) {
           const keep = Math.max(0, Math.min(16, prefix - g * 16));
           const groupMask = keep === 0 ? 0 : (0xffff << (16 - keep)) & 0xffff;
           if (((parsed.v6[g] as number) & groupMask) !== parsed.v6[g])
-            throw configError(name, 'a CIDR without host bits set (the network address)', range);
+            throw optionError(name, 'a CIDR without host bits set (the network address)');
           v6.push(parsed.v6[g] as number);
         }
         v6Prefixes.push(prefix);
+        // The parsers report an IPv4-mapped address as IPv4, so an IPv6 range that holds the
+        // whole mapped block ::ffff:0:0/96 (::/0, ::/64 …) holds every IPv4 client too.
+        if (prefix <= 96 && holdsMappedBlock(parsed.v6, prefix)) v4.push(0, 0);
       }
     });
     this.v4 = Uint32Array.from(v4);
@@ -91,4 +93,16 @@ export class CidrSet {
   hasParsed(family: number): boolean {
     return family === IPV4 ? this.hasV4(parsed.v4) : this.hasV6(parsed.v6);
   }
+}
+
+/** The IPv4-mapped block ::ffff:0:0/96 as its first six groups. */
+const MAPPED_BLOCK = [0, 0, 0, 0, 0, 0xffff];
+
+/** True when the IPv6 range `groups`/`prefix` (prefix ≤ 96) contains ::ffff:0:0/96. */
+function holdsMappedBlock(groups: Uint16Array, prefix: number): boolean {
+  for (let g = 0, left = prefix; left > 0; g++, left -= 16) {
+    const mask = left >= 16 ? 0xffff : (0xffff << (16 - left)) & 0xffff;
+    if (((MAPPED_BLOCK[g] as number) & mask) !== ((groups[g] as number) & mask)) return false;
+  }
+  return true;
 }

@@ -1,4 +1,4 @@
-import { configError } from '../core/errors.js';
+import { optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { compiledPerOptions } from './compiled.js';
 import { CidrSet, LOOPBACK } from './cidr-set.js';
@@ -113,16 +113,15 @@ class ClientAddressResolver {
     checkOptionKeys('clientAddress', options, optionKeys);
     const { trustedProxies = LOOPBACK, header = 'x-forwarded-for', hops, trustUnixSocket = false } = options;
     this.trusted = new CidrSet(trustedProxies, 'clientAddress trustedProxies');
-    if (!headers.includes(header))
-      throw configError('clientAddress header', `one of ${headers.join(', ')}`, header);
+    if (!headers.includes(header)) throw optionError('clientAddress header', `one of ${headers.join(', ')}`);
     if (hops !== undefined) {
       if (header === 'x-real-ip')
-        throw configError('clientAddress hops', 'unset with header x-real-ip (one value)', hops);
+        throw optionError('clientAddress hops', 'unset with header x-real-ip (one value)');
       if (!Number.isSafeInteger(hops) || hops < 1 || hops > MAX_WALK)
-        throw configError('clientAddress hops', `a whole number from 1 to ${MAX_WALK}`, hops);
+        throw optionError('clientAddress hops', `a whole number from 1 to ${MAX_WALK}`);
     }
     if (typeof trustUnixSocket !== 'boolean')
-      throw configError('clientAddress trustUnixSocket', 'true or false', trustUnixSocket);
+      throw optionError('clientAddress trustUnixSocket', 'true or false');
     this.trustUnixSocket = trustUnixSocket;
     this.header = header;
     this.hops = hops ?? 0;

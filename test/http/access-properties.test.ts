@@ -68,8 +68,9 @@ const v6Case: fc.Arbitrary<Case> = fc
     const mask = mask128(prefix);
     const net = base & mask;
     const range = `${hexGroups(net)}/${prefix}`;
-    // An IPv4 client is never in an IPv6 range, not even in ::/0: list 0.0.0.0/0 for those.
-    if (v4Client !== undefined) return { range, client: dotted(v4Client), member: false };
+    // An IPv4 client is in an IPv6 range only when the range holds the whole IPv4-mapped block
+    // ::ffff:0:0/96; of these ranges (top bit set, or ::/0) only ::/0 does.
+    if (v4Client !== undefined) return { range, client: dotted(v4Client), member: prefix === 0 };
     const address = near ? net | (host & ~mask) : host | (1n << 127n);
     return { range, client: hexGroups(address), member: (address & mask) === net };
   });

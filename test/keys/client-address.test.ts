@@ -161,9 +161,9 @@ describe('clientAddress', () => {
     });
   });
 
-  it('options are checked once, at construction, naming the option and value', () => {
+  it('options are checked once, at construction, naming the option and never the value', () => {
     const bad: [unknown, RegExp][] = [
-      [{ trustedProxies: ['10.0.0.0/33'] }, /trustedProxies\[0\].*10\.0\.0\.0\/33/],
+      [{ trustedProxies: ['10.0.0.0/33'] }, / trustedProxies\[0\] must be a prefix length of at most 32$/],
       [{ trustedProxies: ['10.0.0.1/8'] }, /host bits/],
       [{ trustedProxies: ['example.com'] }, /trustedProxies\[0\]/],
       [{ trustedProxies: '10.0.0.0/8' }, /trustedProxies must be an array/],
