@@ -12,6 +12,7 @@ import { resolveTimeout } from './store-timeout.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import { DecisionEvents } from './events.js';
 import { reportDecision, reportFailure } from './decision-report.js';
+import { resolveRefusalCache, type RefusalCache, type RefusalCacheOptions } from './refusal-cache.js';
 import {
   FailureHandler,
   consoleLogger,
@@ -75,6 +76,17 @@ export interface LimiterOptions<S extends Store = Store> {
    * @default a channel of this limiter's own, `limiter.events`
    */
   events?: DecisionEvents;
+  /**
+   * Remembers the refusals of a shared store per key until their retry instant, and answers a
+   * take it would certainly refuse (the same per-call limit, a cost at least the one refused)
+   * without a round trip: a flood on a refused key costs the store one call per retry period.
+   * Admissions always ask the store. Not for rules with `penalty` (every refusal must be charged
+   * in the store: `SLUICE_CONFIG`); does nothing on the memory store. See docs/policies.md.
+   * @default false
+   * @example
+   * createLimiter({ name: 'api', rule, store: redisStore, refusalCache: { maxKeys: 50_000 } })
+   */
+  refusalCache?: boolean | RefusalCacheOptions;
 }
 
 /** Per-call options of a take. */
@@ -160,6 +172,7 @@ const limiterKeys = [
   'timeout',
   'logger',
   'events',
+  'refusalCache',
 ] as const;
 const failurePolicies: readonly FailurePolicy[] = ['closed', 'open', 'insurance'];
 
@@ -226,10 +239,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     throw new SluiceError('SLUICE_CONFIG', `limiter ${JSON.stringify(name)} events must be a DecisionEvents`);
   }
   const insurance = failure === 'insurance' ? new MemoryStore().bind(name, rule) : undefined;
+  const refusals = resolveRefusalCache(name, options.refusalCache, rule, isSyncStore(store));
   const handler = new FailureHandler(name, store.kind, failure, closedStatus, insurance, logger, clock);
   return isSyncStore(store)
     ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler, events)
-    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler, events);
+    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler, events, refusals);
 }
 
 /** Applies a limiter's failure policy to a failed store call (used by cascades). */
@@ -307,6 +321,7 @@ class RuleLimiter implements LimiterInternals {
     readonly timeoutMs: number,
     private readonly handler: FailureHandler,
     readonly events: DecisionEvents,
+    private readonly refusals?: RefusalCache,
   ) {
     this.buckets = store.bind(name, rule);
     this.failure = handler.policy;
@@ -346,6 +361,8 @@ class RuleLimiter implements LimiterInternals {
     } catch (error) {
       return Promise.reject(error);
     }
+    const refusals = this.refusals;
+    refusals?.forget(key);
     let pending: Promise<void>;
     try {
       pending = this.buckets.reset(key);
@@ -353,12 +370,16 @@ class RuleLimiter implements LimiterInternals {
       return Promise.reject(this.handler.resetFailed(error));
     }
     const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
-    return bounded.catch((error: unknown) => Promise.reject(this.handler.resetFailed(error)));
+    const settled = bounded.catch((error: unknown) => Promise.reject(this.handler.resetFailed(error)));
+    if (refusals === undefined) return settled;
+    // Forgotten again once the store has reset: a refusal learnt meanwhile may predate the reset.
+    return settled.finally(() => refusals.forget(key));
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.refusals?.clear();
     this.store.unbind(this.name);
   }
 
@@ -390,6 +411,13 @@ class RuleLimiter implements LimiterInternals {
 
   /** A take: decided, and reported when someone listens (peeks are not reported). */
   protected decideTake(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+    if (this.refusals !== undefined) {
+      const remembered = this.refusals.answer(key, cost, limit, now);
+      if (remembered !== undefined) {
+        if (this.events.listening) this[reportTake](key, cost, remembered, undefined, 0);
+        return Promise.resolve(remembered);
+      }
+    }
     if (!this.events.listening) return this.decide(key, cost, now, limit);
     const started = performance.now();
     return this.decide(key, cost, now, limit).then(
@@ -416,7 +444,18 @@ class RuleLimiter implements LimiterInternals {
       return settle(() => this.handler.decide(error, key, cost, now, limit));
     }
     const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
-    return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
+    const refusals = this.refusals;
+    if (refusals === undefined || cost === 0) {
+      return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
+    }
+    const epoch = refusals.epoch;
+    return bounded.then(
+      (decision) => {
+        refusals.remember(key, cost, limit, now, decision, epoch);
+        return decision;
+      },
+      (error: unknown) => this.handler.decide(error, key, cost, now, limit),
+    );
   }
 }
 
