@@ -20,6 +20,9 @@
  * decision refuses: the admitted path (a read and a write) is what every request pays.
  * Baselines: a bare PING round trip at 1 in flight (p50), and `redis-benchmark` running EVALSHA of
  * a trivial script, pipelined (the server's ceiling for one script call per decision).
+ * A refused flood, last: one key of a rule of 1 per hour, exhausted first, taken by 256 in flight
+ * by two limiters on the same bucket, with and without `refusalCache`, alternating in the same
+ * rounds (`refused_flood_cached`, `refused_flood_uncached` and their ratio).
  * Last line: one JSON object.
  */
 import { spawnSync } from 'node:child_process';
@@ -68,13 +71,20 @@ async function measure(
   keys: string[],
 ): Promise<Cell> {
   const samples = new Float64Array(4_000_000);
+  // Decisions counted apart from the latencies sampled: a locally answered flood can pass the
+  // sample buffer's size within one cell.
   let count = 0;
+  let sampled = 0;
   let errors = 0;
   let measuring = false;
   let stop = false;
   let seed = 0x9e3779b9 ^ inFlight;
   const user = async () => {
+    let calls = 0;
     while (!stop) {
+      // A decision answered locally settles without I/O: a user looping on those alone would
+      // never let the timer that ends the cell run. Every 1024th call waits for the event loop.
+      if ((++calls & 1023) === 0) await yieldToEventLoop();
       // xorshift: a uniform key without allocating
       seed ^= seed << 13;
       seed ^= seed >>> 17;
@@ -86,7 +96,10 @@ async function measure(
       } catch {
         errors++;
       }
-      if (measuring && count < samples.length) samples[count++] = performance.now() - started;
+      if (measuring) {
+        count++;
+        if (sampled < samples.length) samples[sampled++] = performance.now() - started;
+      }
     }
   };
   const users = Array.from({ length: inFlight }, user);
@@ -97,14 +110,15 @@ async function measure(
   measuring = false;
   const elapsed = performance.now() - t0;
   const done = count;
+  const kept = sampled;
   stop = true;
   await Promise.all(users);
-  const sorted = samples.subarray(0, done).sort();
+  const sorted = samples.subarray(0, kept).sort();
   if (errors > 0) console.log(`  (${errors} calls failed)`);
   return {
     opsPerSec: Math.round((done / elapsed) * 1000),
-    p50: round(sorted[Math.floor(done * 0.5)] ?? NaN),
-    p99: round(sorted[Math.floor(done * 0.99)] ?? NaN),
+    p50: round(sorted[Math.floor(kept * 0.5)] ?? NaN),
+    p99: round(sorted[Math.floor(kept * 0.99)] ?? NaN),
   };
 }
 
@@ -116,6 +130,10 @@ function medianCell(cells: Cell[]): Cell {
     p50: median(cells.map((c) => c.p50)),
     p99: median(cells.map((c) => c.p99)),
   };
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
 }
 
 function sleep(ms: number): Promise<void> {
@@ -146,6 +164,55 @@ function redisBenchmarkCeiling(admin: Redis, sha: string): number | null {
   void admin;
   const match = /([\d.]+) requests per second/.exec(result.stdout ?? '');
   return match ? Math.round(Number(match[1])) : null;
+}
+
+/**
+ * A flood on one refused key, 256 in flight, with and without the refusal cache. Both limiters
+ * share one bucket (one store prefix, one name), exhausted before timing: every decision of the
+ * flood is a refusal, which the cached limiter answers locally until the retry instant (an hour).
+ */
+async function refusedFlood(): Promise<{ cached: Cell; uncached: Cell }> {
+  const rule = tokenBucket({ limit: 1, period: '1h' });
+  const prefix = `${run}:flood:`;
+  const clients = [await connect(), await connect()];
+  const make = (client: Redis, refusalCache: boolean) =>
+    createLimiter({
+      name: 'flood',
+      rule,
+      store: new RedisStore({ client, prefix, timeout: '1s' }),
+      timeout: '1s',
+      refusalCache,
+    });
+  const cachedLimiter = make(clients[0]!, true);
+  const uncachedLimiter = make(clients[1]!, false);
+  const keys = ['refused'];
+  await uncachedLimiter.take('refused');
+  if ((await uncachedLimiter.take('refused')).allowed) throw new Error('the flood key is not exhausted');
+  const contenders: Contender[] = [
+    { name: 'cached', decide: (key) => cachedLimiter.take(key) },
+    { name: 'uncached', decide: (key) => uncachedLimiter.take(key) },
+  ];
+  const rounds = new Map<string, Cell[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < contenders.length; i++) {
+      const contender = contenders[(i + round) % contenders.length]!;
+      const cell = await measure(contender.decide, 256, keys);
+      rounds.set(contender.name, [...(rounds.get(contender.name) ?? []), cell]);
+    }
+  }
+  const cached = medianCell(rounds.get('cached')!);
+  const uncached = medianCell(rounds.get('uncached')!);
+  for (const [name, cell] of [
+    ['cached', cached],
+    ['uncached', uncached],
+  ] as const) {
+    console.log(
+      `refused flood ${name.padEnd(8)} 256 in flight, 1 key:  ` +
+        `${String(cell.opsPerSec).padStart(7)} decisions/s  p50 ${cell.p50} ms  p99 ${cell.p99} ms`,
+    );
+  }
+  for (const client of clients) client.disconnect();
+  return { cached, uncached };
 }
 
 async function main(): Promise<void> {
@@ -226,6 +293,8 @@ async function main(): Promise<void> {
   pingClient.disconnect();
   if (ping === undefined) throw new Error('unreachable: ping is measured in the first cell');
 
+  const flood = await refusedFlood();
+
   const sha = String(await admin.script('LOAD', 'return 1'));
   const ceiling = redisBenchmarkCeiling(admin, sha);
   console.log(`redis-benchmark EVALSHA 'return 1' -P 16 -c 50: ${ceiling ?? 'n/a'} calls/s`);
@@ -261,6 +330,11 @@ async function main(): Promise<void> {
     results.sluice_sliding_256_many!.opsPerSec / results.rlf_256_many!.opsPerSec,
   );
   json.ratio_1_p50_vs_ping = round(results.sluice_1_hot!.p50 / ping.p50);
+  json.refused_flood_cached = flood.cached.opsPerSec;
+  json.refused_flood_uncached = flood.uncached.opsPerSec;
+  json.refused_flood_cached_p99_ms = flood.cached.p99;
+  json.refused_flood_uncached_p99_ms = flood.uncached.p99;
+  json.ratio_refused_flood_cached = round(flood.cached.opsPerSec / flood.uncached.opsPerSec);
   console.log(JSON.stringify(json));
 }
 
