@@ -195,8 +195,12 @@ class CascadeImpl implements Cascade {
     decisions: readonly Decision[],
     latencyMs: number,
   ): void {
+    // When one limit refuses, nothing is charged: the limits that would have admitted did not
+    // admit this request, so only the refusals are reported.
+    const refused = decisions.some((d) => !d.allowed);
     for (let i = 0; i < decisions.length; i++) {
       const limiter = this.limiters[i] as LimiterInternals;
+      if (refused && decisions[i]!.allowed) continue;
       if (limiter.events.listening) limiter[reportTake](keys[i]!, cost, decisions[i], undefined, latencyMs);
     }
   }

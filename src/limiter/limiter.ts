@@ -419,6 +419,12 @@ class RuleLimiter implements LimiterInternals {
       }
     }
     if (!this.events.listening) return this.decide(key, cost, now, limit);
+    if (cost > this.rule.capacityFor(limit)) {
+      // Refused for good without asking the store: no store latency to report.
+      const refused = refusedForGood(this.rule, this.name, cost, now, limit);
+      this[reportTake](key, cost, refused, undefined, 0);
+      return Promise.resolve(refused);
+    }
     const started = performance.now();
     return this.decide(key, cost, now, limit).then(
       (decision) => {

@@ -95,8 +95,8 @@ describe('decision events', () => {
     const decision = await limiter.take('k', { cost: 3 });
     assert.equal(decision.allowed, false);
     assert.deepEqual(
-      seen.map((e) => [e.outcome, e.cost, e.retryAfterMs]),
-      [['refused', 3, Infinity]],
+      seen.map((e) => [e.outcome, e.cost, e.retryAfterMs, e.storeLatencyMs]),
+      [['refused', 3, Infinity, 0]],
     );
   });
 
@@ -162,7 +162,9 @@ describe('decision events', () => {
       await atomic.take('k');
       assert.deepEqual(
         seen.splice(0).map((e) => `${e.rule}:${e.outcome}`),
-        ['wide:admitted', 'narrow:admitted', 'wide:admitted', 'narrow:refused'],
+        // The second take is refused by the narrow limit and charges nothing: the wide limit did
+        // not admit it, so only the refusal is reported.
+        ['wide:admitted', 'narrow:admitted', 'narrow:refused'],
         sync ? 'sync' : 'async',
       );
       const first = createCascade([narrow, wide]);

@@ -258,7 +258,7 @@ describe('bindDecisionMetrics', () => {
     const keys = Array.from({ length: 40 }, (_, i) => `198.51.100.${i}`);
     for (const key of keys) {
       both.takeSync(key); // wide and narrow admitted
-      both.takeSync(key); // narrow refuses, so nothing is charged; wide reports it would admit
+      both.takeSync(key); // narrow refuses, so nothing is charged: only the refusal is reported
     }
 
     const collected = await collect();
@@ -285,7 +285,7 @@ describe('bindDecisionMetrics', () => {
     assert.deepEqual(
       collected.sums('sluice.decisions'),
       new Map([
-        ['outcome=admitted,rule=wide,store=memory', 80],
+        ['outcome=admitted,rule=wide,store=memory', 40],
         ['outcome=admitted,rule=narrow,store=memory', 40],
         ['outcome=refused,rule=narrow,store=memory', 40],
       ]),
