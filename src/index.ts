@@ -30,6 +30,7 @@ export {
   type LimiterOptions,
   type TakeOptions,
 } from './limiter/limiter.js';
+export type { RefusalCacheOptions } from './limiter/refusal-cache.js';
 export type { FailurePolicy, LimiterStats, Logger } from './limiter/failure.js';
 export {
   createCascade,
