@@ -1,3 +1,4 @@
+import type { BlockPolicy } from './block.js';
 import type { Decision } from './decision.js';
 import type { BucketState } from './state.js';
 
@@ -47,6 +48,13 @@ export interface Rule {
   readonly limit: number;
   /** When true, a refused take is charged too; off by default (a refusal consumes nothing). */
   readonly penalty: boolean;
+  /**
+   * The rule's lockout (its `block` option), or undefined. Algorithm-independent: `decide`
+   * applies it (see `decideWithBlock` in `block.ts`), its state is `blockedUntil` and `blockMs`
+   * of {@link BucketState}, and a shared store applies it next to the data in the same step as
+   * the bucket.
+   */
+  readonly block: BlockPolicy | undefined;
   /** Whether a take may pass its own limit for this call (a per-key limit from data). */
   readonly acceptsCallLimit: boolean;
   /**
@@ -71,6 +79,7 @@ export interface Rule {
    * Milliseconds after `now` from which forgetting `state` changes no decision: a bucket's time
    * to full, a window's time to its end (for a sliding window, the end of the window after it).
    * Shared stores expire keys and prune rows by it; 0 when the state is as good as new already.
+   * With a lockout, at least until `forgetAfter` after the key's last block ends.
    */
   horizonMs(state: BucketState, now: number, epoch: number): number;
   /**
@@ -78,6 +87,7 @@ export interface Rule {
    * nothing). With `commit`, an admitted take is charged (and a refused one too when the rule
    * has `penalty`). `epoch` is a fixed origin the caller keeps per set of states, so that scaled
    * arithmetic stays exact (see `tokenBucket`); `limit` is the per-call limit or undefined.
+   * A rule with a lockout refuses a blocked key and starts a block on a committed refusal.
    */
   decide(
     state: BucketState,

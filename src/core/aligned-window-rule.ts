@@ -2,6 +2,7 @@ import type { Decision } from './decision.js';
 import type { Rule, StateShape } from './algorithm.js';
 import type { BucketState } from './state.js';
 import { readWindowOptions } from './window-options.js';
+import { blockHorizonMs, decideWithBlock, type BlockPolicy } from './block.js';
 
 /**
  * What the fixed and the sliding window share: a count per window of `windowMs`, windows aligned
@@ -23,6 +24,8 @@ export abstract class AlignedWindowRule implements Rule {
   readonly windowMs: number;
   /** Whether refusals are counted. */
   readonly penalty: boolean;
+  /** The lockout, if any. */
+  readonly block: BlockPolicy | undefined;
 
   /** @param owner the rule's factory name, for error messages (`fixedWindow window`) */
   constructor(owner: string, options: unknown) {
@@ -30,6 +33,7 @@ export abstract class AlignedWindowRule implements Rule {
     this.limit = settings.limit;
     this.windowMs = settings.windowMs;
     this.penalty = settings.penalty;
+    this.block = settings.block;
   }
 
   /** The per-call limit, or the rule's. */
@@ -44,7 +48,8 @@ export abstract class AlignedWindowRule implements Rule {
 
   /** An untouched window: no count in it (nor in the one before). */
   initialState(now: number): BucketState {
-    return { value: 0, window: Math.floor(now / this.windowMs) * this.windowMs, previous: 0 };
+    const window = Math.floor(now / this.windowMs) * this.windowMs;
+    return { value: 0, window, previous: 0, blockedUntil: 0, blockMs: 0 };
   }
 
   /** Counts of 0 have nothing to remember. */
@@ -52,9 +57,34 @@ export abstract class AlignedWindowRule implements Rule {
     return 0;
   }
 
-  abstract horizonMs(state: BucketState, now: number, epoch: number): number;
+  /** The window's horizon, and with a lockout at least until the key's last block is forgotten. */
+  horizonMs(state: BucketState, now: number): number {
+    const counted = this.bucketHorizonMs(state, now);
+    if (this.block === undefined) return counted;
+    const blocked = blockHorizonMs(this.block, state, now);
+    return blocked > counted ? blocked : counted;
+  }
 
-  abstract decide(
+  /** The decision, under the lockout when the rule has one. */
+  decide(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const block = this.block;
+    if (block !== undefined) return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
+    return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+  }
+
+  /** Milliseconds after `now` from which forgetting the counts changes no decision. */
+  abstract bucketHorizonMs(state: BucketState, now: number): number;
+
+  /** The window's own decision, before any lockout. */
+  abstract decideBucket(
     state: BucketState,
     now: number,
     epoch: number,

@@ -1,5 +1,6 @@
 import type { Decision } from './decision.js';
 import type { Duration } from './duration.js';
+import type { BlockOptions } from './block.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { BucketState } from './state.js';
 import { decideWindowCount } from './window-count.js';
@@ -23,6 +24,8 @@ export interface FixedWindowOptions {
    * @default false
    */
   penalty?: boolean;
+  /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
+  block?: BlockOptions;
 }
 
 /**
@@ -70,13 +73,13 @@ export class FixedWindowRule extends AlignedWindowRule {
   }
 
   /** Time until the end of the window the count belongs to: after it, the count is spent. */
-  horizonMs(state: BucketState, now: number): number {
+  bucketHorizonMs(state: BucketState, now: number): number {
     if (!(state.value > 0)) return 0;
     const end = state.window + this.windowMs;
     return end > now ? end - now : 0;
   }
 
-  decide(
+  decideBucket(
     state: BucketState,
     now: number,
     _epoch: number,

@@ -5,6 +5,7 @@ import { SluiceError, configError } from './errors.js';
 import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
 import { checkOptionKeys } from './options.js';
+import { blockHorizonMs, decideWithBlock, readBlockOptions, type BlockOptions, type BlockPolicy } from './block.js';
 
 /** Options of {@link tokenBucket}. */
 export interface TokenBucketOptions {
@@ -28,9 +29,11 @@ export interface TokenBucketOptions {
    * @default false
    */
   penalty?: boolean;
+  /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
+  block?: BlockOptions;
 }
 
-const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty'] as const;
+const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty', 'block'] as const;
 
 /**
  * A token bucket in GCRA form: the state of a key is one number, its theoretical arrival time.
@@ -54,6 +57,8 @@ export class TokenBucketRule implements Rule {
   readonly burst: number;
   /** Whether refusals are charged. */
   readonly penalty: boolean;
+  /** The lockout, if any. */
+  readonly block: BlockPolicy | undefined;
   /** Scaled units one token costs (= periodMs). */
   private readonly unit: number;
   /** Scaled burst tolerance: how far ahead of `now` the arrival time may run (= burst × periodMs). */
@@ -80,6 +85,7 @@ export class TokenBucketRule implements Rule {
     this.periodMs = periodMs;
     this.burst = burst;
     this.penalty = penalty;
+    this.block = readBlockOptions('tokenBucket', options.block);
     this.unit = periodMs;
     this.tolerance = burst * periodMs;
   }
@@ -96,7 +102,7 @@ export class TokenBucketRule implements Rule {
 
   /** A full bucket: the arrival time is now. */
   initialState(now: number, epoch: number): BucketState {
-    return { value: (now - epoch) * this.limit, window: 0, previous: 0 };
+    return { value: (now - epoch) * this.limit, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
   }
 
   /** An arrival time not ahead of now is a full bucket. */
@@ -104,13 +110,34 @@ export class TokenBucketRule implements Rule {
     return (now - epoch) * this.limit;
   }
 
-  /** Time until the bucket is full again: until its arrival time (whole ms, rounded up). */
+  /**
+   * Time until the bucket is full again: until its arrival time (whole ms, rounded up); with a
+   * lockout, at least until the key's last block is forgotten.
+   */
   horizonMs(state: BucketState, now: number, epoch: number): number {
     const queued = state.value - (now - epoch) * this.limit;
-    return queued > 0 ? Math.ceil(queued / this.limit) : 0;
+    const full = queued > 0 ? Math.ceil(queued / this.limit) : 0;
+    if (this.block === undefined) return full;
+    const blocked = blockHorizonMs(this.block, state, now);
+    return blocked > full ? blocked : full;
   }
 
   decide(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const block = this.block;
+    if (block !== undefined) return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
+    return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+  }
+
+  /** The token bucket's own decision, before any lockout. */
+  decideBucket(
     state: BucketState,
     now: number,
     epoch: number,

@@ -6,6 +6,7 @@ import { checkOptionKeys } from './options.js';
 import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
 import { decideWindowCount } from './window-count.js';
+import { blockHorizonMs, decideWithBlock, readBlockOptions, type BlockOptions, type BlockPolicy } from './block.js';
 
 /** Options of {@link calendarQuota}. */
 export interface CalendarQuotaOptions {
@@ -38,9 +39,11 @@ export interface CalendarQuotaOptions {
    * @default false
    */
   penalty?: boolean;
+  /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
+  block?: BlockOptions;
 }
 
-const calendarQuotaKeys = ['limit', 'per', 'timeZone', 'weekStart', 'penalty'] as const;
+const calendarQuotaKeys = ['limit', 'per', 'timeZone', 'weekStart', 'penalty', 'block'] as const;
 
 /**
  * A quota of N per local calendar period (hour, day, week or month): the count resets at the
@@ -65,6 +68,8 @@ export class CalendarQuotaRule implements Rule {
   readonly weekStart: IsoWeekday;
   /** Whether refusals are counted. */
   readonly penalty: boolean;
+  /** The lockout, if any. */
+  readonly block: BlockPolicy | undefined;
   /** Period boundaries of `timeZone`: what a store needs to find the period of an instant. */
   readonly periods: CalendarPeriods;
 
@@ -82,6 +87,7 @@ export class CalendarQuotaRule implements Rule {
     this.timeZone = this.periods.timeZone;
     this.weekStart = this.periods.weekStart;
     this.penalty = penalty;
+    this.block = readBlockOptions('calendarQuota', options.block);
   }
 
   /** The per-call limit, or the rule's. */
@@ -96,7 +102,7 @@ export class CalendarQuotaRule implements Rule {
 
   /** An untouched quota. */
   initialState(now: number): BucketState {
-    return { value: 0, window: this.periods.startOf(now), previous: 0 };
+    return { value: 0, window: this.periods.startOf(now), previous: 0, blockedUntil: 0, blockMs: 0 };
   }
 
   /** A quota with no count has nothing to remember. */
@@ -104,14 +110,34 @@ export class CalendarQuotaRule implements Rule {
     return 0;
   }
 
-  /** Time until the end of the period the count belongs to: after it, the count is spent. */
+  /**
+   * Time until the end of the period the count belongs to: after it, the count is spent; with a
+   * lockout, at least until the key's last block is forgotten.
+   */
   horizonMs(state: BucketState, now: number): number {
-    if (!(state.value > 0)) return 0;
-    const end = this.periods.endOf(state.window);
-    return end > now ? end - now : 0;
+    const end = state.value > 0 ? this.periods.endOf(state.window) : now;
+    const counted = end > now ? end - now : 0;
+    if (this.block === undefined) return counted;
+    const blocked = blockHorizonMs(this.block, state, now);
+    return blocked > counted ? blocked : counted;
   }
 
   decide(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const block = this.block;
+    if (block !== undefined) return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
+    return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+  }
+
+  /** The quota's own decision, before any lockout. */
+  decideBucket(
     state: BucketState,
     now: number,
     _epoch: number,

@@ -1,6 +1,7 @@
 import { MAX_PENALTY_COUNT } from './bounds.js';
 import { makeDecision, type Decision } from './decision.js';
 import type { Duration } from './duration.js';
+import type { BlockOptions } from './block.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { BucketState } from './state.js';
 
@@ -23,6 +24,8 @@ export interface SlidingWindowOptions {
    * @default false
    */
   penalty?: boolean;
+  /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
+  block?: BlockOptions;
 }
 
 /**
@@ -57,7 +60,7 @@ export class SlidingWindowRule extends AlignedWindowRule {
    * A count weighs until the end of the window after its own (as that window's previous count);
    * a previous count alone, until the end of the state's window.
    */
-  horizonMs(state: BucketState, now: number): number {
+  bucketHorizonMs(state: BucketState, now: number): number {
     const w = this.windowMs;
     let end: number;
     if (state.value > 0) end = state.window + 2 * w;
@@ -66,7 +69,7 @@ export class SlidingWindowRule extends AlignedWindowRule {
     return end > now ? end - now : 0;
   }
 
-  decide(
+  decideBucket(
     state: BucketState,
     now: number,
     _epoch: number,

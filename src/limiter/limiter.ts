@@ -128,6 +128,13 @@ export interface Limiter {
   /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket. */
   reset(key: string): Promise<void>;
   /**
+   * Lifts a lockout (the rule's `block` option) for an operator: the key is forgotten whole (its
+   * block, the escalation it earned, and its bucket), so its next take is decided as a new key's
+   * and its next block, if any, lasts the first `duration`. The same as {@link Limiter.reset},
+   * named for what an operator means.
+   */
+  unblock(key: string): Promise<void>;
+  /**
    * Frees the limiter's rule in its store (`store.unbind(name)`): a memory store drops its
    * buckets, a shared store keeps them (other processes use them; they expire as usual), and
    * the name can be bound again. After it, take, peek and reset reject with `SLUICE_CONFIG`.
@@ -160,6 +167,8 @@ export interface SyncLimiter extends Limiter {
   peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision;
   /** Synchronous {@link Limiter.reset}. */
   resetSync(key: string): void;
+  /** Synchronous {@link Limiter.unblock}. */
+  unblockSync(key: string): void;
 }
 
 const limiterKeys = [
@@ -376,6 +385,10 @@ class RuleLimiter implements LimiterInternals {
     return settled.finally(() => refusals.forget(key));
   }
 
+  unblock(key: string): Promise<void> {
+    return this.reset(key);
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -534,5 +547,9 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
     this.buckets.resetSync(key);
+  }
+
+  unblockSync(key: string): void {
+    this.resetSync(key);
   }
 }

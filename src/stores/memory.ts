@@ -250,11 +250,17 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const value = fresh.value;
     const window = fresh.window;
     const previous = fresh.previous;
+    const blockedUntil = fresh.blockedUntil;
     const decision = this.rule.decide(fresh, now, this.epoch, this.name, cost, limit, true);
-    // A take that changed nothing (a refusal without penalty, or a cost beyond the burst even
-    // with one) needs no bucket: storing an untouched full bucket would differ from the shared
+    // A take that changed nothing (a refusal without penalty or lockout, or a cost beyond the
+    // burst) needs no bucket: storing an untouched full bucket would differ from the shared
     // stores, which write nothing then, as soon as the clock steps back.
-    if (fresh.value !== value || fresh.window !== window || fresh.previous !== previous)
+    if (
+      fresh.value !== value ||
+      fresh.window !== window ||
+      fresh.previous !== previous ||
+      fresh.blockedUntil !== blockedUntil
+    )
       this.insert(id, fresh, now);
     return decision;
   }
@@ -299,7 +305,10 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const hasher = this.hasher;
     hasher.hash(id);
     const probe = resetBucket(this.rule.shape);
-    if (this.summary.estimate(hasher.first, hasher.second, -Infinity, probe)) {
+    if (
+      this.summary.estimate(hasher.first, hasher.second, -Infinity, probe) ||
+      this.summary.estimateBlock(hasher.first, hasher.second, probe)
+    ) {
       this.insert(id, resetBucket(this.rule.shape), Number.NaN);
     }
   }
@@ -359,6 +368,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
       bucket.window = initial.window;
       bucket.previous = initial.previous;
     }
+    // A lockout is remembered apart from the counts: a key flood must not lift a block.
+    if (this.rule.block !== undefined) this.summary.estimateBlock(hasher.first, hasher.second, bucket);
     return bucket;
   }
 
@@ -389,15 +400,22 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const floor = this.floor(now);
     const summary = this.summary;
     const hasher = this.hasher;
+    // A block matters until `forgetAfter` after its end (a refusal before then escalates); an
+    // unknown `now` (NaN) keeps every block, which is merely wasteful, never loose.
+    const block = this.rule.block;
+    const forgetAfterMs = block === undefined ? 0 : block.forgetAfterMs;
     for (const [id, state] of leaving) {
       // A sliding window's previous count weighs too (for the other shapes `previous` is 0).
-      if (!(state.value > floor) && !(state.previous > 0)) continue;
+      const counts = state.value > floor || state.previous > 0;
+      const blocked = block !== undefined && state.blockMs > 0 && !(state.blockedUntil + forgetAfterMs <= now);
+      if (!counts && !blocked) continue;
       if (state.first < 0) {
         hasher.hash(id);
         state.first = hasher.first;
         state.second = hasher.second;
       }
-      summary.fold(state.first, state.second, state, floor);
+      if (counts) summary.fold(state.first, state.second, state, floor);
+      if (blocked) summary.foldBlock(state.first, state.second, state);
     }
   }
 }

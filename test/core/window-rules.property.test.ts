@@ -263,6 +263,8 @@ const slidingCase = fc
       window: windowIndex * windowMs,
       value: Math.floor(valueShare * limit),
       previous: Math.floor(previousShare * limit),
+      blockedUntil: 0,
+      blockMs: 0,
     },
     now: windowIndex * windowMs + Math.floor(offsetShare * windowMs),
     asked: 1 + Math.floor(askedShare * (limit - 1)),

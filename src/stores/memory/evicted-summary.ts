@@ -20,8 +20,12 @@ import type { BucketState } from '../../core/state.js';
  * and when the summary moves on by exactly one window, the current counts become the previous
  * ones instead of being cleared.
  *
+ * A rule with a lockout has two more sets of cells, for the end and the length of a key's last
+ * block (see {@link foldBlock}), allocated the first time a bucket leaves while its block matters.
+ *
  * Cells are allocated on the first fold (a rule that never rotates its maps never pays for them)
- * and never grow: `depth × width × 8` bytes, twice that for a sliding window.
+ * and never grow: `depth × width × 8` bytes, twice that for a sliding window, and twice more for
+ * a lockout's cells.
  */
 export class EvictedSummary {
   readonly depth: number;
@@ -29,6 +33,10 @@ export class EvictedSummary {
   private cells: Float64Array | undefined;
   /** Previous-window counts of a sliding window; undefined for the other shapes. */
   private previousCells: Float64Array | undefined;
+  /** A lockout's block ends (`blockedUntil`), once a blocked bucket was folded. */
+  private blockEndCells: Float64Array | undefined;
+  /** A lockout's block lengths (`blockMs`), allocated with {@link blockEndCells}. */
+  private blockLengthCells: Float64Array | undefined;
   /** The window the cells' values belong to. */
   private window = -Infinity;
   /** A sliding window's length in ms; 0 for the other shapes. */
@@ -46,8 +54,45 @@ export class EvictedSummary {
 
   /** Bytes the cells take (0 until the first fold). */
   get byteLength(): number {
-    const current = this.cells === undefined ? 0 : this.cells.byteLength;
-    return current + (this.previousCells === undefined ? 0 : this.previousCells.byteLength);
+    let bytes = 0;
+    for (const cells of [this.cells, this.previousCells, this.blockEndCells, this.blockLengthCells])
+      if (cells !== undefined) bytes += cells.byteLength;
+    return bytes;
+  }
+
+  /**
+   * Folds the lockout of a bucket that leaves the maps while its block still matters (blocked,
+   * or refused again soon enough to escalate): each of the key's cells keeps the latest block end
+   * and the longest block length folded into it. They are absolute times, never cleared: an old
+   * end reads as a block that is over.
+   */
+  foldBlock(first: number, second: number, state: BucketState): void {
+    let ends = this.blockEndCells;
+    let lengths = this.blockLengthCells;
+    if (ends === undefined || lengths === undefined) {
+      ends = new Float64Array(this.depth * this.width).fill(-Infinity);
+      lengths = new Float64Array(this.depth * this.width).fill(-Infinity);
+      this.blockEndCells = ends;
+      this.blockLengthCells = lengths;
+    }
+    raise(ends, this.depth, this.width, first, second, state.blockedUntil);
+    raise(lengths, this.depth, this.width, first, second, state.blockMs);
+  }
+
+  /**
+   * Writes into `target` the lockout a key that is not in the maps must start from (each field
+   * the least of the key's cells: never earlier nor shorter than the key's own) and returns true;
+   * returns false, leaving `target` alone, when no blocked bucket was folded into its cells.
+   */
+  estimateBlock(first: number, second: number, target: BucketState): boolean {
+    const ends = this.blockEndCells;
+    const lengths = this.blockLengthCells;
+    if (ends === undefined || lengths === undefined) return false;
+    const length = least(lengths, this.depth, this.width, first, second);
+    if (!(length > 0)) return false;
+    target.blockedUntil = least(ends, this.depth, this.width, first, second);
+    target.blockMs = length;
+    return true;
   }
 
   /**
@@ -129,7 +174,7 @@ export class EvictedSummary {
 
   /** True once something was folded: before that, no key needs hashing to be looked up. */
   get isEmpty(): boolean {
-    return this.cells === undefined;
+    return this.cells === undefined && this.blockEndCells === undefined;
   }
 }
 

@@ -2,7 +2,7 @@ import type { StateShape } from '../../core/algorithm.js';
 import type { BucketState } from '../../core/state.js';
 
 /**
- * A bucket as the memory store keeps it: the algorithm's two numbers, plus its id's two hashes
+ * A bucket as the memory store keeps it: the algorithm's numbers and a lockout's two, plus its id's two hashes
  * once they are known, so that folding it into the evicted-bucket summary when it leaves the
  * maps does not hash its id again. `first` is -1 until the id is hashed.
  */
@@ -10,6 +10,8 @@ export class MemoryBucket implements BucketState {
   value: number;
   window: number;
   previous: number;
+  blockedUntil = 0;
+  blockMs = 0;
   first: number;
   second: number;
 

@@ -11,7 +11,7 @@ import type { PostgresRow } from './postgres-client.js';
  * which time to decide. So the numbers agree with the memory store's exactly.
  */
 export class DecisionReplay {
-  private readonly state: BucketState = { value: 0, window: 0, previous: 0 };
+  private readonly state: BucketState = { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
   private now = 0;
 
   constructor(
