@@ -76,7 +76,8 @@ export abstract class AlignedWindowRule implements Rule {
     commit: boolean,
   ): Decision {
     const block = this.block;
-    if (block !== undefined) return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
+    if (block !== undefined)
+      return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
     return this.decideBucket(state, now, epoch, name, cost, limit, commit);
   }
 

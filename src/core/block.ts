@@ -170,5 +170,15 @@ export function decideWithBlock(
   state.blockMs = blockMs;
   const wait = decision.retryAfterMs > blockMs ? decision.retryAfterMs : blockMs;
   const reset = decision.resetMs > blockMs ? decision.resetMs : blockMs;
-  return makeDecision(false, name, decision.limit, decision.capacity, 0, cost, wait, reset, decision.windowMs);
+  return makeDecision(
+    false,
+    name,
+    decision.limit,
+    decision.capacity,
+    0,
+    cost,
+    wait,
+    reset,
+    decision.windowMs,
+  );
 }

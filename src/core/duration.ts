@@ -33,7 +33,7 @@ export function parseDuration(value: unknown, option: string): number {
   if (typeof value === 'number') {
     const hint =
       Number.isSafeInteger(value) && value > 0
-        ? ` (write "${value}s" for seconds or "${value}ms" for milliseconds)`
+        ? ' (add the unit to the number: "s" for seconds, "ms" for milliseconds)'
         : '';
     throw new SluiceError(
       'SLUICE_DURATION',

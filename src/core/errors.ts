@@ -88,27 +88,25 @@ export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is 
   );
 }
 
-/** Describes a received value for an error message without echoing user data at length. */
+/**
+ * Describes a received value for an error message by its type only ("a string", "a number",
+ * "null"): never the value itself, since options and arguments are often built from data, and an
+ * error message or a log line must not carry such a value.
+ */
 export function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   switch (typeof value) {
-    case 'string':
-      return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
-    case 'number':
-    case 'boolean':
-    case 'bigint':
-      return String(value);
     case 'undefined':
       return 'undefined';
-    case 'function':
-      return 'a function';
-    default:
+    case 'object':
       return 'an object';
+    default:
+      return `a ${typeof value}`;
   }
 }
 
-/** Throws SLUICE_CONFIG naming the option and the value received. */
+/** SLUICE_CONFIG naming the option, what it must be, and the type received (never the value). */
 export function configError(option: string, expected: string, received: unknown): SluiceError {
   return new SluiceError(
     'SLUICE_CONFIG',

@@ -5,7 +5,13 @@ import { SluiceError, configError } from './errors.js';
 import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
 import { checkOptionKeys } from './options.js';
-import { blockHorizonMs, decideWithBlock, readBlockOptions, type BlockOptions, type BlockPolicy } from './block.js';
+import {
+  blockHorizonMs,
+  decideWithBlock,
+  readBlockOptions,
+  type BlockOptions,
+  type BlockPolicy,
+} from './block.js';
 
 /** Options of {@link tokenBucket}. */
 export interface TokenBucketOptions {
@@ -132,7 +138,8 @@ export class TokenBucketRule implements Rule {
     commit: boolean,
   ): Decision {
     const block = this.block;
-    if (block !== undefined) return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
+    if (block !== undefined)
+      return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
     return this.decideBucket(state, now, epoch, name, cost, limit, commit);
   }
 

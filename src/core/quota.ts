@@ -6,7 +6,13 @@ import { checkOptionKeys } from './options.js';
 import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
 import { decideWindowCount } from './window-count.js';
-import { blockHorizonMs, decideWithBlock, readBlockOptions, type BlockOptions, type BlockPolicy } from './block.js';
+import {
+  blockHorizonMs,
+  decideWithBlock,
+  readBlockOptions,
+  type BlockOptions,
+  type BlockPolicy,
+} from './block.js';
 
 /** Options of {@link calendarQuota}. */
 export interface CalendarQuotaOptions {
@@ -132,7 +138,8 @@ export class CalendarQuotaRule implements Rule {
     commit: boolean,
   ): Decision {
     const block = this.block;
-    if (block !== undefined) return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
+    if (block !== undefined)
+      return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
     return this.decideBucket(state, now, epoch, name, cost, limit, commit);
   }
 

@@ -407,7 +407,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     for (const [id, state] of leaving) {
       // A sliding window's previous count weighs too (for the other shapes `previous` is 0).
       const counts = state.value > floor || state.previous > 0;
-      const blocked = block !== undefined && state.blockMs > 0 && !(state.blockedUntil + forgetAfterMs <= now);
+      const blocked =
+        block !== undefined && state.blockMs > 0 && !(state.blockedUntil + forgetAfterMs <= now);
       if (!counts && !blocked) continue;
       if (state.first < 0) {
         hasher.hash(id);
