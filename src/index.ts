@@ -13,8 +13,9 @@ export {
 } from './core/fixed-window.js';
 export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/sliding-window.js';
 export type { Rule } from './core/rule.js';
+export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/block.js';
 export type { BucketState } from './core/state.js';
-export type { Decision, AllowedDecision, RefusedDecision } from './core/decision.js';
+export type { Decision, AllowedDecision, RefusedDecision, DecisionSource } from './core/decision.js';
 export { parseDuration, parseTimerDuration, type Duration, type DurationUnit } from './core/duration.js';
 export { MAX_COUNT, MAX_PENALTY_COUNT, MAX_TOKEN_RATE, MAX_TIMER_MS } from './core/bounds.js';
 export { systemClock, manualClock, type Clock, type ManualClock } from './core/clock.js';
@@ -29,6 +30,7 @@ export {
   type SyncLimiter,
   type LimiterOptions,
   type TakeOptions,
+  type LimiterMode,
 } from './limiter/limiter.js';
 export type { RefusalCacheOptions } from './limiter/refusal-cache.js';
 export type { FailurePolicy, LimiterStats, Logger } from './limiter/failure.js';

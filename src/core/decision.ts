@@ -33,7 +33,9 @@ interface DecisionFields {
   readonly resetMs: number;
   /**
    * Who decided: `store` normally; `insurance` when the store failed and the rule's in-memory
-   * insurance limiter decided; `fail-open` when the store failed and the rule admits on failure.
+   * insurance limiter decided; `fail-open` when the store failed and the rule admits on failure;
+   * `shadow` when a limit in shadow mode would have refused and admitted instead (the other
+   * fields, `retryAfterMs` included, say what enforcement would have said).
    */
   readonly source: DecisionSource;
   /**
@@ -45,7 +47,7 @@ interface DecisionFields {
 }
 
 /** Who made a decision; see {@link Decision}. */
-export type DecisionSource = 'store' | 'insurance' | 'fail-open';
+export type DecisionSource = 'store' | 'insurance' | 'fail-open' | 'shadow';
 
 /** A take that was admitted (and charged, unless it was a peek). */
 export interface AllowedDecision extends DecisionFields {

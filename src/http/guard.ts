@@ -242,6 +242,12 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const key = options.key;
   const count = limiters?.length ?? (cascade as Cascade).limiters.length;
   const reports = new FailureReports(settings.clock);
+  // A limit in shadow mode is invisible to clients: its decisions (all admitted) send no headers.
+  const shadowNames = new Set(
+    (limiters ?? (cascade as Cascade).limiters).filter((l) => l.mode === 'shadow').map((l) => l.name),
+  );
+  const enforcing = (decisions: Decision[]): Decision[] =>
+    shadowNames.size === 0 ? decisions : decisions.filter((d) => !shadowNames.has(d.name));
 
   // Limits on synchronous stores (memory) decide without a promise per take: the hot path.
   const syncLimiters =
@@ -277,12 +283,17 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
       if (!decision.allowed) {
         return {
           action: 'respond',
-          response: limitedResponse(decisions, { headers, problem, extraHeaders: extra, cacheControl }),
+          response: limitedResponse(enforcing(decisions), {
+            headers,
+            problem,
+            extraHeaders: extra,
+            cacheControl,
+          }),
           decisions,
         };
       }
     }
-    return { action: 'continue', headers: admittedHeaders(decisions, headers, extra), decisions };
+    return { action: 'continue', headers: admittedHeaders(enforcing(decisions), headers, extra), decisions };
   };
 
   /** Takes from limits on synchronous stores; a bucket this request was charged by already is not charged again. */

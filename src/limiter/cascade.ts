@@ -1,5 +1,5 @@
 import type { Decision } from '../core/decision.js';
-import { SluiceError, configError } from '../core/errors.js';
+import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { isSyncStore, type SyncStore, type TakeEntry } from '../store.js';
 import { checkKey, costOf, readClock } from './call-input.js';
@@ -119,6 +119,12 @@ export function createCascade(limiters: readonly Limiter[], options: CascadeOpti
     names.add(limiter.name);
   }
   const store = limiters[0]!.store;
+  if (mode === 'all-or-nothing' && limiters.some((l) => l.mode === 'shadow')) {
+    throw optionError(
+      'createCascade limiters',
+      'limits that enforce in an all-or-nothing cascade: a limit in shadow mode cannot veto the group (use first-refusal)',
+    );
+  }
   if (mode === 'all-or-nothing' && limiters.some((l) => l.store !== store)) {
     throw new SluiceError(
       'SLUICE_CONFIG',

@@ -6,6 +6,7 @@ import type { DecisionEvents, DecisionOutcome } from './events.js';
 export function outcomeOf(decision: Decision): DecisionOutcome {
   if (decision.source === 'fail-open') return 'failed-open';
   if (decision.source === 'insurance') return 'insurance';
+  if (decision.source === 'shadow') return 'shadow-refused';
   return decision.allowed ? 'admitted' : 'refused';
 }
 

@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
-import { SluiceError, configError } from '../core/errors.js';
+import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Rule } from '../core/rule.js';
 import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
@@ -87,7 +87,22 @@ export interface LimiterOptions<S extends Store = Store> {
    * createLimiter({ name: 'api', rule, store: redisStore, refusalCache: { maxKeys: 50_000 } })
    */
   refusalCache?: boolean | RefusalCacheOptions;
+  /**
+   * `'shadow'` tries a rule out before enforcing it: the limit decides and charges its own
+   * buckets exactly as enforcement would (a take it would refuse charges what an enforced refusal
+   * charges), but never refuses. A would-be refusal comes back admitted with `source: 'shadow'`
+   * (its other fields say what enforcement would have said) and is reported as the
+   * `shadow-refused` outcome. Switching the same name to `'enforce'` keeps the buckets, so
+   * enforcement starts from what it would have held. A shadow limit never refuses when its store
+   * fails either: its failure policy is `'open'`. It cannot join an all-or-nothing cascade (it
+   * could not veto the group). See docs/policies.md.
+   * @default "enforce"
+   */
+  mode?: LimiterMode;
 }
+
+/** Whether a limit refuses (`enforce`) or only reports what it would refuse (`shadow`). */
+export type LimiterMode = 'enforce' | 'shadow';
 
 /** Per-call options of a take. */
 export interface TakeOptions {
@@ -146,6 +161,8 @@ export interface Limiter {
   readonly closed: boolean;
   /** The failure policy. */
   readonly failure: FailurePolicy;
+  /** `'enforce'`, or `'shadow'` for a limit that never refuses (see {@link LimiterOptions.mode}). */
+  readonly mode: LimiterMode;
   /** The store timeout in ms. */
   readonly timeoutMs: number;
   /** Store failure counters since the limiter was created. */
@@ -182,6 +199,7 @@ const limiterKeys = [
   'logger',
   'events',
   'refusalCache',
+  'mode',
 ] as const;
 const failurePolicies: readonly FailurePolicy[] = ['closed', 'open', 'insurance'];
 
@@ -228,10 +246,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   if (typeof clock !== 'function')
     throw configError(`limiter ${JSON.stringify(name)} clock`, 'a function returning ms', clock);
-  const { failure = 'closed', closedStatus = 503, logger = consoleLogger } = options;
+  const { mode = 'enforce' } = options;
+  if (mode !== 'enforce' && mode !== 'shadow')
+    throw optionError(`limiter ${JSON.stringify(name)} mode`, '"enforce" or "shadow"');
+  const {
+    failure = mode === 'shadow' ? 'open' : 'closed',
+    closedStatus = 503,
+    logger = consoleLogger,
+  } = options;
   if (!failurePolicies.includes(failure)) {
     throw configError(`limiter ${JSON.stringify(name)} failure`, '"closed", "open" or "insurance"', failure);
   }
+  if (mode === 'shadow' && failure !== 'open')
+    throw optionError(
+      `limiter ${JSON.stringify(name)} failure`,
+      '"open" (or left out) for a limit in shadow mode, which never refuses',
+    );
   if (closedStatus !== 503 && closedStatus !== 500) {
     throw configError(`limiter ${JSON.stringify(name)} closedStatus`, '503 or 500', closedStatus);
   }
@@ -251,8 +281,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const refusals = resolveRefusalCache(name, options.refusalCache, rule, isSyncStore(store));
   const handler = new FailureHandler(name, store.kind, failure, closedStatus, insurance, logger, clock);
   return isSyncStore(store)
-    ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler, events)
-    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler, events, refusals);
+    ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler, events, mode)
+    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler, events, mode, refusals);
 }
 
 /** Applies a limiter's failure policy to a failed store call (used by cascades). */
@@ -330,6 +360,7 @@ class RuleLimiter implements LimiterInternals {
     readonly timeoutMs: number,
     private readonly handler: FailureHandler,
     readonly events: DecisionEvents,
+    readonly mode: LimiterMode,
     private readonly refusals?: RefusalCache,
   ) {
     this.buckets = store.bind(name, rule);
@@ -346,7 +377,8 @@ class RuleLimiter implements LimiterInternals {
       checkKey(key);
       const cost = options === undefined ? 1 : costOf(options.cost);
       const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-      return this.decideTake(key, cost, readClock(this.clock), limit);
+      const decided = this.decideTake(key, cost, readClock(this.clock), limit);
+      return this.mode === 'shadow' ? decided.then(shadowOf) : decided;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -357,7 +389,8 @@ class RuleLimiter implements LimiterInternals {
       if (this.closed) throw closedError(this.name);
       checkKey(key);
       const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-      return this.decide(key, 0, readClock(this.clock), limit);
+      const decided = this.decide(key, 0, readClock(this.clock), limit);
+      return this.mode === 'shadow' ? decided.then(shadowOf) : decided;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -417,9 +450,10 @@ class RuleLimiter implements LimiterInternals {
     error: unknown,
     latencyMs: number,
   ): void {
-    if (decision !== undefined)
-      reportDecision(this.events, this.name, this.store.kind, key, decision, latencyMs);
-    else reportFailure(this.events, this.name, this.store.kind, key, cost, error, latencyMs);
+    if (decision !== undefined) {
+      const reported = this.mode === 'shadow' ? shadowOf(decision) : decision;
+      reportDecision(this.events, this.name, this.store.kind, key, reported, latencyMs);
+    } else reportFailure(this.events, this.name, this.store.kind, key, cost, error, latencyMs);
   }
 
   /** A take: decided, and reported when someone listens (peeks are not reported). */
@@ -517,6 +551,12 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
   }
 
   takeSync(key: string, options?: TakeOptions): Decision {
+    const decision = this.takeEnforced(key, options);
+    return this.mode === 'shadow' ? shadowOf(decision) : decision;
+  }
+
+  /** The decision enforcement makes (reported as the limit's mode says). */
+  private takeEnforced(key: string, options: TakeOptions | undefined): Decision {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
     const cost = options === undefined ? 1 : costOf(options.cost);
@@ -540,7 +580,8 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
     const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-    return this.buckets.takeSync(key, 0, readClock(this.clock), limit);
+    const decision = this.buckets.takeSync(key, 0, readClock(this.clock), limit);
+    return this.mode === 'shadow' ? shadowOf(decision) : decision;
   }
 
   resetSync(key: string): void {
@@ -552,4 +593,14 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
   unblockSync(key: string): void {
     this.resetSync(key);
   }
+}
+
+/**
+ * What a limit in shadow mode answers for a decision: an admission as it is; a refusal turned
+ * into an admission with `source: 'shadow'`, keeping what enforcement would have said
+ * (remaining, retryAfterMs, resetMs) for logs and events.
+ */
+export function shadowOf(decision: Decision): Decision {
+  if (decision.allowed) return decision;
+  return { ...decision, allowed: true, retryAfterSeconds: 0, source: 'shadow' } as Decision;
 }

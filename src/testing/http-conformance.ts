@@ -19,6 +19,7 @@ import { tokenBucket } from '../core/gcra.js';
 import type { KeyResult, RateLimitOptions } from '../http/guard.js';
 import type { HeaderStyle } from '../http/headers.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.js';
+import { DecisionEvents } from '../limiter/events.js';
 import { MemoryStore } from '../stores/memory.js';
 import { FailingStore } from './failing-store.js';
 
@@ -414,6 +415,44 @@ export function httpConformance(harness: HttpHarness): void {
         assert.equal((await narrow.peek('same')).remaining, 3, 'narrow charged twice, not three times');
         assert.equal((await wide.peek('same')).remaining, 0, 'each limit keeps its own counter');
       });
+    });
+
+    it('a limit in shadow mode never refuses and sends no headers; its would-be refusals are reported; the enforcing limit after it still decides', async () => {
+      reset();
+      const events = new DecisionEvents();
+      const seen: string[] = [];
+      events.subscribe((event) => void seen.push(`${event.rule}:${event.outcome}`));
+      const trial = limiter('trial', 1, { mode: 'shadow', events });
+      const enforced = limiter('enforced', 3, { events });
+      const spec: AppSpec = {
+        routes: { 'POST /api/things': { limits: [trial, enforced], key: () => 'same' } },
+      };
+      await withApp(spec, async (app) => {
+        const first = await post(app, '/api/things');
+        assert.equal(first.status, 200);
+        assert.equal(
+          first.headers['ratelimit-policy'],
+          '"enforced";q=3;w=60',
+          'the shadow limit is invisible',
+        );
+        assert.equal((await post(app, '/api/things')).status, 200, 'the shadow limit would have refused');
+        assert.equal((await post(app, '/api/things')).status, 200);
+        const refused = await post(app, '/api/things');
+        assert.equal(refused.status, 429);
+        assert.equal(refused.headers['ratelimit-policy'], '"enforced";q=3;w=60');
+        assert.deepEqual((refused.body as { limits?: unknown }).limits, ['enforced']);
+      });
+      assert.deepEqual(seen, [
+        'trial:admitted',
+        'enforced:admitted',
+        'trial:shadow-refused',
+        'enforced:admitted',
+        'trial:shadow-refused',
+        'enforced:admitted',
+        'trial:shadow-refused',
+        'enforced:refused',
+      ]);
+      assert.equal((await trial.peek('same')).remaining, 0, 'charged as enforcement would have been');
     });
 
     it('reads are not charged to a write budget, and an excluded route is left to its own rule', async () => {

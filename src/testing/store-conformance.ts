@@ -970,6 +970,49 @@ export function storeConformance(target: ConformanceTarget): void {
       );
     });
 
+    describe('shadow mode', () => {
+      it(
+        'a shadow limit is charged as enforcement would be and never refuses; switching it to enforce keeps its buckets',
+        needs(['token-bucket', 'sliding-window']),
+        async () => {
+          await fresh(Date.UTC(2026, 0, 15, 12, 0, 30));
+          for (const rule of [
+            () => tokenBucket({ limit: 3, period: '1m' }),
+            () => slidingWindow({ limit: 3, window: '1m' }),
+          ]) {
+            const name = `shadowed${++counter}`;
+            const timeout = target.timeout === undefined ? {} : { timeout: target.timeout };
+            const trial = createLimiter({ name, rule: rule(), store, clock, mode: 'shadow', ...timeout });
+            const twin = limiter(rule());
+            assert.equal(trial.mode, 'shadow');
+            for (const step of [1, 1, 2, 1, 0, 1, 3, 1]) {
+              if (step === 0) clock.advance('20s');
+              const cost = step === 0 ? 1 : step;
+              const [shadowed, enforced] = [await trial.take('k', { cost }), await twin.take('k', { cost })];
+              assert.equal(shadowed.allowed, true, 'never refuses');
+              assert.equal(shadowed.source, enforced.allowed ? 'store' : 'shadow');
+              assert.deepEqual(
+                [shadowed.remaining, shadowed.retryAfterMs, shadowed.resetMs],
+                [enforced.remaining, enforced.retryAfterMs, enforced.resetMs],
+                'what enforcement would have said',
+              );
+            }
+            trial.close();
+            // A memory store drops a closed limit's buckets (a process's memory is gone at a
+            // redeploy anyway); a shared store keeps them for the limit bound next under that name.
+            if (store.kind === 'memory') continue;
+            const enforcing = createLimiter({ name, rule: rule(), store, clock, ...timeout });
+            const [now, expected] = [await enforcing.take('k'), await twin.take('k')];
+            assert.deepEqual(
+              [now.allowed, now.remaining, now.retryAfterMs],
+              [expected.allowed, expected.remaining, expected.retryAfterMs],
+            );
+            enforcing.close();
+          }
+        },
+      );
+    });
+
     describe('bounds', () => {
       it('a cost of MAX_COUNT beyond the rule is refused for good, not an error', async () => {
         await fresh();

@@ -24,7 +24,11 @@ describe('durations', () => {
   });
 
   it('rejects a bare number, suggesting the unit to add without repeating the number', () => {
-    throwsCode(() => parseDuration(60, 'tokenBucket period'), 'SLUICE_DURATION', /^(?!.*60).*"s" for seconds.*"ms"/);
+    throwsCode(
+      () => parseDuration(60, 'tokenBucket period'),
+      'SLUICE_DURATION',
+      /^(?!.*60).*"s" for seconds.*"ms"/,
+    );
     throwsCode(() => tokenBucket({ limit: 1, period: 60 as never }), 'SLUICE_DURATION', /period/);
   });
 
