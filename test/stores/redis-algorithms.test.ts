@@ -2,8 +2,9 @@
  * The Redis store's algorithm modules (src/stores/redis/algorithms/) against the core rules they
  * translate: the same random traffic — takes with weighted costs and per-call limits, peeks,
  * resets, all-or-nothing takes mixing every kind, time stepping forwards and back around DST
- * changes and month ends — must give the very same decisions on Redis (deciding at the app's
- * time) as on the memory store (which runs the core rules themselves). Also: how the registry
+ * changes and month ends, takes issued together (one script call, keys decided twice in it) —
+ * must give the very same decisions on Redis (deciding at the app's time) as on the memory store
+ * (which runs the core rules themselves), with and without lockouts. Also: how the registry
  * refuses what it has no module for.
  */
 import { after, before, describe, it } from 'node:test';
@@ -47,7 +48,61 @@ function rules(): Record<string, Rule> {
     qm: calendarQuota({ limit: 8, per: 'month', timeZone: 'Asia/Kathmandu' }),
   };
 }
-const names = Object.keys(rules());
+/**
+ * Every kind with a lockout: short blocks and memories next to the steps of time, so that runs
+ * see blocks end, escalate (factors whose products need rounding up), reach their cap and be
+ * forgotten; penalties and per-call limits under a lockout too.
+ */
+function lockoutRules(): Record<string, Rule> {
+  return {
+    tbl: tokenBucket({
+      limit: 2,
+      period: '4s',
+      block: { duration: '1001ms', factor: 1.5, max: '2500ms', forgetAfter: '10s' },
+    }),
+    // Blocks longer than the bucket's own waits, so that their lengths show in every refusal.
+    tblp: tokenBucket({
+      limit: 5,
+      period: '1s',
+      penalty: true,
+      block: { duration: '1s', factor: 2, max: '3s', forgetAfter: '5s' },
+    }),
+    tbf: tokenBucket({ limit: 3, period: '9s', burst: 4, block: { duration: '1s', factor: 7 } }),
+    // A token a quarter-second, one at most: two takes at one instant start or escalate a block,
+    // whose length shows, capped at the first escalation.
+    tbq: tokenBucket({
+      limit: 4,
+      period: '1s',
+      burst: 1,
+      block: { duration: '1s', factor: 2, max: '1500ms', forgetAfter: '2s' },
+    }),
+    fwl: fixedWindow({
+      limit: 3,
+      window: '10s',
+      penalty: true,
+      block: { duration: '2s', factor: 3, max: '7s', forgetAfter: '5s' },
+    }),
+    swl: slidingWindow({
+      limit: 3,
+      window: '5s',
+      // Not a multiple of 250 ms: escalations that round up.
+      block: { duration: '777ms', factor: 2.5, max: '30s', forgetAfter: '15s' },
+    }),
+    qhl: calendarQuota({
+      limit: 3,
+      per: 'hour',
+      timeZone: 'Australia/Lord_Howe',
+      block: { duration: '10m', factor: 1.3, max: '2h', forgetAfter: '1h' },
+    }),
+    qdl: calendarQuota({
+      limit: 4,
+      per: 'day',
+      timeZone: 'Europe/Berlin',
+      penalty: true,
+      block: { duration: '5s' },
+    }),
+  };
+}
 const keys = ['a', 'b', 'c'];
 
 /** Instants just before a change: Berlin's and New York's DST, a month's end in Kathmandu, Lord Howe's half-hour DST. */
@@ -58,23 +113,53 @@ const bases = [
   Date.UTC(2026, 9, 3, 15, 10),
 ];
 
+type Entry = { rule: number; key: number; cost: number; limit: number | undefined };
 type Command =
-  | { op: 'take'; rule: number; key: number; cost: number; limit: number | undefined }
-  | { op: 'all'; entries: { rule: number; key: number; cost: number; limit: number | undefined }[] }
+  | ({ op: 'take' } & Entry)
+  | { op: 'all'; entries: Entry[] }
+  | { op: 'together'; entries: Entry[] }
   | { op: 'reset'; rule: number; key: number }
   | { op: 'step'; ms: number };
+
+/** How traffic is drawn: steps of time, keys per rule (of {@link keys}), weight of a cost of 1. */
+interface TrafficShape {
+  readonly step: fc.Arbitrary<number>;
+  readonly keys: number;
+  readonly ones: number;
+}
+
+/** Small steps both ways, and steps across DST changes and period ends. */
+const steps = fc.oneof(
+  fc.integer({ min: -3_000, max: 12_000 }),
+  fc.integer({ min: -5_400_000, max: 5_400_000 }),
+);
+const plain: TrafficShape = { step: steps, keys: keys.length, ones: 1 };
+
+/**
+ * For lockouts: mostly whole quarter-seconds, which land exactly on the ends of blocks, memories
+ * and windows (every length of {@link lockoutRules} but one is a multiple of 250 ms); fewer keys
+ * and mostly costs of 1, so that a key is refused, waits, and is refused again.
+ */
+const lockoutShape: TrafficShape = {
+  step: fc.oneof(
+    { weight: 1, arbitrary: steps },
+    { weight: 4, arbitrary: fc.integer({ min: -4, max: 28 }).map((n) => n * 250) },
+  ),
+  keys: 2,
+  ones: 3,
+};
 
 /**
  * Commands on a few rules of the list (drawn per run): traffic spread over every rule and key
  * would seldom hit one bucket twice, and it is the second hit that tests a state.
  */
-function commandOn(focus: readonly number[]): fc.Arbitrary<Command> {
+function commandOn(focus: readonly number[], shape: TrafficShape): fc.Arbitrary<Command> {
   const rule = fc.constantFrom(...focus);
-  const key = fc.nat(keys.length - 1);
+  const key = fc.nat(shape.keys - 1);
   const entry = fc.record({
     rule,
     key,
-    cost: fc.oneof(fc.constant(1), fc.nat(6)),
+    cost: fc.oneof({ weight: shape.ones, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.nat(6) }),
     limit: fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined, freq: 3 }),
   });
   return fc.oneof(
@@ -85,27 +170,30 @@ function commandOn(focus: readonly number[]): fc.Arbitrary<Command> {
         .uniqueArray(entry, { minLength: 2, maxLength: 4, selector: (e) => `${e.rule}/${e.key}` })
         .map((entries) => ({ op: 'all' as const, entries })),
     },
-    { weight: 1, arbitrary: fc.record({ op: fc.constant('reset' as const), rule, key }) },
+    // Single takes issued at once: one script call, often deciding a key twice.
     {
-      weight: 4,
+      weight: 2,
       arbitrary: fc
-        .oneof(fc.integer({ min: -3_000, max: 12_000 }), fc.integer({ min: -5_400_000, max: 5_400_000 }))
-        .map((ms) => ({ op: 'step' as const, ms })),
+        .array(entry, { minLength: 2, maxLength: 5 })
+        .map((entries) => ({ op: 'together' as const, entries })),
     },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('reset' as const), rule, key }) },
+    { weight: 4, arbitrary: shape.step.map((ms) => ({ op: 'step' as const, ms })) },
   );
 }
 
-/** A starting instant and commands on one to three rules. */
-const traffic = fc
-  .tuple(fc.constantFrom(...bases), fc.uniqueArray(fc.nat(names.length - 1), { minLength: 1, maxLength: 3 }))
-  .chain(([base, focus]) =>
-    fc.tuple(fc.constant(base), fc.array(commandOn(focus), { minLength: 1, maxLength: 40 })),
-  );
+/** A starting instant and commands on one to `most` of `count` rules. */
+function trafficOn(count: number, shape: TrafficShape, most: number) {
+  return fc
+    .tuple(fc.constantFrom(...bases), fc.uniqueArray(fc.nat(count - 1), { minLength: 1, maxLength: most }))
+    .chain(([base, focus]) =>
+      fc.tuple(fc.constant(base), fc.array(commandOn(focus, shape), { minLength: 1, maxLength: 40 })),
+    );
+}
 
 /** One store's buckets per rule name. */
-function bindAll(store: Store): RuleBuckets[] {
-  const all = rules();
-  return names.map((name) => store.bind(name, all[name] as Rule));
+function bindAll(store: Store, all: Record<string, Rule>): RuleBuckets[] {
+  return Object.keys(all).map((name) => store.bind(name, all[name] as Rule));
 }
 
 /** A rule without a per-call limit gets none (the limiter would not pass one either). */
@@ -130,6 +218,15 @@ async function run(
     } else if (c.op === 'take') {
       const b = buckets[c.rule]!;
       out.push(await b.take(keys[c.key]!, c.cost, now, limitFor(b, c.limit)));
+    } else if (c.op === 'together') {
+      // Issued in one tick: the Redis store decides them in one call, in this order.
+      const at = now;
+      const decide = (e: Entry) => {
+        const b = buckets[e.rule]!;
+        return b.take(keys[e.key]!, e.cost, at, limitFor(b, e.limit));
+      };
+      if (store instanceof MemoryStore) for (const e of c.entries) out.push(await decide(e));
+      else out.push(...(await Promise.all(c.entries.map(decide))));
     } else {
       const entries: TakeEntry[] = c.entries.map((e) => {
         const b = buckets[e.rule]!;
@@ -201,7 +298,12 @@ describe(
       await redis.quit();
     });
 
-    it('gives the same decisions for random traffic, all-or-nothing takes and steps of time both ways', async () => {
+    /** Random traffic on `all` must decide alike on the memory store and on Redis. */
+    async function sameDecisions(
+      all: () => Record<string, Rule>,
+      traffic: fc.Arbitrary<[number, Command[]]>,
+      numRuns: number,
+    ): Promise<void> {
       await fc.assert(
         fc.asyncProperty(traffic, async ([base, commands]) => {
           const memory = new MemoryStore();
@@ -211,12 +313,20 @@ describe(
             timeout: '5s',
             prefix: `${prefixRoot}${++stores}:`,
           });
-          const expected = await run(memory, bindAll(memory), base, commands);
-          const actual = await run(shared, bindAll(shared), base, commands);
+          const expected = await run(memory, bindAll(memory, all()), base, commands);
+          const actual = await run(shared, bindAll(shared, all()), base, commands);
           assert.deepEqual(actual, expected);
         }),
-        { numRuns: 150 },
+        { numRuns },
       );
+    }
+
+    it('gives the same decisions for random traffic, all-or-nothing takes and steps of time both ways', async () => {
+      await sameDecisions(rules, trafficOn(Object.keys(rules()).length, plain, 3), 150);
+    });
+
+    it('gives the same decisions under lockouts: blocks, escalation, caps and forgetting, alone, in batches and in groups', async () => {
+      await sameDecisions(lockoutRules, trafficOn(Object.keys(lockoutRules()).length, lockoutShape, 2), 300);
     });
 
     it('saturates a penalty count where the core does, so that a flood of refused takes cannot grow it past exact integers', async () => {

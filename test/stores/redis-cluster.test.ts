@@ -36,7 +36,6 @@ after(async () => {
 storeConformance({
   name: 'redis cluster (ioredis, app time, hashTag "store")',
   skip,
-  lockouts: false, // until the store keeps lockouts (in progress)
   // A loaded 2-core CI machine can take longer than the 100 ms production default.
   timeout: '2s',
   async setup() {

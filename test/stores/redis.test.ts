@@ -44,7 +44,6 @@ function conformanceOn(name: string, connect: () => Promise<{ client: unknown; q
   storeConformance({
     name,
     skip,
-    lockouts: false, // until the store keeps lockouts (in progress)
     // A loaded 2-core CI machine can take longer than the 100 ms production default.
     timeout: '2s',
     async setup() {

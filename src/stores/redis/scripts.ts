@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { MAX_PENALTY_COUNT } from '../../core/bounds.js';
 import { redisAlgorithms, type RedisAlgorithm } from './algorithms/index.js';
+import { lockoutLua } from './lockout.js';
+import { READ_MARKED, READ_STATE, STATE_VALUE, appendBlock } from './state-value.js';
 
 /*
  * The two decision scripts, assembled from the algorithm modules (algorithms/): this file holds
@@ -20,36 +22,9 @@ now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
 `;
 
 /**
- * A key's state from its value `v` (MGET's: nil for an absent key or one of another type), spliced
- * into both scripts: three numbers `sa`, `sb`, `sc` from `"<a>:<b>"` or `"<a>:<b>:<c>"` (`sa`
- * false when absent or unreadable, `sc` false for two fields), read by each algorithm its own
- * way. What cannot be read is absent, and the write that follows repairs it.
+ * Library functions as locals, the penalty bound, the reader of a value with a block, and every
+ * module's own functions.
  */
-const READ_STATE = `local sa, sb, sc = false, 0, false
-if v then
-  local c1 = find(v, ':', 1, true)
-  if c1 then
-    local c2 = find(v, ':', c1 + 1, true)
-    sa = tonumber(sub(v, 1, c1 - 1))
-    if c2 then
-      sb = tonumber(sub(v, c1 + 1, c2 - 1))
-      sc = tonumber(sub(v, c2 + 1))
-      if not sc then sb = nil end
-    else
-      sb = tonumber(sub(v, c1 + 1))
-    end
-    if not (sa and sb) then sa, sb, sc = false, 0, false end
-  end
-end
-`;
-
-/**
- * The new value of a key: `"<a>:<b>:<c>"`, or `"<a>:<b>"` when `nc` is false. Whole numbers as
- * `%d`: every one is an integer below 2^53.
- */
-const STATE_VALUE = `if nc then value = format('%d:%d:%d', na, nb, nc) else value = format('%d:%d', na, nb) end`;
-
-/** Library functions as locals, the penalty bound, and every module's own functions. */
 const PRELUDE = `local call = redis.call
 local tonumber = tonumber
 local find = string.find
@@ -58,7 +33,7 @@ local format = string.format
 local floor = math.floor
 local ceil = math.ceil
 local MAX_PENALTY = ${MAX_PENALTY_COUNT}
-${redisAlgorithms.map((algorithm) => algorithm.luaFunctions ?? '').join('')}`;
+${READ_MARKED}${redisAlgorithms.map((algorithm) => algorithm.luaFunctions ?? '').join('')}`;
 
 /** A Lua table literal of one number per algorithm, indexed by tag. */
 function perTag(value: (algorithm: RedisAlgorithm) => number): string {
@@ -68,8 +43,8 @@ function perTag(value: (algorithm: RedisAlgorithm) => number): string {
 /**
  * The dispatch on `tag`: each algorithm's parameters bound to their names (`param(i)` is the Lua
  * expression of the i-th, from 0), its per-call limit when it takes one (`limitAt`, or nothing
- * when the caller has set `limit`), its decision, and `after` (what the caller does with the
- * outcome) with `window` written for 4-wide replies.
+ * when the caller has set `limit`), its decision, and under a lockout (`lock`) what it reports
+ * in `held` for the lockout (see lockout.ts).
  */
 function dispatch(
   param: (algorithm: RedisAlgorithm, i: number) => string,
@@ -82,7 +57,8 @@ function dispatch(
         ? ''
         : `  local ${names.join(', ')} = ${names.map((_, j) => param(algorithm, j)).join(', ')}\n`;
     const limit = algorithm.callLimit ? limitAt(algorithm) : '';
-    return `${i === 0 ? 'if' : 'elseif'} tag == ${i + 1} then\n${limit}${bind}${algorithm.lua}`;
+    const held = `  if lock then held = ${algorithm.held} end\n`;
+    return `${i === 0 ? 'if' : 'elseif'} tag == ${i + 1} then\n${limit}${bind}${algorithm.lua}${held}`;
   });
   return `${branches.join('')}end\n`;
 }
@@ -110,7 +86,8 @@ function indent(lua: string, spaces: number): string {
  *   later. Empty on the app's clock (the script reads no `TIME` there).
  * - `ARGV[3]`: `S`, the number of rule values that follow (`ARGV[4 .. 3 + S]`): each rule of the
  *   call once, its spec (the algorithm's tag, then its parameters: see each module in
- *   algorithms/), converted to numbers once per call.
+ *   algorithms/; for a rule with a lockout the tag negated, and the lockout's four values after
+ *   the parameters: see lockout.ts), converted to numbers once per call.
  * - then the groups, one after another. An entry is `ref, cost` and, for an algorithm that takes
  *   a per-call limit, `limit` (empty for the rule's own), where `ref` is the index in ARGV of its
  *   rule's spec.
@@ -133,9 +110,9 @@ function indent(lua: string, spaces: number): string {
  * the store's own prefix).
  *
  * Each key is read once per call (MGET) and written once at its end, however many decisions of
- * the batch touch it; peeks and refusals write nothing. Every write sets a TTL equal to the time
- * after which forgetting the key changes no decision (the rule's horizon): an idle key vanishes
- * exactly then.
+ * the batch touch it; peeks and refusals write nothing (but a refusal that starts a lockout's
+ * block). Every write sets a TTL equal to the time after which forgetting the key changes no
+ * decision (the rule's horizon, the block's memory included): an idle key vanishes exactly then.
  *
  * The script is flat: no closures and no table per key built per call (the keys' states live in
  * one array), `redis.call` and library functions in locals, every decision inline. Most of its
@@ -147,6 +124,7 @@ ${PRELUDE}local argv = ARGV
 local keys = KEYS
 local limited = ${perTag((a) => (a.callLimit ? 1 : 0))}
 local width = ${perTag((a) => a.replyWidth)}
+local params = ${perTag((a) => a.params.length)}
 local slack = tonumber(argv[1])
 local caller = slack ~= nil
 local now = 0
@@ -164,9 +142,11 @@ for x = 4, a - 1 do P[x] = tonumber(argv[x]) end
 
 -- Every key is read once (MGET, in chunks; GET would fail on a key of another type) and gets a
 -- slot in S, 5 values from S[base + 1]: the key, its state a, b, c (see READ_STATE) and the TTL
--- to write it with (false: unchanged). E[x] is the base of KEYS[x]'s slot.
+-- to write it with (false: unchanged). E[x] is the base of KEYS[x]'s slot. A key with a block
+-- (see lockout.ts) has its end and length at B[base + 1], B[base + 2]; B is made for the first.
 local nkeys = #keys
 local S = {}
+local B
 local E = {}
 local slots = {}
 local u = 0
@@ -188,6 +168,11 @@ ${indent(READ_STATE, 6)}      S[e + 1] = key
       S[e + 3] = sb
       S[e + 4] = sc
       S[e + 5] = false
+      if bm then
+        if not B then B = {} end
+        B[e + 1] = bu
+        B[e + 2] = bm
+      end
     end
     E[x] = e
   end
@@ -220,12 +205,18 @@ while a <= total do
   end
   local admitted = true
   local failed = false
-  local p, tag, cost, limit
+  local p, tag, cost, limit, lock, blockFirst, blockFactor, blockMax, blockForget
   for x = 1, n do
     -- A group's entries each have their own fields; a run's takes share the first's.
     if x == 1 or not single then
       p = tonumber(argv[a])
       tag = P[p]
+      lock = tag < 0
+      if lock then
+        tag = -tag
+        local at = p + 1 + params[tag]
+        blockFirst, blockFactor, blockMax, blockForget = P[at], P[at + 1], P[at + 2], P[at + 3]
+      end
       if single and caller then cost = tonumber(argv[a + 2]); a = a + 3 else cost = tonumber(argv[a + 1]); a = a + 2 end
       limit = nil
       if limited[tag] == 1 then limit = tonumber(argv[a]); a = a + 1 end
@@ -235,8 +226,10 @@ while a <= total do
     local asked = cost
     if cost == 0 then asked = 1 end
     local sa, sb, sc = S[e + 2], S[e + 3], S[e + 4]
+    local bu, bm
+    if lock and B then bu, bm = B[e + 1], B[e + 2] end
     -- The outcome, and the new state (na false: none) with its TTL.
-    local retry, remaining, reset, window
+    local retry, remaining, reset, window, held
     local na, nc = false, false
     local nb, ttl
 ${indent(
@@ -244,6 +237,12 @@ ${indent(
     (_, j) => `P[p + ${j + 1}]`,
     () => '',
   ),
+  4,
+)}${indent(
+  lockoutLua(`      if not B then B = {} end
+      B[e + 1] = bu
+      B[e + 2] = bm
+`),
   4,
 )}    if retry == -3 then failed = true end
     out[o + 1] = retry
@@ -295,6 +294,7 @@ for e = 0, u - 5, 5 do
     local na, nb, nc = S[e + 2], S[e + 3], S[e + 4]
     local value
     ${STATE_VALUE}
+    if B and B[e + 2] then ${appendBlock('B[e + 1]', 'B[e + 2]')} end
     call('SET', S[e + 1], value, 'PX', format('%d', ttl + slack))
   end
 end
@@ -314,8 +314,9 @@ const SINGLE_SPEC_AT = 2;
  * reply, without the batch's bookkeeping (rule table, key slots, groups). It costs Redis about
  * half as much: what a lone decision waits for is this script and the round trip.
  *
- * ARGV: `cost`, the rule's spec (its tag, then its parameters), the call's `limit` for an
- * algorithm that takes one (empty for the rule's own), then on the server's clock one more, the
+ * ARGV: `cost`, the rule's spec (its tag, then its parameters; with a lockout, see
+ * {@link decisionScript}), the call's `limit` for an algorithm that takes one (empty for the
+ * rule's own), then on the server's clock one more, the
  * deadline (see {@link decisionScript}; `[now, -4]` past it), and on the app's clock two,
  * `slack` and `now`. Few arguments: each costs Redis and the client a little on every call. One
  * key.
@@ -324,9 +325,19 @@ export const singleDecisionScript = `
 ${PRELUDE}local argv = ARGV
 local key = KEYS[1]
 local tag = tonumber(argv[${SINGLE_SPEC_AT}])
+-- A rule with a lockout: its tag negated, the lockout's values after the algorithm's.
+local lock = tag < 0
+if lock then tag = -tag end
 -- The clock's arguments come last, after the spec and the limit: the app's slack and now, or
 -- the server's deadline alone.
 local clock = (${perTag((a) => SINGLE_SPEC_AT + 1 + a.params.length + (a.callLimit ? 1 : 0))})[tag]
+local blockFirst, blockFactor, blockMax, blockForget
+if lock then
+  local at = (${perTag((a) => SINGLE_SPEC_AT + 1 + a.params.length)})[tag]
+  blockFirst, blockFactor = tonumber(argv[at]), tonumber(argv[at + 1])
+  blockMax, blockForget = tonumber(argv[at + 2]), tonumber(argv[at + 3])
+  clock = clock + 4
+end
 local slack, now
 if #argv > clock then
   slack = tonumber(argv[clock])
@@ -342,14 +353,15 @@ ${READ_STATE}local cost = tonumber(argv[1])
 local asked = cost
 if cost == 0 then asked = 1 end
 local single = true
-local retry, remaining, reset, window
+local retry, remaining, reset, window, held
 local na, nc = false, false
 local nb, ttl
 local limit
 ${dispatch(
   (_, j) => `tonumber(argv[${SINGLE_SPEC_AT + 1 + j}])`,
-  (a) => `  limit = tonumber(argv[${SINGLE_SPEC_AT + 1 + a.params.length}])\n`,
-)}local out
+  // The limit comes right before the clock's arguments.
+  () => `  limit = tonumber(argv[clock - 1])\n`,
+)}${lockoutLua('')}local out
 if (${perTag((a) => a.replyWidth)})[tag] == 4 then
   out = { now, retry, remaining, reset, window }
 else
@@ -358,6 +370,7 @@ end
 if na then
   local value
   ${STATE_VALUE}
+  if bm then ${appendBlock('bu', 'bm')} end
   call('SET', key, value, 'PX', format('%d', ttl + slack))
 end
 return out

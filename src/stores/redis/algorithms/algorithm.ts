@@ -48,6 +48,13 @@ export interface RedisAlgorithm {
   /** The decision in Lua (see above). */
   readonly lua: string;
   /**
+   * A Lua expression read after a refusal that wrote nothing, in the scope of {@link lua}: the
+   * ms after `now` until which the state as read (`sa`, `sb`, `sc`) may still decide something.
+   * A lockout that starts then writes that state back with its block, with a TTL of at least
+   * this (see lockout.ts); longer than needed only keeps an idle key a little longer.
+   */
+  readonly held: string;
+  /**
    * Local functions the decision calls, defined once at the top of each script (their names
    * must not collide with another module's). Library functions available there as locals:
    * `floor`, `ceil`.

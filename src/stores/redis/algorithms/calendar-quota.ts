@@ -75,6 +75,8 @@ export const calendarQuotaAlgorithm: RedisAlgorithm = {
     end
   end
 `,
+  // A refusal means a count in the period, spent when the period ends, after reset.
+  held: 'reset',
   encoder(rule: Rule, name: string, tag: number): RuleEncoder {
     const fields = rule as unknown as { timeZone?: unknown; per?: unknown; weekStart?: unknown };
     const ruleLimit = wholeField(rule, 'limit');

@@ -45,6 +45,8 @@ export const fixedWindowAlgorithm: RedisAlgorithm = {
     end
   end
 `,
+  // A refusal means a count in the window, spent when the window ends, after reset.
+  held: 'reset',
   encoder(rule: Rule, name: string, tag: number): RuleEncoder {
     const ruleLimit = wholeField(rule, 'limit');
     const windowMs = wholeField(rule, 'windowMs');

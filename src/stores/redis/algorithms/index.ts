@@ -5,6 +5,7 @@ import { calendarQuotaAlgorithm } from './calendar-quota.js';
 import { fixedWindowAlgorithm } from './fixed-window.js';
 import { slidingWindowAlgorithm } from './sliding-window.js';
 import { tokenBucketAlgorithm } from './token-bucket.js';
+import { withLockout } from '../lockout.js';
 
 export type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 
@@ -30,8 +31,10 @@ export interface RedisRuleCodec {
 }
 
 /**
- * The module and encoder of `rule`, found by its kind.
- * @throws SluiceError `SLUICE_CONFIG` for a value that is not a rule of a kind this store decides
+ * The module and encoder of `rule`, found by its kind; a rule's lockout, if any, is encoded
+ * around the module's (see lockout.ts).
+ * @throws SluiceError `SLUICE_CONFIG` for a value that is not a rule of a kind this store decides,
+ * or whose lockout was not made by sluice
  */
 export function redisCodecFor(rule: Rule, name: string): RedisRuleCodec {
   const kind = rule !== null && typeof rule === 'object' ? (rule as { kind?: unknown }).kind : undefined;
@@ -42,8 +45,6 @@ export function redisCodecFor(rule: Rule, name: string): RedisRuleCodec {
       `a rule of a kind this store decides (${redisAlgorithms.map((a) => a.kind).join(', ')})`,
     );
   }
-  // Lockouts are kept by the memory store so far; the Redis module for them is in progress.
-  if ((rule as { block?: unknown }).block !== undefined)
-    throw optionError('RedisStore rule block', 'left out: this store does not keep lockouts yet');
-  return { algorithm: found.algorithm, encoder: found.algorithm.encoder(rule, name, found.tag) };
+  const encoder = found.algorithm.encoder(rule, name, found.tag);
+  return { algorithm: found.algorithm, encoder: withLockout(rule, encoder) };
 }

@@ -78,6 +78,8 @@ export const slidingWindowAlgorithm: RedisAlgorithm = {
     ttl = s + 2 * w - now
   end
 `,
+  // A count weighs until the end of the window after its own: reset, then one more window.
+  held: 'reset + w',
   // The functions of the retry advice: core/sliding-window.ts's weigh() and earliest(), the
   // least elapsed in [from, w) at which the previous count's weight fits in room, or w.
   luaFunctions: `local function weigh(prev, w, elapsed)

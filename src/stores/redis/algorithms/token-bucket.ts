@@ -80,6 +80,8 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
     end
   end
 `,
+  // A refused bucket is full again after reset, its time to full.
+  held: 'reset',
   encoder(rule: Rule, name: string, tag: number): RuleEncoder {
     const limit = wholeField(rule, 'limit');
     const periodMs = wholeField(rule, 'periodMs');
