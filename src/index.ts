@@ -33,6 +33,7 @@ export {
   type LimiterMode,
 } from './limiter/limiter.js';
 export type { RefusalCacheOptions } from './limiter/refusal-cache.js';
+export type { Receipt, ReceiptedDecision } from './limiter/receipts.js';
 export type { FailurePolicy, LimiterStats, Logger } from './limiter/failure.js';
 export {
   createCascade,

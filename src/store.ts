@@ -33,6 +33,14 @@ export interface RuleBuckets {
   take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision>;
   /** Forgets `key`: its next take finds a full bucket. */
   reset(key: string): Promise<void>;
+  /**
+   * Settles an admitted take of `key` after the fact, atomically and without deciding: `delta < 0`
+   * gives back `-delta` units of the take made at `takenAt` (the caller's clock at the take),
+   * `delta > 0` charges `delta` more at `now`, as the rule's `adjust` says (a refund never leaves
+   * a bucket fuller than full nor a window's count below 0; a lockout is never touched). The
+   * limiter checks that each take is settled once and never for more than it charged.
+   */
+  adjust(key: string, delta: number, now: number, takenAt: number): Promise<void>;
 }
 
 /** Buckets that can also answer synchronously (the memory store). */
@@ -41,6 +49,8 @@ export interface SyncRuleBuckets extends RuleBuckets {
   takeSync(key: string, cost: number, now: number, limit: number | undefined): Decision;
   /** Synchronous {@link RuleBuckets.reset}. */
   resetSync(key: string): void;
+  /** Synchronous {@link RuleBuckets.adjust}. */
+  adjustSync(key: string, delta: number, now: number, takenAt: number): void;
 }
 
 /** One entry of an all-or-nothing take: a key of one bound rule and its cost. */

@@ -124,10 +124,16 @@ class BoundedMapBuckets implements RuleBuckets {
     const state = this.stateOf(key, now);
     if (cost === 0 || this.states.has(key))
       return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
-    const { value, window, previous } = state;
+    const { value, window, previous, blockedUntil } = state;
     const decision = this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
-    // A take that changed nothing (a refusal without penalty) needs no bucket, and takes no room.
-    if (state.value !== value || state.window !== window || state.previous !== previous) {
+    // A take that changed nothing (a refusal without penalty or lockout) needs no bucket, and
+    // takes no room.
+    if (
+      state.value !== value ||
+      state.window !== window ||
+      state.previous !== previous ||
+      state.blockedUntil !== blockedUntil
+    ) {
       this.makeRoom(1, now);
       this.states.set(key, state);
     }
@@ -137,6 +143,16 @@ class BoundedMapBuckets implements RuleBuckets {
   async reset(key: string): Promise<void> {
     this.check();
     this.states.delete(key);
+  }
+
+  async adjust(key: string, delta: number, now: number, takenAt: number): Promise<void> {
+    const known = this.states.has(key);
+    const state = this.stateOf(key, now);
+    // A refund of a key this store no longer holds has nothing to give back to.
+    if (this.rule.adjust(state, now, this.epoch, delta, takenAt) && !known) {
+      this.makeRoom(1, now);
+      this.states.set(key, state);
+    }
   }
 
   /** The state `key` is decided on: its bucket, or a new one that is not stored yet. */

@@ -130,7 +130,7 @@ describe('examples/catalog (tutorial: subject budgets)', () => {
     // A deliberate test double: a store whose every call fails, as a dead Redis would.
     const down: Store = {
       kind: 'down',
-      bind: (name, rule) => ({ name, rule, take: failure, reset: failure }),
+      bind: (name, rule) => ({ name, rule, take: failure, reset: failure, adjust: failure }),
       unbind: () => {},
       takeAll: failure,
     };

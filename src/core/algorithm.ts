@@ -83,6 +83,21 @@ export interface Rule {
    */
   horizonMs(state: BucketState, now: number, epoch: number): number;
   /**
+   * Settles an admitted take after the fact, without deciding (refunds and settlements: see
+   * `limiter.refund` and `limiter.settle`). Updates `state` in place and returns whether it
+   * changed.
+   *
+   * - `delta < 0` gives back `-delta` units of a take made at `takenAt`: never more than the
+   *   state holds (a bucket never ends fuller than full, a count never below 0), and nothing
+   *   when what the take charged has run out already (a window that is over; a token bucket
+   *   full again).
+   * - `delta > 0` charges `delta` more units at `now`, whatever the state (the work is done): a
+   *   token bucket's debt and a count stop at the bounds a penalty stops at.
+   *
+   * A lockout is never touched: a refund does not lift a block.
+   */
+  adjust(state: BucketState, now: number, epoch: number, delta: number, takenAt: number): boolean;
+  /**
    * Decides a take of `cost` units (0 = peek: report whether a take of 1 would succeed, change
    * nothing). With `commit`, an admitted take is charged (and a refused one too when the rule
    * has `penalty`). `epoch` is a fixed origin the caller keeps per set of states, so that scaled

@@ -3,7 +3,7 @@ import type { Duration } from './duration.js';
 import type { BlockOptions } from './block.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { BucketState } from './state.js';
-import { decideWindowCount } from './window-count.js';
+import { adjustWindowCount, decideWindowCount } from './window-count.js';
 
 /** Options of {@link fixedWindow}. */
 export interface FixedWindowOptions {
@@ -77,6 +77,14 @@ export class FixedWindowRule extends AlignedWindowRule {
     if (!(state.value > 0)) return 0;
     const end = state.window + this.windowMs;
     return end > now ? end - now : 0;
+  }
+
+  /** A refund comes off the take's window while it is the state's; a charge goes to the current one. */
+  adjust(state: BucketState, now: number, _epoch: number, delta: number, takenAt: number): boolean {
+    const w = this.windowMs;
+    const aligned = Math.floor(now / w) * w;
+    const start = state.window > aligned ? state.window : aligned;
+    return adjustWindowCount(state, Math.floor(takenAt / w) * w, start, delta);
   }
 
   decideBucket(

@@ -128,6 +128,22 @@ export class TokenBucketRule implements Rule {
     return blocked > full ? blocked : full;
   }
 
+  /** Refund: the arrival time moves back by the units, never before now; a charge: forward, debt capped. */
+  adjust(state: BucketState, now: number, epoch: number, delta: number, _takenAt: number): boolean {
+    const scaledNow = (now - epoch) * this.limit;
+    if (delta < 0) {
+      if (!(state.value > scaledNow)) return false;
+      const back = state.value + delta * this.unit;
+      state.value = back > scaledNow ? back : scaledNow;
+      return true;
+    }
+    if (delta === 0) return false;
+    const queued = state.value > scaledNow ? state.value - scaledNow : 0;
+    const charged = queued + delta * this.unit;
+    state.value = scaledNow + (charged < 2 * this.tolerance ? charged : 2 * this.tolerance);
+    return true;
+  }
+
   decide(
     state: BucketState,
     now: number,

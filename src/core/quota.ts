@@ -5,7 +5,7 @@ import { optionError } from './errors.js';
 import { checkOptionKeys } from './options.js';
 import type { Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
-import { decideWindowCount } from './window-count.js';
+import { adjustWindowCount, decideWindowCount } from './window-count.js';
 import {
   blockHorizonMs,
   decideWithBlock,
@@ -141,6 +141,13 @@ export class CalendarQuotaRule implements Rule {
     if (block !== undefined)
       return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
     return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+  }
+
+  /** A refund comes off the take's period while it is the state's; a charge goes to the current one. */
+  adjust(state: BucketState, now: number, _epoch: number, delta: number, takenAt: number): boolean {
+    const current = this.periods.startOf(now);
+    const start = state.window > current ? state.window : current;
+    return adjustWindowCount(state, this.periods.startOf(takenAt), start, delta);
   }
 
   /** The quota's own decision, before any lockout. */

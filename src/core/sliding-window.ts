@@ -69,6 +69,32 @@ export class SlidingWindowRule extends AlignedWindowRule {
     return end > now ? end - now : 0;
   }
 
+  /**
+   * A refund comes off the take's window while it is the state's current one, or off the
+   * previous count while it still weighs as that; a charge goes to the current window.
+   */
+  adjust(state: BucketState, now: number, _epoch: number, delta: number, takenAt: number): boolean {
+    const w = this.windowMs;
+    if (delta < 0) {
+      const taken = Math.floor(takenAt / w) * w;
+      if (state.window === taken && state.value > 0) {
+        const left = state.value + delta;
+        state.value = left > 0 ? left : 0;
+        return true;
+      }
+      if (state.window === taken + w && state.previous > 0) {
+        const left = state.previous + delta;
+        state.previous = left > 0 ? left : 0;
+        return true;
+      }
+      return false;
+    }
+    if (delta === 0) return false;
+    const aligned = Math.floor(now / w) * w;
+    charge(state, state.window > aligned ? state.window : aligned, w, delta);
+    return true;
+  }
+
   decideBucket(
     state: BucketState,
     now: number,

@@ -40,3 +40,24 @@ export function decideWindowCount(
   }
   return makeDecision(false, name, quota, quota, left, cost, resetMs, resetMs, windowMs);
 }
+
+/**
+ * Settles a take against a count per window (a fixed window, a calendar quota), the shared half
+ * of both once each has found its windows: `taken` is the window the take counted in, `start`
+ * the window that counts now (never earlier than `state.window`). A refund (`delta < 0`) comes
+ * off the count only while the take's window is the state's, never below 0; a charge
+ * (`delta > 0`) goes to the current window, saturating at {@link MAX_PENALTY_COUNT}.
+ */
+export function adjustWindowCount(state: BucketState, taken: number, start: number, delta: number): boolean {
+  if (delta < 0) {
+    if (state.window !== taken || !(state.value > 0)) return false;
+    const left = state.value + delta;
+    state.value = left > 0 ? left : 0;
+    return true;
+  }
+  if (delta === 0) return false;
+  const charged = (state.window === start ? state.value : 0) + delta;
+  state.value = charged < MAX_PENALTY_COUNT ? charged : MAX_PENALTY_COUNT;
+  state.window = start;
+  return true;
+}

@@ -57,6 +57,16 @@ export function costOf(cost: unknown): number {
   );
 }
 
+/** Checks the real cost of a settlement: like a cost, but required. */
+export function settledCost(cost: unknown): number {
+  if (cost === undefined)
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `settle needs the actual cost: a whole number from 0 to ${MAX_COUNT}`,
+    );
+  return costOf(cost);
+}
+
 /**
  * Checks a per-call limit: rules that accept one (counts per window, not token buckets), a whole
  * number from 1 to {@link MAX_COUNT}.

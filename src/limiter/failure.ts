@@ -126,20 +126,21 @@ export class FailureHandler {
   }
 
   /**
-   * The error for a reset whose store call failed. No policy can stand in for a reset (admitting
-   * means nothing here, and an insurance limiter cannot forget a key in the store), so it fails
-   * closed under every policy; it is counted and logged like any store failure.
+   * The error for a reset (or, with `operation`, a refund or settlement) whose store call failed.
+   * No policy can stand in for one (admitting means nothing here, and an insurance limiter cannot
+   * change a key in the store), so it fails closed under every policy; it is counted and logged
+   * like any store failure.
    */
-  resetFailed(error: unknown): SluiceError {
+  resetFailed(error: unknown, operation = 'reset a key'): SluiceError {
     if (!isStoreFailure(error)) return error as SluiceError;
     const code = isSluiceError(error) ? error.code : 'SLUICE_STORE_UNAVAILABLE';
     if (code === 'SLUICE_STORE_OVERLOADED') this.stats.overloads++;
     else this.stats.storeFailures++;
     if (code === 'SLUICE_STORE_TIMEOUT') this.stats.timeouts++;
-    this.log(error, 'rate-limit store failing; a reset could not be done');
+    this.log(error, `rate-limit store failing; could not ${operation}`);
     return new SluiceError(
       code,
-      `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store could not reset a key (${describeFailure(error)})`,
+      `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store could not ${operation} (${describeFailure(error)})`,
       { cause: withheldCause(error), status: code === 'SLUICE_STORE_OVERLOADED' ? 503 : this.closedStatus },
     );
   }

@@ -7,12 +7,13 @@ import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type S
 import { MemoryStore } from '../stores/memory.js';
 import { checkRuleName } from '../stores/shared/rule-name.js';
 import type { Duration } from '../core/duration.js';
-import { checkKey, costOf, limitOf, readClock } from './call-input.js';
+import { checkKey, costOf, limitOf, readClock, settledCost } from './call-input.js';
 import { resolveTimeout } from './store-timeout.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import { DecisionEvents } from './events.js';
 import { reportDecision, reportFailure } from './decision-report.js';
 import { resolveRefusalCache, type RefusalCache, type RefusalCacheOptions } from './refusal-cache.js';
+import { ReceiptBook, type Receipt, type ReceiptedDecision } from './receipts.js';
 import {
   FailureHandler,
   consoleLogger,
@@ -138,6 +139,29 @@ export interface Limiter {
    * exception; a missing key throws `SLUICE_KEY_MISSING`, a non-string key `SLUICE_KEY_INVALID`.
    */
   take(key: string, options?: TakeOptions): Promise<Decision>;
+  /**
+   * A take that also returns its receipt when it charged the store (see {@link Receipt}), for
+   * settling it after the response: {@link Limiter.refund} or {@link Limiter.settle}.
+   */
+  takeWithReceipt(key: string, options?: TakeOptions): Promise<ReceiptedDecision>;
+  /**
+   * Gives back what the take of `receipt` charged, atomically in the store: a token bucket never
+   * ends fuller than full, a window's count comes down only while the take's window still
+   * counts, a lockout stays. A receipt settles once (`SLUICE_ARGUMENT` for one settled already,
+   * issued by another limiter or made by hand); one whose store call failed may be tried again.
+   */
+  refund(receipt: Receipt): Promise<void>;
+  /**
+   * Settles the take of `receipt` at its real cost (a whole number from 0 to `MAX_COUNT`): less
+   * than charged gives the difference back as {@link Limiter.refund} does; more charges the
+   * difference now, whatever the bucket holds (the work is done: a token bucket's debt and a count
+   * stop at the bounds a penalty stops at). Single use, like a refund.
+   * @example
+   * const { decision, receipt } = await tokens.takeWithReceipt(key, { cost: estimate });
+   * // … call the model …
+   * if (receipt) await tokens.settle(receipt, usage.totalTokens);
+   */
+  settle(receipt: Receipt, actualCost: number): Promise<void>;
   /** What a take of 1 would get now, charging nothing. */
   peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision>;
   /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket. */
@@ -186,6 +210,12 @@ export interface SyncLimiter extends Limiter {
   resetSync(key: string): void;
   /** Synchronous {@link Limiter.unblock}. */
   unblockSync(key: string): void;
+  /** Synchronous {@link Limiter.takeWithReceipt}. */
+  takeWithReceiptSync(key: string, options?: TakeOptions): ReceiptedDecision;
+  /** Synchronous {@link Limiter.refund}. */
+  refundSync(receipt: Receipt): void;
+  /** Synchronous {@link Limiter.settle}. */
+  settleSync(receipt: Receipt, actualCost: number): void;
 }
 
 const limiterKeys = [
@@ -349,6 +379,8 @@ class RuleLimiter implements LimiterInternals {
   readonly buckets: RuleBuckets;
   readonly failure: FailurePolicy;
   closed = false;
+  /** Receipts issued and not settled yet. */
+  protected readonly receipts = new ReceiptBook();
   private readonly what: string;
   private readonly selfTimed: boolean;
 
@@ -382,6 +414,64 @@ class RuleLimiter implements LimiterInternals {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  takeWithReceipt(key: string, options?: TakeOptions): Promise<ReceiptedDecision> {
+    try {
+      if (this.closed) throw closedError(this.name);
+      checkKey(key);
+      const cost = options === undefined ? 1 : costOf(options.cost);
+      const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+      const now = readClock(this.clock);
+      return this.decideTake(key, cost, now, limit).then((decision) => ({
+        decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
+        receipt: this.receipts.issue(this.name, key, decision, now),
+      }));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  refund(receipt: Receipt): Promise<void> {
+    return this.adjustBy(receipt, undefined);
+  }
+
+  settle(receipt: Receipt, actualCost: number): Promise<void> {
+    return this.adjustBy(receipt, actualCost);
+  }
+
+  /** A refund (`actualCost` undefined) or a settlement: one store call, the receipt reopened if it fails. */
+  private adjustBy(receipt: Receipt, actualCost: number | undefined): Promise<void> {
+    let delta: number;
+    let now: number;
+    try {
+      if (this.closed) throw closedError(this.name);
+      const actual = actualCost === undefined ? 0 : settledCost(actualCost);
+      this.receipts.close(receipt, this.name);
+      delta = actual - receipt.cost;
+      if (delta === 0) return Promise.resolve();
+      now = readClock(this.clock);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { key, at } = receipt;
+    const refusals = this.refusals;
+    let pending: Promise<void>;
+    try {
+      pending = this.buckets.adjust(key, delta, now, at);
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
+    const operation = delta < 0 ? 'refund a take' : 'settle a take';
+    const settled = bounded.catch((error: unknown) => {
+      this.receipts.reopen(receipt);
+      return Promise.reject(this.handler.resetFailed(error, operation));
+    });
+    // A refund makes room: a refusal remembered for the key may no longer hold.
+    if (refusals === undefined || delta > 0) return settled;
+    refusals.forget(key);
+    return settled.finally(() => refusals.forget(key));
   }
 
   peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision> {
@@ -551,17 +641,20 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
   }
 
   takeSync(key: string, options?: TakeOptions): Decision {
-    const decision = this.takeEnforced(key, options);
+    const decision = this.takeEnforced(key, options, undefined);
     return this.mode === 'shadow' ? shadowOf(decision) : decision;
   }
 
-  /** The decision enforcement makes (reported as the limit's mode says). */
-  private takeEnforced(key: string, options: TakeOptions | undefined): Decision {
+  /**
+   * The decision enforcement makes (reported as the limit's mode says), at `at` or the clock's
+   * reading when undefined.
+   */
+  private takeEnforced(key: string, options: TakeOptions | undefined, at: number | undefined): Decision {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
     const cost = options === undefined ? 1 : costOf(options.cost);
     const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-    const now = readClock(this.clock);
+    const now = at ?? readClock(this.clock);
     // Refused the same way as on a shared store (which is never asked), so that a decision does
     // not depend on the store behind the limiter.
     if (cost > this.rule.capacityFor(limit)) {
@@ -574,6 +667,56 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     const decision = this.buckets.takeSync(key, cost, now, limit);
     this[reportTake](key, cost, decision, undefined, performance.now() - started);
     return decision;
+  }
+
+  takeWithReceiptSync(key: string, options?: TakeOptions): ReceiptedDecision {
+    if (this.closed) throw closedError(this.name);
+    const now = readClock(this.clock);
+    const decision = this.takeEnforced(key, options, now);
+    return {
+      decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
+      receipt: this.receipts.issue(this.name, key, decision, now),
+    };
+  }
+
+  override refund(receipt: Receipt): Promise<void> {
+    try {
+      this.refundSync(receipt);
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  override settle(receipt: Receipt, actualCost: number): Promise<void> {
+    try {
+      this.settleSync(receipt, actualCost);
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  refundSync(receipt: Receipt): void {
+    this.adjustSyncBy(receipt, undefined);
+  }
+
+  settleSync(receipt: Receipt, actualCost: number): void {
+    this.adjustSyncBy(receipt, actualCost);
+  }
+
+  private adjustSyncBy(receipt: Receipt, actualCost: number | undefined): void {
+    if (this.closed) throw closedError(this.name);
+    const actual = actualCost === undefined ? 0 : settledCost(actualCost);
+    this.receipts.close(receipt, this.name);
+    const delta = actual - receipt.cost;
+    if (delta === 0) return;
+    try {
+      this.buckets.adjustSync(receipt.key, delta, readClock(this.clock), receipt.at);
+    } catch (error) {
+      this.receipts.reopen(receipt);
+      throw error;
+    }
   }
 
   peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision {

@@ -5,7 +5,7 @@ import type { Rule } from '../core/rule.js';
 import { assertDistinctEntries, type SyncRuleBuckets, type SyncStore, type TakeEntry } from '../store.js';
 import { EvictedSummary } from './memory/evicted-summary.js';
 import { KeyHasher, randomSeeds } from './memory/key-hash.js';
-import { MemoryBucket, resetBucket } from './memory/memory-bucket.js';
+import { newBucket, resetBucket, type MemoryBucket } from './memory/memory-bucket.js';
 import { bucketId } from './shared/bucket-id.js';
 import { checkRuleName } from './shared/rule-name.js';
 
@@ -220,6 +220,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private epoch = Number.NaN;
   /** Set by unbind: every later call is a configuration error. */
   private freed = false;
+  /** Whether the rule has a lockout, whose buckets keep its two numbers. */
+  private readonly blocking: boolean;
 
   constructor(name: string, rule: Rule, maxKeys: number, summary: EvictedSummary, hasher: KeyHasher) {
     this.name = name;
@@ -227,6 +229,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     this.maxKeys = maxKeys;
     this.summary = summary;
     this.hasher = hasher;
+    this.blocking = rule.block !== undefined;
   }
 
   /** Buckets held in both generations. */
@@ -304,12 +307,36 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     // The summary cannot forget one key; a bucket that reads as full, kept in the maps, hides it.
     const hasher = this.hasher;
     hasher.hash(id);
-    const probe = resetBucket(this.rule.shape);
+    const probe = resetBucket(this.rule.shape, this.blocking);
     if (
       this.summary.estimate(hasher.first, hasher.second, -Infinity, probe) ||
       this.summary.estimateBlock(hasher.first, hasher.second, probe)
     ) {
-      this.insert(id, resetBucket(this.rule.shape), Number.NaN);
+      this.insert(id, resetBucket(this.rule.shape, this.blocking), Number.NaN);
+    }
+  }
+
+  adjustSync(key: string, delta: number, now: number, takenAt: number): void {
+    if (this.freed) throw notBound(this.name);
+    const id = bucketId(key);
+    if (this.epoch !== this.epoch) this.epoch = now;
+    const found = this.find(id, now);
+    if (found !== undefined) {
+      this.rule.adjust(found, now, this.epoch, delta, takenAt);
+      return;
+    }
+    // A key that left the maps settles on the state it would be decided on (never looser than
+    // its own), and is kept only when that changed.
+    const fresh = this.recall(id, now);
+    if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt)) this.insert(id, fresh, now);
+  }
+
+  adjust(key: string, delta: number, now: number, takenAt: number): Promise<void> {
+    try {
+      this.adjustSync(key, delta, now, takenAt);
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
     }
   }
 
@@ -357,11 +384,11 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private recall(id: string, now: number): MemoryBucket {
     if (this.summary.isEmpty) {
       const initial = this.rule.initialState(now, this.epoch);
-      return new MemoryBucket(initial.value, initial.window, initial.previous, -1, 1);
+      return newBucket(this.blocking, initial.value, initial.window, initial.previous, -1, 1);
     }
     const hasher = this.hasher;
     hasher.hash(id);
-    const bucket = new MemoryBucket(0, 0, 0, hasher.first, hasher.second);
+    const bucket = newBucket(this.blocking, 0, 0, 0, hasher.first, hasher.second);
     if (!this.summary.estimate(hasher.first, hasher.second, this.floor(now), bucket)) {
       const initial = this.rule.initialState(now, this.epoch);
       bucket.value = initial.value;

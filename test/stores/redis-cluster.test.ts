@@ -36,6 +36,7 @@ after(async () => {
 storeConformance({
   name: 'redis cluster (ioredis, app time, hashTag "store")',
   skip,
+  refunds: false, // until the store settles takes (in progress)
   // A loaded 2-core CI machine can take longer than the 100 ms production default.
   timeout: '2s',
   async setup() {

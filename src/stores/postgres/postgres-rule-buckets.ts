@@ -114,6 +114,14 @@ export class PostgresRuleBuckets implements RuleBuckets {
     );
   }
 
+  /** Refunds and settlements are not kept by the PostgreSQL store yet: the limiter is told so. */
+  async adjust(_key: string, _delta: number, _now: number, _takenAt: number): Promise<void> {
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      'refunds and settlements are not available on the PostgreSQL store yet',
+    );
+  }
+
   /** Called by the store when it unbinds the rule's name (internal). */
   release(): void {
     this.bound = false;

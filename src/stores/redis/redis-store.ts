@@ -321,6 +321,13 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     }
   }
 
+  /** Refunds and settlements are not kept by the Redis store yet: the limiter is told so. */
+  adjust(_key: string, _delta: number, _now: number, _takenAt: number): Promise<void> {
+    return Promise.reject(
+      new SluiceError('SLUICE_CONFIG', 'refunds and settlements are not available on the Redis store yet'),
+    );
+  }
+
   /** @internal The rule's values for the scripts at about `now` (see algorithms/algorithm.ts). */
   spec(now: number): readonly string[] {
     return (this.encoder as RuleEncoder).spec(now);
