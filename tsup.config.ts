@@ -13,6 +13,8 @@ export const entries = {
   node: 'src/adapters/node.ts',
   client: 'src/client/index.ts',
   otel: 'src/otel/index.ts',
+  // The `sluice` executable (package.json "bin"), not an import path.
+  sluice: 'src/server/bin.ts',
 };
 
 export default defineConfig({

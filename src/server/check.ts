@@ -1,0 +1,23 @@
+import { stringify } from 'yaml';
+import { MemoryStore } from '../stores/memory.js';
+import { compilePolicy } from './policy/compile.js';
+import { loadPolicyFile, type LoadOptions } from './policy/load.js';
+import type { Policy } from './policy/model.js';
+
+/**
+ * `sluice check`: loads the file and builds every rule with the library on a memory store
+ * standing in for the file's store (nothing is connected), so that any option the library
+ * refuses is found too. Returns the normalized policy as it may be shown (no secret values);
+ * throws a PolicyError otherwise.
+ */
+export function checkPolicyFile(file: string, env?: LoadOptions['env']): Policy {
+  const loaded = loadPolicyFile(file, env);
+  const compiled = compilePolicy(loaded, { store: new MemoryStore() });
+  compiled.close();
+  return loaded.printable();
+}
+
+/** The policy as `sluice check` prints it. */
+export function formatPolicy(policy: Policy, format: 'json' | 'yaml'): string {
+  return format === 'json' ? `${JSON.stringify(policy, null, 2)}\n` : stringify(policy);
+}

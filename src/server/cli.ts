@@ -1,0 +1,83 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { isSluiceError } from '../core/errors.js';
+import { checkPolicyFile, formatPolicy } from './check.js';
+import { PolicyError } from './policy/errors.js';
+
+/** Where the CLI writes; a test passes its own. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+const processIo: CliIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  env: process.env,
+};
+
+/**
+ * The `sluice` command: `check <file>` and `serve`. Exit codes: 0 done, 1 the policy or the
+ * arguments are wrong, 2 the server could not start.
+ */
+export function createProgram(
+  io: CliIo = processIo,
+  setExitCode = (code: number) => (process.exitCode = code),
+): Command {
+  const program = new Command('sluice')
+    .description('Rate limiting as a service: checks a policy file and serves decisions from it.')
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride()
+    .showHelpAfterError();
+
+  program
+    .command('check')
+    .description(
+      'Validate a policy file; print it normalized (defaults filled in), or every error as file:line:column: message',
+    )
+    .argument('<file>', 'the policy file (YAML)')
+    .addOption(
+      new Option('--format <format>', 'how to print the policy').choices(['json', 'yaml']).default('json'),
+    )
+    .action((file: string, options: { format: 'json' | 'yaml' }) => {
+      try {
+        io.out(formatPolicy(checkPolicyFile(file, io.env), options.format));
+        setExitCode(0);
+      } catch (error) {
+        reportPolicyError(error, io);
+        setExitCode(1);
+      }
+    });
+
+  return program;
+}
+
+/** Prints a policy error as one `file:line:column: message` line per issue. */
+export function reportPolicyError(error: unknown, io: Pick<CliIo, 'err'>): void {
+  if (error instanceof PolicyError) io.err(`${error.format()}\n`);
+  else if (isSluiceError(error)) io.err(`${error.message}\n`);
+  else throw error;
+}
+
+/** A TCP port from the command line. */
+export function portArgument(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535)
+    throw new InvalidArgumentError('a port is a whole number from 0 to 65535');
+  return port;
+}
+
+/** Runs the CLI with `argv` (as `process.argv`); commander's own exits become exit codes. */
+export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  let code = 0;
+  const program = createProgram(io, (c) => (code = c));
+  try {
+    await program.parseAsync([...argv]);
+  } catch (error) {
+    const exit = error as { exitCode?: number; code?: string };
+    if (typeof exit.exitCode === 'number')
+      return exit.code === 'commander.helpDisplayed' || exit.code === 'commander.version' ? 0 : exit.exitCode;
+    throw error;
+  }
+  return code;
+}

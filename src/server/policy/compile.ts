@@ -1,0 +1,259 @@
+import type { Clock } from '../../core/clock.js';
+import { calendarQuota } from '../../core/quota.js';
+import { fixedWindow } from '../../core/fixed-window.js';
+import { tokenBucket } from '../../core/gcra.js';
+import { slidingWindow } from '../../core/sliding-window.js';
+import type { Rule } from '../../core/rule.js';
+import { AddressList } from '../../http/address-list.js';
+import { createGuard, type Guard } from '../../http/guard.js';
+import { createCascade } from '../../limiter/cascade.js';
+import type { Logger } from '../../limiter/failure.js';
+import { createLimiter, type Limiter } from '../../limiter/limiter.js';
+import type { Store } from '../../store.js';
+import { PolicyError, type PolicyIssue } from './errors.js';
+import { bucketKeys, compileKey, type BucketKeys } from './keys.js';
+import type { LoadedPolicy } from './load.js';
+import { compileMatch } from './match.js';
+import type { LimitModel, Policy, RuleModel } from './model.js';
+import {
+  keyedRequest,
+  requestReader,
+  withLoopback,
+  type DecisionRequest,
+  type RequestInput,
+} from './request.js';
+
+type Path = readonly (string | number)[];
+
+/** A rule made of the library's parts: its limiters, and the guard that decides with them. */
+export interface CompiledRule {
+  readonly name: string;
+  readonly model: RuleModel;
+  /** In the file's order; several are charged all or nothing. */
+  readonly limiters: readonly Limiter[];
+  /** Decides for a request: lists, key, limits, headers and problem responses, all the library's. */
+  readonly guard: Guard<DecisionRequest>;
+  matches(request: DecisionRequest): boolean;
+  /** The text of the request's key, before pseudonymization. */
+  keyText(request: DecisionRequest): string;
+}
+
+/**
+ * A policy ready to decide: every rule built once. The server holds one at a time and may swap
+ * it for another as a whole (a reload builds a new one beside it).
+ */
+export interface CompiledPolicy {
+  readonly policy: Policy;
+  readonly store: Store;
+  /** In the file's order. */
+  readonly rules: readonly CompiledRule[];
+  rule(name: string): CompiledRule | undefined;
+  /** The rules a request matches, in order. */
+  matching(request: DecisionRequest): CompiledRule[];
+  /** A caller's request as the rules see it (client address behind the trusted proxies). */
+  read(input: RequestInput): DecisionRequest;
+  /** A caller-built key as a request: its bucket key under the current secret. */
+  keyed(key: string, cost?: number): DecisionRequest;
+  readonly keys: BucketKeys;
+  /** Closes every limiter (the store stays open: it is the caller's). */
+  close(): void;
+}
+
+/** Options of {@link compilePolicy}. */
+export interface CompileOptions {
+  /** Where the buckets live (opened from `policy.store` by the caller, or a stand-in to check). */
+  store: Store;
+  /** The limiters' clock. @default Date.now */
+  clock?: Clock;
+  /** Where the limiters log store failures. @default console */
+  logger?: Logger;
+  /** Where the guards report errors that became a 500. @default console.error */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * Builds a loaded policy with the library: each limit with its algorithm's function and
+ * `createLimiter`, several limits of a rule with an all-or-nothing `createCascade`, the rule with
+ * `createGuard`. Any option the library refuses is reported at the line it was written on, with
+ * every other problem found, as one {@link PolicyError}.
+ */
+export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): CompiledPolicy {
+  const { policy } = loaded;
+  const issues: PolicyIssue[] = [];
+  const built: Limiter[] = [];
+  /** Runs one library call; a refusal becomes an issue at `path`. */
+  const attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path): T | undefined => {
+    try {
+      return make();
+    } catch (error) {
+      const message = messageOf(error);
+      issues.push(loaded.issue([...path, ...(refine?.(message) ?? [])], `is not accepted: ${message}`));
+      return undefined;
+    }
+  };
+
+  const proxiesRead = checkAddresses(
+    loaded,
+    ['clients', 'trustedProxies'],
+    policy.clients.trustedProxies,
+    issues,
+  );
+  const keys = checkedSecrets(loaded, policy, issues) ?? bucketKeys([]);
+  const read = proxiesRead ? attempt(['clients'], () => requestReader(policy.clients)) : undefined;
+
+  const rules: CompiledRule[] = [];
+  policy.rules.forEach((rule, i) => {
+    const origin = loaded.origins[i]!;
+    const listsRead = [
+      checkAddresses(loaded, ['rules', i, 'allow'], rule.allow, issues),
+      checkAddresses(loaded, ['rules', i, 'deny'], rule.deny, issues),
+      checkAddresses(loaded, ['rules', i, 'match', 'sourceCidrs'], rule.match.sourceCidrs ?? [], issues),
+    ].every(Boolean);
+    const limiters: Limiter[] = [];
+    rule.limits.forEach((limit, j) => {
+      const path = origin.limits[j]!;
+      const algorithm = attempt(path, () => algorithmOf(limit), optionPath);
+      if (algorithm === undefined) return;
+      const limiter = attempt(
+        origin.rule,
+        () =>
+          createLimiter({
+            name: limit.name,
+            rule: algorithm,
+            store: options.store,
+            failure: rule.failure,
+            mode: rule.mode,
+            ...(options.clock === undefined ? {} : { clock: options.clock }),
+            ...(options.logger === undefined ? {} : { logger: options.logger }),
+          }),
+        // The limiter's own options (failure, mode) are written in the rule.
+        (message) => /^limiter "[^"]*" (failure|mode)\b/.exec(message)?.slice(1) ?? [],
+      );
+      if (limiter !== undefined) limiters.push(limiter);
+    });
+    built.push(...limiters);
+    // A rule whose parts were refused above is not built: its lists would be refused again.
+    if (limiters.length !== rule.limits.length || !listsRead) return;
+    const limits =
+      limiters.length === 1
+        ? limiters[0]!
+        : attempt(origin.rule, () => createCascade(limiters, { mode: 'all-or-nothing' }));
+    if (limits === undefined) return;
+    const matches = attempt(['rules', i, 'match'], () => compileMatch(rule.match, `rules[${i}].match`));
+    const keyText = compileKey(rule.key, rule.name, policy.clients.ipv6Prefix);
+    const guard = attempt(origin.rule, () =>
+      createGuard<DecisionRequest>({
+        limits,
+        key: (request) => request.key ?? keys.current(keyText(request)),
+        cost: (request) => request.cost ?? rule.cost,
+        headers: rule.headers,
+        address: (request) => request.address,
+        ...(rule.allow.length > 0 ? { allow: withLoopback(rule.allow) } : {}),
+        ...(rule.deny.length > 0 ? { deny: withLoopback(rule.deny) } : {}),
+        ...(options.onError === undefined ? {} : { onError: options.onError }),
+      }),
+    );
+    if (guard === undefined || matches === undefined) return;
+    rules.push({ name: rule.name, model: rule, limiters, guard, matches, keyText });
+  });
+
+  if (issues.length > 0 || read === undefined) {
+    for (const limiter of built) limiter.close();
+    throw new PolicyError(loaded.file, issues);
+  }
+  const byName = new Map(rules.map((r) => [r.name, r]));
+  return {
+    policy,
+    store: options.store,
+    rules,
+    rule: (name) => byName.get(name),
+    matching: (request) => rules.filter((r) => r.matches(request)),
+    read,
+    keyed: (key, cost) => keyedRequest(keys.current(key), cost),
+    keys,
+    close: () => {
+      for (const limiter of built) limiter.close();
+    },
+  };
+}
+
+/** A limit's algorithm, made by the library's own function (which checks every option). */
+function algorithmOf(limit: LimitModel): Rule {
+  const { name: _name, algorithm, ...options } = limit;
+  const given = definedOnly(options) as never;
+  switch (algorithm) {
+    case 'token-bucket':
+      return tokenBucket(given);
+    case 'fixed-window':
+      return fixedWindow(given);
+    case 'sliding-window':
+      return slidingWindow(given);
+    case 'calendar-quota':
+      return calendarQuota(given);
+  }
+}
+
+/**
+ * The option an algorithm's error names ("tokenBucket block max must be …" → block, max), so
+ * that it is reported at that option's line; a name the file does not hold falls back to the
+ * limit's own line.
+ */
+function optionPath(message: string): Path {
+  const named = /^(?:tokenBucket|fixedWindow|slidingWindow|calendarQuota) ((?:block )?[A-Za-z]+)\b/.exec(
+    message,
+  );
+  return named === null ? [] : named[1]!.split(' ');
+}
+
+/** Each entry parsed alone by the library's CIDR parser, so that an error names its line. */
+function checkAddresses(
+  loaded: LoadedPolicy,
+  path: Path,
+  entries: readonly string[],
+  issues: PolicyIssue[],
+): boolean {
+  const before = issues.length;
+  entries.forEach((entry, i) => {
+    if (entry === 'loopback') return;
+    try {
+      new AddressList([entry], 'entry');
+    } catch (error) {
+      // The library says "entry[0] must be …"; the place is ours to give.
+      issues.push(loaded.issue([...path, i], messageOf(error).replace(/^entry\[0\] /, '')));
+    }
+  });
+  return issues.length === before;
+}
+
+/** Each secret checked alone (length), then together (no repeats); undefined when refused. */
+function checkedSecrets(loaded: LoadedPolicy, policy: Policy, issues: PolicyIssue[]): BucketKeys | undefined {
+  const { secrets } = policy.clients;
+  const pathOf = (i: number): Path =>
+    i === 0 ? ['clients', 'pseudonymSecret'] : ['clients', 'previousSecrets', i - 1];
+  const before = issues.length;
+  secrets.forEach((secret, i) => {
+    try {
+      bucketKeys([secret]);
+    } catch (error) {
+      issues.push(
+        loaded.issue(pathOf(i), messageOf(error).replace(/^createPseudonymRing secrets\[0\] /, '')),
+      );
+    }
+  });
+  if (issues.length > before) return undefined;
+  try {
+    return bucketKeys(secrets);
+  } catch (error) {
+    const repeated = /secrets\[(\d+)\]/.exec(messageOf(error));
+    issues.push(loaded.issue(pathOf(Number(repeated?.[1] ?? 0)), 'repeats an earlier secret'));
+    return undefined;
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : 'an unexpected error';
+}
+
+function definedOnly(value: object): object {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
+}

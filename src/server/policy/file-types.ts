@@ -1,0 +1,202 @@
+/**
+ * The policy file as written, in the shape `sluice.schema.json` accepts. The field lists below
+ * are checked by the compiler against these types (every field, no other) and by a test against
+ * the schema, so that the types, the schema and the loader cannot drift apart.
+ */
+import type { HeaderStyle } from '../../http/headers.js';
+
+export type AlgorithmName = 'token-bucket' | 'fixed-window' | 'sliding-window' | 'calendar-quota';
+export type FailureName = 'closed' | 'open';
+export type ModeName = 'enforce' | 'shadow';
+export type ScopeName = 'decide' | 'admin';
+export type ProxyHeaderName = 'x-forwarded-for' | 'x-real-ip' | 'forwarded';
+
+export interface BlockFile {
+  duration: string;
+  factor?: number;
+  max?: string;
+  forgetAfter?: string;
+}
+
+export interface TokenBucketFile {
+  algorithm: 'token-bucket';
+  limit: number;
+  period: string;
+  burst?: number;
+  penalty?: boolean;
+  block?: BlockFile;
+}
+
+export interface FixedWindowFile {
+  algorithm: 'fixed-window';
+  limit: number;
+  window: string;
+  penalty?: boolean;
+  block?: BlockFile;
+}
+
+export interface SlidingWindowFile {
+  algorithm: 'sliding-window';
+  limit: number;
+  window: string;
+  penalty?: boolean;
+  block?: BlockFile;
+}
+
+export interface CalendarQuotaFile {
+  algorithm: 'calendar-quota';
+  limit: number;
+  per?: 'hour' | 'day' | 'week' | 'month';
+  timeZone?: string;
+  weekStart?: number;
+  penalty?: boolean;
+  block?: BlockFile;
+}
+
+/** One limit's options, as written in a rule or in its `limits` list. */
+export type LimitOptionsFile = TokenBucketFile | FixedWindowFile | SlidingWindowFile | CalendarQuotaFile;
+
+/** An entry of a rule's `limits` list: a limit with an optional name of its own. */
+export type LimitFile = LimitOptionsFile & { name?: string };
+
+export interface MatchFile {
+  methods?: string[];
+  paths?: string[];
+  host?: string;
+  headers?: Record<string, string>;
+  sourceCidrs?: string[];
+}
+
+export interface RuleCommonFile {
+  name: string;
+  match?: MatchFile;
+  key?: string[];
+  cost?: number;
+  failure?: FailureName;
+  headers?: HeaderStyle;
+  mode?: ModeName;
+  allow?: string[];
+  deny?: string[];
+}
+
+/** A rule: its one limit written in it, or a `limits` list. */
+export type RuleFile = RuleCommonFile & (LimitOptionsFile | { limits: LimitFile[] });
+
+export type StoreFile =
+  | { type: 'memory' }
+  | { type: 'redis'; url: string; timeout?: string; prefix?: string }
+  | { type: 'postgres'; url: string; timeout?: string; schema?: string };
+
+export interface ClientsFile {
+  trustedProxies?: string[];
+  proxyHeader?: ProxyHeaderName;
+  ipv6Prefix?: number;
+  pseudonymSecret?: string;
+  previousSecrets?: string[];
+}
+
+export interface DefaultsFile {
+  failure?: FailureName;
+  headers?: HeaderStyle;
+  mode?: ModeName;
+}
+
+export interface TokenFile {
+  token: string;
+  scopes: ScopeName[];
+}
+
+export interface AuthFile {
+  tokens: TokenFile[];
+}
+
+export interface PolicyFile {
+  version: 1;
+  store?: StoreFile;
+  clients?: ClientsFile;
+  defaults?: DefaultsFile;
+  auth?: AuthFile;
+  rules: RuleFile[];
+}
+
+type Fields<T> = { readonly [K in keyof Required<T>]: true };
+type StoreFields<T extends StoreFile['type']> = Fields<Extract<StoreFile, { type: T }>>;
+
+/**
+ * Every field of every object in the file, by the schema's name for it (`$defs`): the compiler
+ * checks each list against its type, a test checks it against `sluice.schema.json`.
+ */
+export const fileFields = {
+  policy: { version: true, store: true, clients: true, defaults: true, auth: true, rules: true },
+  block: { duration: true, factor: true, max: true, forgetAfter: true },
+  tokenBucket: { algorithm: true, limit: true, period: true, burst: true, penalty: true, block: true },
+  fixedWindow: { algorithm: true, limit: true, window: true, penalty: true, block: true },
+  slidingWindow: { algorithm: true, limit: true, window: true, penalty: true, block: true },
+  calendarQuota: {
+    algorithm: true,
+    limit: true,
+    per: true,
+    timeZone: true,
+    weekStart: true,
+    penalty: true,
+    block: true,
+  },
+  match: { methods: true, paths: true, host: true, headers: true, sourceCidrs: true },
+  ruleCommon: {
+    name: true,
+    match: true,
+    key: true,
+    cost: true,
+    failure: true,
+    headers: true,
+    mode: true,
+    allow: true,
+    deny: true,
+  },
+  memoryStore: { type: true },
+  redisStore: { type: true, url: true, timeout: true, prefix: true },
+  postgresStore: { type: true, url: true, timeout: true, schema: true },
+  clients: {
+    trustedProxies: true,
+    proxyHeader: true,
+    ipv6Prefix: true,
+    pseudonymSecret: true,
+    previousSecrets: true,
+  },
+  defaults: { failure: true, headers: true, mode: true },
+  auth: { tokens: true },
+  token: { token: true, scopes: true },
+} as const satisfies {
+  policy: Fields<PolicyFile>;
+  block: Fields<BlockFile>;
+  tokenBucket: Fields<TokenBucketFile>;
+  fixedWindow: Fields<FixedWindowFile>;
+  slidingWindow: Fields<SlidingWindowFile>;
+  calendarQuota: Fields<CalendarQuotaFile>;
+  match: Fields<MatchFile>;
+  ruleCommon: Fields<RuleCommonFile>;
+  memoryStore: StoreFields<'memory'>;
+  redisStore: StoreFields<'redis'>;
+  postgresStore: StoreFields<'postgres'>;
+  clients: Fields<ClientsFile>;
+  defaults: Fields<DefaultsFile>;
+  auth: Fields<AuthFile>;
+  token: Fields<TokenFile>;
+};
+
+/** The values the file's enumerations accept, checked against the schema by a test. */
+export const fileChoices = {
+  algorithm: ['token-bucket', 'fixed-window', 'sliding-window', 'calendar-quota'],
+  failure: ['closed', 'open'],
+  mode: ['enforce', 'shadow'],
+  scope: ['decide', 'admin'],
+  proxyHeader: ['x-forwarded-for', 'x-real-ip', 'forwarded'],
+  storeType: ['memory', 'redis', 'postgres'],
+} as const satisfies {
+  algorithm: readonly AlgorithmName[];
+  failure: readonly FailureName[];
+  mode: readonly ModeName[];
+  scope: readonly ScopeName[];
+  proxyHeader: readonly ProxyHeaderName[];
+  storeType: readonly StoreFile['type'][];
+};

@@ -1,0 +1,45 @@
+import { AddressList } from '../../http/address-list.js';
+import { normalizePath } from '../../http/path.js';
+import type { MatchFile } from './file-types.js';
+import { withLoopback, type DecisionRequest } from './request.js';
+
+/**
+ * A rule's `match` compiled once: every condition given must hold. Methods as the guard reads
+ * them (GET brings HEAD); paths in the one spelling of `normalizePath`, `*` for a segment or part
+ * of one, a final `/**` for everything below; header values exact, `*` for any.
+ */
+export function compileMatch(match: MatchFile, option: string): (request: DecisionRequest) => boolean {
+  const methods = match.methods === undefined ? undefined : new Set(match.methods);
+  if (methods?.has('GET')) methods.add('HEAD');
+  const paths = match.paths?.map(pathPattern);
+  const host = match.host?.toLowerCase();
+  const headers = Object.entries(match.headers ?? {}).map(
+    ([name, value]) => [name.toLowerCase(), value] as const,
+  );
+  const sources =
+    match.sourceCidrs === undefined
+      ? undefined
+      : new AddressList(withLoopback(match.sourceCidrs), `${option}.sourceCidrs`);
+  return (request) => {
+    if (methods !== undefined && !methods.has(request.method)) return false;
+    if (paths !== undefined && !paths.some((p) => p.test(request.path))) return false;
+    if (host !== undefined && request.host !== host) return false;
+    for (const [name, value] of headers) {
+      const given = request.headers[name];
+      if (given === undefined || (value !== '*' && given !== value)) return false;
+    }
+    return sources === undefined || sources.has(request.address);
+  };
+}
+
+/** A path pattern as a regular expression over normalized paths. */
+export function pathPattern(pattern: string): RegExp {
+  const below = pattern.endsWith('/**');
+  const base = normalizePath(below ? pattern.slice(0, -3) || '/' : pattern);
+  const body = base
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[^/]*');
+  if (!below) return new RegExp(`^${body}$`);
+  return base === '/' ? /^\// : new RegExp(`^${body}(?:/.*)?$`);
+}

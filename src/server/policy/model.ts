@@ -1,0 +1,73 @@
+/**
+ * A policy as the server uses it: the file with every default filled in, so that nothing
+ * downstream guesses. `sluice check` prints this form.
+ */
+import type { HeaderStyle } from '../../http/headers.js';
+import type {
+  AlgorithmName,
+  BlockFile,
+  FailureName,
+  LimitOptionsFile,
+  MatchFile,
+  ModeName,
+  ProxyHeaderName,
+  ScopeName,
+  StoreFile,
+} from './file-types.js';
+
+export type { AlgorithmName, BlockFile, FailureName, ModeName, ScopeName, StoreFile };
+
+/** One limit of a rule, named (the rule's name for the first, then `:2`, `:3` …). */
+export type LimitModel = LimitOptionsFile & { name: string };
+
+export interface RuleModel {
+  readonly name: string;
+  readonly match: MatchFile;
+  /** Key parts, `['address']` unless the file says otherwise. */
+  readonly key: readonly string[];
+  readonly cost: number;
+  readonly failure: FailureName;
+  readonly headers: HeaderStyle;
+  readonly mode: ModeName;
+  readonly allow: readonly string[];
+  readonly deny: readonly string[];
+  /** One limit, or several charged all or nothing. */
+  readonly limits: readonly LimitModel[];
+}
+
+export interface ClientsModel {
+  readonly trustedProxies: readonly string[];
+  readonly proxyHeader: ProxyHeaderName;
+  readonly ipv6Prefix: number;
+  /** Current secret first, then the previous ones; empty when keys are stored as they are. */
+  readonly secrets: readonly string[];
+}
+
+export interface TokenModel {
+  readonly token: string;
+  readonly scopes: readonly ScopeName[];
+}
+
+export interface Policy {
+  readonly version: 1;
+  readonly store: StoreFile;
+  readonly clients: ClientsModel;
+  readonly defaults: {
+    readonly failure: FailureName;
+    readonly headers: HeaderStyle;
+    readonly mode: ModeName;
+  };
+  /** Bearer tokens; empty when the file has no `auth` (the server then serves loopback only). */
+  readonly tokens: readonly TokenModel[];
+  readonly rules: readonly RuleModel[];
+}
+
+/** Where a rule's parts were written, as paths into the file, for errors found after loading. */
+export interface RuleOrigin {
+  /** The rule itself: `['rules', 2]`. */
+  readonly rule: readonly (string | number)[];
+  /** Each limit: the rule for a limit written in it, else `['rules', 2, 'limits', i]`. */
+  readonly limits: readonly (readonly (string | number)[])[];
+}
+
+export type { BlockFile as BlockModel };

@@ -1,0 +1,62 @@
+import { createClientAddress } from '../../keys/client-address.js';
+import { LOOPBACK } from '../../keys/cidr-set.js';
+import { normalizePath, pathOf } from '../../http/path.js';
+import type { ClientsModel } from './model.js';
+
+/** A request as a caller describes it to the decision API. */
+export interface RequestInput {
+  method: string;
+  /** The request target's path (a query is ignored). */
+  path: string;
+  /** The Host header's value; taken from `headers.host` when left out. */
+  host?: string;
+  headers?: Record<string, string>;
+  /** The TCP peer's address as the caller saw it; proxy headers are read only from trusted peers. */
+  address: string;
+}
+
+/**
+ * A request as the rules see it: method in capitals, path in its one spelling, header names
+ * in lower case, the client address found behind the trusted proxies. A caller that built the
+ * key itself sets `key` (already the bucket key) and leaves the rest empty.
+ */
+export interface DecisionRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly host: string | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The client's address, or undefined when there is none (a caller-built key). */
+  readonly address: string | undefined;
+  readonly key?: string;
+  readonly cost?: number;
+}
+
+/** `loopback` stands for the loopback ranges in any address list of the file. */
+export function withLoopback(entries: readonly string[]): string[] {
+  return entries.flatMap((entry) => (entry === 'loopback' ? [...LOOPBACK] : [entry]));
+}
+
+/** Reads requests the way the policy's `clients` section says. */
+export function requestReader(clients: ClientsModel): (input: RequestInput) => DecisionRequest {
+  const addressOf = createClientAddress({
+    trustedProxies: withLoopback(clients.trustedProxies),
+    header: clients.proxyHeader,
+  });
+  return (input) => {
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value;
+    const host = (input.host ?? headers.host)?.replace(/:\d+$/, '').toLowerCase();
+    return {
+      method: input.method.toUpperCase(),
+      path: normalizePath(pathOf(input.path)),
+      host,
+      headers,
+      address: addressOf({ peer: input.address, headers }).address,
+    };
+  };
+}
+
+/** A caller-built key: no request facts at all. */
+export function keyedRequest(key: string, cost: number | undefined): DecisionRequest {
+  return { method: '', path: '/', host: undefined, headers: {}, address: undefined, key, cost };
+}

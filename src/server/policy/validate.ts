@@ -1,0 +1,150 @@
+import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import schema from '../../../sluice.schema.json' with { type: 'json' };
+import { fileChoices } from './file-types.js';
+import { pathText } from './errors.js';
+
+/** One schema violation, before it is placed in the file. */
+export interface SchemaProblem {
+  /** Where: segments into the policy. */
+  readonly path: readonly (string | number)[];
+  /** True when the problem is the key itself (an unknown key), not its value. */
+  readonly atKey: boolean;
+  /** What is wrong, without `where` (the caller adds the place and any expansion). */
+  readonly what: string;
+}
+
+// strictRequired is off because the schema's discriminators require their tag (`type`,
+// `algorithm`) where the branches, not the parent, define it; every other strict check is on.
+const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true, discriminator: true });
+const validator = ajv.compile(schema);
+const defs = schema.$defs;
+
+/** The JSON Schema of policy files (sluice.schema.json). */
+export const policySchema: unknown = schema;
+
+/** Validates a parsed policy against `sluice.schema.json`; an empty list when it conforms. */
+export function schemaProblems(data: unknown): SchemaProblem[] {
+  if (validator(data)) return [];
+  const problems: SchemaProblem[] = [];
+  const seen = new Set<string>();
+  const errors = validator.errors ?? [];
+  const missing = new Set(
+    errors.filter((e) => e.keyword === 'required').map((e) => `${e.instancePath}/${missingOf(e)}`),
+  );
+  for (const error of errors) {
+    const problem = describe(error, missing);
+    if (problem === undefined) continue;
+    const id = `${pathText(problem.path)}|${problem.what}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    problems.push(problem);
+  }
+  return problems;
+}
+
+function missingOf(error: ErrorObject): string {
+  return String((error.params as { missingProperty?: string }).missingProperty);
+}
+
+const algorithms = quoted(fileChoices.algorithm);
+
+function describe(error: ErrorObject, missing: ReadonlySet<string>): SchemaProblem | undefined {
+  const path = segments(error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  const is = (what: string): SchemaProblem => ({ path, atKey: false, what });
+  switch (error.keyword) {
+    case 'if':
+    case 'oneOf':
+      // The branch's own errors say what is wrong; "must match the else schema" says nothing.
+      return undefined;
+    case 'additionalProperties':
+    case 'unevaluatedProperties': {
+      const key = String(params.additionalProperty ?? params.unevaluatedProperty);
+      return { path: [...path, key], atKey: true, what: `has an unknown key ${JSON.stringify(key)}` };
+    }
+    case 'required': {
+      const key = missingOf(error);
+      if (key === 'algorithm' && /^\/rules\/\d+$/.test(error.instancePath))
+        return is(`needs an algorithm (${algorithms}) or a list of limits`);
+      return is(`needs ${JSON.stringify(key)}`);
+    }
+    case 'discriminator': {
+      const tag = String(params.tag);
+      if (params.error === 'tag') {
+        // A missing tag is reported by `required` already.
+        if (missing.has(`${error.instancePath}/${tag}`)) return undefined;
+        return { path: [...path, tag], atKey: false, what: 'must be a string' };
+      }
+      const choices = tag === 'type' ? quoted(fileChoices.storeType) : algorithms;
+      return { path: [...path, tag], atKey: false, what: `must be one of ${choices}` };
+    }
+    case 'type':
+      return is(`must be ${typeNames[String(params.type)] ?? String(params.type)}`);
+    case 'const':
+      return is(`must be ${JSON.stringify(params.allowedValue)}`);
+    case 'enum':
+      return is(`must be one of ${quoted(params.allowedValues as readonly unknown[])}`);
+    case 'pattern':
+      return is(`must be ${patternNames.get(String(params.pattern)) ?? 'of the documented form'}`);
+    case 'propertyNames':
+      return {
+        path: [...path, String(params.propertyName)],
+        atKey: true,
+        what: "has a key that is not a header name (letters, digits and !#$%&'*+.^_`|~-)",
+      };
+    case 'minItems':
+      return is(`must have at least ${String(params.limit)} ${params.limit === 1 ? 'entry' : 'entries'}`);
+    case 'minimum':
+      return is(`must be at least ${String(params.limit)}`);
+    case 'maximum':
+      return is(`must be at most ${String(params.limit)}`);
+    case 'minLength':
+      return is(
+        params.limit === 1 ? 'must not be empty' : `must be at least ${String(params.limit)} characters`,
+      );
+    case 'uniqueItems':
+      return is('lists an entry twice');
+    default:
+      return is(error.message ?? 'is not valid');
+  }
+}
+
+/** `/rules/0/limit` → ['rules', 0, 'limit']. */
+function segments(pointer: string): (string | number)[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^(0|[1-9][0-9]*)$/.test(s) ? Number(s) : s));
+}
+
+/** What each pattern of the schema stands for, by the `$defs` entry (or property) it is in. */
+const patternNames = new Map<string, string>([
+  [defs.duration.pattern, 'a duration such as "10m": a whole number with ms, s, m, h or d'],
+  [defs.key.items.pattern, 'address, method, path, route, host, header:<name> or literal:<text>'],
+  [
+    defs.ruleCommon.properties.name.pattern,
+    'letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64',
+  ],
+  [
+    defs.limitName.pattern,
+    'letters, digits, ".", "_", ":" and "-", starting with a letter or digit, at most 100',
+  ],
+  [defs.match.properties.methods.items.pattern, 'an HTTP method in capitals, such as "POST"'],
+  [defs.match.properties.paths.items.pattern, 'a path starting with "/"'],
+]);
+
+const typeNames: Record<string, string> = {
+  integer: 'a whole number',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  object: 'a mapping',
+  array: 'a list',
+};
+
+function quoted(values: readonly unknown[]): string {
+  const texts = values.map((v) => JSON.stringify(v));
+  return texts.length < 2 ? texts.join('') : `${texts.slice(0, -1).join(', ')} or ${texts.at(-1)}`;
+}
