@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { isSluiceError } from '../core/errors.js';
 import { checkPolicyFile, formatPolicy } from './check.js';
 import { PolicyError } from './policy/errors.js';
+import { StartError, serve } from './serve/start.js';
 
 /** Where the CLI writes; a test passes its own. */
 export interface CliIo {
@@ -45,6 +46,26 @@ export function createProgram(
         setExitCode(0);
       } catch (error) {
         reportPolicyError(error, io);
+        setExitCode(1);
+      }
+    });
+
+  program
+    .command('serve')
+    .description('Serve decisions from a policy file over HTTP (see /openapi.json)')
+    .option('--config <file>', 'the policy file', 'sluice.yaml')
+    .option('--host <host>', 'the address to listen on; without auth tokens, loopback only', '127.0.0.1')
+    .option('--port <port>', 'the port to listen on (0: any free port)', portArgument, 8411)
+    .action(async (options: { config: string; host: string; port: number }) => {
+      try {
+        const running = await serve({ ...options, env: io.env, out: io.out });
+        // Stop listening, let requests in flight finish, then close the store.
+        const stop = () => void running.close().then(() => setExitCode(0));
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      } catch (error) {
+        if (error instanceof StartError) io.err(`${error.message}\n`);
+        else reportPolicyError(error, io);
         setExitCode(1);
       }
     });

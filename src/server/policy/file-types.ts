@@ -62,6 +62,7 @@ export type LimitFile = LimitOptionsFile & { name?: string };
 export interface MatchFile {
   methods?: string[];
   paths?: string[];
+  exceptPaths?: string[];
   host?: string;
   headers?: Record<string, string>;
   sourceCidrs?: string[];
@@ -141,7 +142,7 @@ export const fileFields = {
     penalty: true,
     block: true,
   },
-  match: { methods: true, paths: true, host: true, headers: true, sourceCidrs: true },
+  match: { methods: true, paths: true, exceptPaths: true, host: true, headers: true, sourceCidrs: true },
   ruleCommon: {
     name: true,
     match: true,

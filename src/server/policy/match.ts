@@ -5,13 +5,14 @@ import { withLoopback, type DecisionRequest } from './request.js';
 
 /**
  * A rule's `match` compiled once: every condition given must hold. Methods as the guard reads
- * them (GET brings HEAD); paths in the one spelling of `normalizePath`, `*` for a segment or part
+ * them (GET brings HEAD); paths (and exceptPaths, left out) in the one spelling of `normalizePath`, `*` for a segment or part
  * of one, a final `/**` for everything below; header values exact, `*` for any.
  */
 export function compileMatch(match: MatchFile, option: string): (request: DecisionRequest) => boolean {
   const methods = match.methods === undefined ? undefined : new Set(match.methods);
   if (methods?.has('GET')) methods.add('HEAD');
   const paths = match.paths?.map(pathPattern);
+  const except = match.exceptPaths?.map(pathPattern);
   const host = match.host?.toLowerCase();
   const headers = Object.entries(match.headers ?? {}).map(
     ([name, value]) => [name.toLowerCase(), value] as const,
@@ -23,6 +24,7 @@ export function compileMatch(match: MatchFile, option: string): (request: Decisi
   return (request) => {
     if (methods !== undefined && !methods.has(request.method)) return false;
     if (paths !== undefined && !paths.some((p) => p.test(request.path))) return false;
+    if (except !== undefined && except.some((p) => p.test(request.path))) return false;
     if (host !== undefined && request.host !== host) return false;
     for (const [name, value] of headers) {
       const given = request.headers[name];

@@ -133,6 +133,7 @@ const patternNames = new Map<string, string>([
   ],
   [defs.match.properties.methods.items.pattern, 'an HTTP method in capitals, such as "POST"'],
   [defs.match.properties.paths.items.pattern, 'a path starting with "/"'],
+  [defs.match.properties.exceptPaths.items.pattern, 'a path starting with "/"'],
 ]);
 
 const typeNames: Record<string, string> = {

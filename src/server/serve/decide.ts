@@ -1,0 +1,197 @@
+/**
+ * What the API does with an item: the library decides (each rule's guard), this module only
+ * picks the rules, hands them the request, and writes their outcomes as JSON.
+ */
+import type { Decision } from '../../core/decision.js';
+import { decisiveOf, type HeaderValues } from '../../http/headers.js';
+import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
+import type { GuardOutcome } from '../../http/guard.js';
+import type { CompiledPolicy, CompiledRule } from '../policy/compile.js';
+import type { DecisionRequest, RequestInput } from '../policy/request.js';
+
+export interface KeyedItem {
+  rule: string;
+  key: string;
+  cost?: number;
+}
+export interface RequestItem {
+  request: RequestInput;
+  cost?: number;
+}
+export type Item = KeyedItem | RequestItem;
+
+export interface DecisionJson {
+  rule: string;
+  name: string;
+  allowed: boolean;
+  limit: number;
+  capacity: number;
+  remaining: number;
+  retryAfterMs: number | null;
+  resetMs: number;
+  source: Decision['source'];
+}
+
+export interface Verdict {
+  allowed: boolean;
+  rules: string[];
+  refusedBy: string[];
+  remaining: number | null;
+  retryAfterMs: number | null;
+  resetMs: number | null;
+  decisions: DecisionJson[];
+}
+
+export interface DecisionResult extends Verdict {
+  status: number;
+  headers: HeaderValues;
+  body?: unknown;
+}
+
+/** The rules an item asks, with the request they see, in order. */
+export function targetsOf(
+  policy: CompiledPolicy,
+  item: Item,
+): { rules: CompiledRule[]; request: DecisionRequest } {
+  if ('rule' in item) return { rules: [policy.rule(item.rule)!], request: policy.keyed(item.key, item.cost) };
+  const read = policy.read(item.request);
+  const request = item.cost === undefined ? read : { ...read, cost: item.cost };
+  return { rules: policy.matching(request), request };
+}
+
+/**
+ * Decides an item: each rule's guard in order, the first that answers (429, 403, 503 …) stops.
+ * Admitted by every rule, the headers of all are sent together.
+ */
+export async function decide(policy: CompiledPolicy, item: Item): Promise<DecisionResult> {
+  const { rules, request } = targetsOf(policy, item);
+  const asked: CompiledRule[] = [];
+  const decisions: DecisionJson[] = [];
+  const enforcing: Decision[] = [];
+  let headers: HeaderValues = {};
+  for (const rule of rules) {
+    asked.push(rule);
+    const outcome: GuardOutcome = await rule.guard.check(request, {
+      method: request.method,
+      path: request.path,
+    });
+    for (const d of outcome.decisions) {
+      decisions.push(decisionJson(rule.name, d));
+      if (rule.model.mode === 'enforce') enforcing.push(d);
+    }
+    if (outcome.action === 'respond') {
+      const { status, headers: sent, body } = outcome.response;
+      return {
+        ...verdict(asked, decisions, enforcing),
+        allowed: false,
+        status,
+        headers: sent,
+        body: JSON.parse(body),
+      };
+    }
+    headers = mergeHeaders(headers, outcome.headers);
+  }
+  return { ...verdict(asked, decisions, enforcing), status: 200, headers };
+}
+
+/** What a decision would say now, charging nothing (peeks of every limit; lists not consulted). */
+export async function peek(policy: CompiledPolicy, item: Item): Promise<Verdict> {
+  const { rules, request } = targetsOf(policy, item);
+  const asked: CompiledRule[] = [];
+  const decisions: DecisionJson[] = [];
+  const enforcing: Decision[] = [];
+  for (const rule of rules) {
+    asked.push(rule);
+    const key = request.key ?? policy.keys.current(rule.keyText(request));
+    let refused = false;
+    for (const limiter of rule.limiters) {
+      const d = await limiter.peek(key);
+      decisions.push(decisionJson(rule.name, d));
+      if (rule.model.mode === 'enforce') enforcing.push(d);
+      if (!d.allowed && rule.model.mode === 'enforce') refused = true;
+    }
+    if (refused) break;
+  }
+  return verdict(asked, decisions, enforcing);
+}
+
+/** Clears an item's buckets in the rules it asks: under the current secret, or every one. */
+export async function clear(
+  policy: CompiledPolicy,
+  item: Item | { key: string; rules?: string[] },
+  everySecret: boolean,
+): Promise<{ rules: string[]; buckets: number }> {
+  // Each rule with the text of the key to clear in it (a request's differs per rule).
+  let targets: [CompiledRule, string][];
+  if ('request' in item) {
+    const request = policy.read(item.request);
+    targets = policy.matching(request).map((rule) => [rule, rule.keyText(request)]);
+  } else {
+    const named = 'rule' in item ? [item.rule] : item.rules;
+    const rules = named === undefined ? policy.rules : named.map((name) => policy.rule(name)!);
+    targets = rules.map((rule) => [rule, item.key]);
+  }
+  let buckets = 0;
+  for (const [rule, text] of targets) {
+    const keys = everySecret ? policy.keys.all(text) : [policy.keys.current(text)];
+    for (const limiter of rule.limiters) for (const key of keys) await limiter.reset(key);
+    buckets += rule.limiters.length * keys.length;
+  }
+  return { rules: targets.map(([rule]) => rule.name), buckets };
+}
+
+function verdict(asked: readonly CompiledRule[], decisions: DecisionJson[], enforcing: Decision[]): Verdict {
+  const decisive = decisiveOf(enforcing);
+  const refusedBy = enforcing.filter((d) => !d.allowed).map((d) => d.name);
+  return {
+    allowed: refusedBy.length === 0,
+    rules: asked.map((r) => r.name),
+    refusedBy,
+    remaining: decisive?.remaining ?? null,
+    retryAfterMs: decisive === undefined ? null : finite(decisive.retryAfterMs),
+    resetMs: decisive?.resetMs ?? null,
+    decisions,
+  };
+}
+
+function decisionJson(rule: string, d: Decision): DecisionJson {
+  return {
+    rule,
+    name: d.name,
+    allowed: d.allowed,
+    limit: d.limit,
+    capacity: d.capacity,
+    remaining: d.remaining,
+    retryAfterMs: finite(d.retryAfterMs),
+    resetMs: d.resetMs,
+    source: d.source,
+  };
+}
+
+/** JSON has no Infinity: a cost that can never be admitted has no retry time (null). */
+function finite(ms: number): number | null {
+  return Number.isFinite(ms) ? ms : null;
+}
+
+const listHeaders = new Set(['RateLimit', 'RateLimit-Policy']);
+
+/**
+ * The headers of several admitting rules as one set: the IETF fields are lists (one member per
+ * limit, joined), `Access-Control-Expose-Headers` is merged, and the legacy `X-RateLimit-*`
+ * describe one limit: the one with the fewest units left, as the library chooses.
+ */
+function mergeHeaders(sent: HeaderValues, next: HeaderValues): HeaderValues {
+  const merged: HeaderValues = { ...sent };
+  const legacyWins =
+    next['X-RateLimit-Remaining'] !== undefined &&
+    (sent['X-RateLimit-Remaining'] === undefined ||
+      Number(next['X-RateLimit-Remaining']) < Number(sent['X-RateLimit-Remaining']));
+  for (const [name, value] of Object.entries(next)) {
+    if (listHeaders.has(name) && merged[name] !== undefined) merged[name] = `${merged[name]}, ${value}`;
+    else if (name === EXPOSE_HEADER) merged[name] = mergeExposed(merged[name], value);
+    else if (name.startsWith('X-RateLimit-')) {
+      if (legacyWins) merged[name] = value;
+    } else merged[name] = value;
+  }
+  return merged;
+}

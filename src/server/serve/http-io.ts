@@ -1,0 +1,83 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { errorResponse, type HttpResponse } from '../../http/problem.js';
+import { MAX_BODY_BYTES } from './limits.js';
+
+const PROBLEM = 'application/problem+json';
+
+/**
+ * A problem response (RFC 9457) in the shape of the library's own (`type`, `title`, `status`,
+ * `detail`, `code`), for the API's errors the library has no status for (404, 405, 413, 415).
+ * No request value is ever part of it.
+ */
+export function problem(
+  status: number,
+  code: string,
+  title: string,
+  detail: string,
+  extra: Record<string, unknown> = {},
+): HttpResponse {
+  return {
+    status,
+    headers: { 'Content-Type': PROBLEM, 'Cache-Control': 'no-store' },
+    body: JSON.stringify({ type: 'about:blank', title, status, detail, code, ...extra }),
+  };
+}
+
+/** An error no handler expected: the library's 500 (or its status), without the message. */
+export function unexpected(error: unknown): HttpResponse {
+  return errorResponse(error);
+}
+
+export function json(status: number, value: unknown): HttpResponse {
+  return {
+    status,
+    headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
+    body: JSON.stringify(value),
+  };
+}
+
+export function send(res: ServerResponse, response: HttpResponse): void {
+  res.writeHead(response.status, { ...response.headers, 'Content-Length': Buffer.byteLength(response.body) });
+  res.end(response.body);
+}
+
+/** A body that could not be read: too large, or not JSON. */
+export class BodyError {
+  constructor(readonly response: HttpResponse) {}
+}
+
+/**
+ * Reads a JSON body of at most {@link MAX_BODY_BYTES}: a larger one (by its Content-Length, or
+ * as it arrives) is a 413 without reading the rest, anything but `application/json` a 415, text
+ * that is not JSON a 400.
+ */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json')
+    throw new BodyError(
+      problem(415, 'unsupported_media_type', 'Unsupported Media Type', 'Send application/json.'),
+    );
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) throw new BodyError(tooLarge());
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new BodyError(tooLarge());
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new BodyError(problem(400, 'invalid_request', 'Bad Request', 'The body is not JSON.'));
+  }
+}
+
+function tooLarge(): HttpResponse {
+  return problem(
+    413,
+    'payload_too_large',
+    'Content Too Large',
+    `A body may hold at most ${MAX_BODY_BYTES} bytes.`,
+  );
+}

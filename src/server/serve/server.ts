@@ -1,0 +1,147 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import type { HttpResponse } from '../../http/problem.js';
+import type { CompiledPolicy } from '../policy/compile.js';
+import type { ScopeName } from '../policy/model.js';
+import { apiValidator, bodyErrors } from './api-schemas.js';
+import { clear, decide, peek, type Item } from './decide.js';
+import { BodyError, json, problem, readJson, send, unexpected } from './http-io.js';
+import { openApiDocument } from './openapi.js';
+
+/** The policy being served, with what the server needs besides: its tokens' check and its store's health. */
+export interface ServedPolicy {
+  readonly compiled: CompiledPolicy;
+  /** undefined when the request may go on, else the 401 or 403 to answer. */
+  authorize(req: IncomingMessage, scope: ScopeName): HttpResponse | undefined;
+  /** The store's kind, for /readyz. */
+  readonly storeType: string;
+  /** True when the store answers. */
+  ready(): Promise<boolean>;
+}
+
+/**
+ * Where the server finds the policy for each request: read once per request, so that a reload
+ * can swap the whole policy at once and a request never sees half of each.
+ */
+export interface PolicyHolder {
+  current(): ServedPolicy;
+}
+
+type Batch = { items: Item[] };
+type ForgetBatch = { items: (Item | { key: string; rules?: string[] })[] };
+
+interface Route {
+  scope: ScopeName;
+  validate: ValidateFunction;
+  run(policy: CompiledPolicy, body: Batch | ForgetBatch): Promise<unknown>;
+}
+
+const batch = apiValidator('Batch');
+const routes: Record<string, Route> = {
+  '/v1/decisions': {
+    scope: 'decide',
+    validate: batch,
+    run: (p, b) => each(b, (item) => decide(p, item as Item)),
+  },
+  '/v1/peek': { scope: 'decide', validate: batch, run: (p, b) => each(b, (item) => peek(p, item as Item)) },
+  '/v1/reset': { scope: 'admin', validate: batch, run: (p, b) => each(b, (item) => clear(p, item, false)) },
+  '/v1/forget': {
+    scope: 'admin',
+    validate: apiValidator('ForgetBatch'),
+    run: (p, b) => each(b, (item) => clear(p, item, true)),
+  },
+};
+
+/** Items one after the other, in order: two items of one key see each other's charge. */
+async function each<T>(
+  body: Batch | ForgetBatch,
+  run: (item: Batch['items'][number] | ForgetBatch['items'][number]) => Promise<T>,
+) {
+  const results: T[] = [];
+  for (const item of body.items) results.push(await run(item));
+  return { results };
+}
+
+const openApiBody = JSON.stringify(openApiDocument);
+
+/**
+ * The decision API on node:http (no framework): POST /v1/decisions, /v1/peek, /v1/reset,
+ * /v1/forget; GET /healthz, /readyz, /openapi.json. Every error is problem+json.
+ */
+export function createDecisionServer(holder: PolicyHolder): Server {
+  return createServer((req, res) => {
+    handle(holder.current(), req, res).catch((error: unknown) => {
+      if (!res.headersSent) send(res, unexpected(error));
+      else res.destroy();
+    });
+  });
+}
+
+async function handle(served: ServedPolicy, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = new URL(req.url ?? '/', 'http://sluice').pathname;
+  const route = routes[path];
+  if (route !== undefined) {
+    if (req.method !== 'POST') return refuseMethod(req, res, 'POST');
+    const denied = served.authorize(req, route.scope);
+    if (denied !== undefined) return send(res, denied);
+    let body: unknown;
+    try {
+      body = await readJson(req);
+    } catch (error) {
+      if (!(error instanceof BodyError)) throw error;
+      // The rest of a refused body is not read: the connection closes after the answer.
+      res.setHeader('Connection', 'close');
+      return send(res, error.response);
+    }
+    if (!route.validate(body)) return send(res, invalid(bodyErrors(route.validate.errors)));
+    const unknown = unknownRules(served.compiled, body as ForgetBatch);
+    if (unknown.length > 0) return send(res, invalid(unknown));
+    return send(res, json(200, await route.run(served.compiled, body as Batch)));
+  }
+  if (path === '/healthz' || path === '/readyz' || path === '/openapi.json') {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return refuseMethod(req, res, 'GET, HEAD');
+    if (path === '/healthz') return send(res, json(200, { status: 'ok' }));
+    if (path === '/openapi.json')
+      return send(res, { status: 200, headers: { 'Content-Type': 'application/json' }, body: openApiBody });
+    const ready = await served.ready();
+    return send(
+      res,
+      json(ready ? 200 : 503, { status: ready ? 'ok' : 'unavailable', store: served.storeType }),
+    );
+  }
+  req.resume();
+  send(res, problem(404, 'not_found', 'Not Found', 'No such endpoint; see /openapi.json.'));
+}
+
+function refuseMethod(req: IncomingMessage, res: ServerResponse, allow: string): void {
+  req.resume();
+  const response = problem(
+    405,
+    'method_not_allowed',
+    'Method Not Allowed',
+    `This endpoint answers ${allow}.`,
+  );
+  response.headers.Allow = allow;
+  send(res, response);
+}
+
+function invalid(errors: { path: string; message: string }[]): HttpResponse {
+  return problem(400, 'invalid_request', 'Bad Request', 'The body is not a batch of the documented shape.', {
+    errors,
+  });
+}
+
+/** Rule names the policy does not hold, by their place (never their text: it is request input). */
+function unknownRules(policy: CompiledPolicy, body: ForgetBatch): { path: string; message: string }[] {
+  const found: { path: string; message: string }[] = [];
+  body.items.forEach((item, i) => {
+    if ('rule' in item && policy.rule(item.rule) === undefined)
+      found.push({ path: `/items/${i}/rule`, message: 'names no rule of the policy' });
+    if ('rules' in item)
+      item.rules?.forEach((name, j) => {
+        if (policy.rule(name) === undefined)
+          found.push({ path: `/items/${i}/rules/${j}`, message: 'names no rule of the policy' });
+      });
+  });
+  return found;
+}

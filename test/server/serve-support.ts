@@ -1,0 +1,103 @@
+/**
+ * `sluice serve` as a child process on a free loopback port (`--port 0`, the address read from
+ * its first line), with bounded waits, and a small client for its API.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { bin, policyFile, root } from './cli-support.js';
+
+export interface RunningSluice {
+  url: string;
+  child: ChildProcess;
+  /** Everything the server printed so far. */
+  output(): string;
+  /** Stops it with SIGTERM and waits for its exit (at most 10 s, then SIGKILL). */
+  stop(): Promise<number | null>;
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Reply>;
+  get(path: string): Promise<Reply>;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON of any shape
+}
+
+/** Starts `sluice serve` with this policy text; resolves once it listens (at most 20 s). */
+export async function startSluice(
+  policy: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<RunningSluice> {
+  const config = policyFile(policy);
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', bin, 'serve', '--config', config, '--port', '0', ...args],
+    {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`sluice serve did not start:\n${output}`)), 20_000);
+    const look = () => {
+      const found = /on (http:\/\/\S+)/.exec(output);
+      if (found !== null) {
+        clearTimeout(timer);
+        resolve(found[1]!);
+      }
+    };
+    child.stdout!.on('data', look);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      reject(new Error(`sluice serve exited:\n${output}`));
+    });
+  });
+  const call = async (path: string, init: RequestInit): Promise<Reply> => {
+    const response = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(10_000) });
+    const text = await response.text();
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: text === '' ? undefined : JSON.parse(text),
+    };
+  };
+  return {
+    url,
+    child,
+    output: () => output,
+    stop: () => stopChild(child),
+    post: (path, body, headers = {}) =>
+      call(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    get: (path) => call(path, { method: 'GET' }),
+  };
+}
+
+/** Stops a child with SIGTERM, then SIGKILL after 10 s; resolves with its exit code. */
+export async function stopChild(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  const [code] = (await exited) as [number | null];
+  clearTimeout(timer);
+  return code;
+}
+
+/** A request item from a client address. */
+export const fromAddress = (
+  address: string,
+  method = 'POST',
+  path = '/api/login',
+  headers: Record<string, string> = {},
+) => ({
+  request: { method, path, address, headers },
+});
