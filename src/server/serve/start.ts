@@ -4,7 +4,10 @@ import { compilePolicy } from '../policy/compile.js';
 import { loadPolicyFile } from '../policy/load.js';
 import { authorizer, isLoopbackHost } from './auth.js';
 import { createDecisionServer, type ServedPolicy } from './server.js';
+import { StartError } from './start-error.js';
 import { openStore } from './store.js';
+
+export { StartError };
 
 /** Options of `sluice serve`. */
 export interface ServeOptions {
@@ -22,9 +25,6 @@ export interface RunningServer {
   readonly server: Server;
   close(): Promise<void>;
 }
-
-/** Why the server will not start, said in one line (not a policy error: those have their own form). */
-export class StartError extends Error {}
 
 /**
  * `sluice serve`: loads and builds the policy, opens its store, listens, and prints where and

@@ -1,21 +1,115 @@
+import type * as ioredis from 'ioredis';
+import type * as pg from 'pg';
+import type { Duration } from '../../core/duration.js';
 import type { Store } from '../../store.js';
 import { MemoryStore } from '../../stores/memory.js';
 import type { StoreFile } from '../policy/model.js';
+import { StartError } from './start-error.js';
 
 /** A store opened from the policy, with its health check and its end. */
 export interface OpenedStore {
   readonly store: Store;
   readonly type: StoreFile['type'];
-  /** True when the store answers now. */
+  /** True when the store answers now (for /readyz). */
   ready(): Promise<boolean>;
   close(): Promise<void>;
 }
 
-/** Opens the policy's store. */
+/** How long /readyz waits for the store before it says "unavailable". */
+const READY_TIMEOUT_MS = 1000;
+
+/**
+ * Opens the policy's store. A shared store that is down does not stop the server: it starts,
+ * /readyz says "unavailable", and each rule's failure policy answers (closed: 503) until the
+ * store is back; the client reconnects by itself. A driver that is not installed does stop it:
+ * ioredis for Redis and pg for PostgreSQL are optional peers of the package.
+ */
 export async function openStore(config: StoreFile): Promise<OpenedStore> {
   if (config.type === 'memory') {
-    const store = new MemoryStore();
-    return { store, type: 'memory', ready: async () => true, close: async () => {} };
+    return { store: new MemoryStore(), type: 'memory', ready: async () => true, close: async () => {} };
   }
-  throw new Error(`the ${config.type} store is not served yet`);
+  return config.type === 'redis' ? openRedis(config) : openPostgres(config);
+}
+
+async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise<OpenedStore> {
+  const { Redis } = await driver<typeof ioredis>('ioredis', 'redis');
+  const { RedisStore } = await import('../../stores/redis/index.js');
+  // No offline queue: while Redis is down a decision fails at once (and the rule's failure
+  // policy answers) instead of waiting in a queue; the client keeps reconnecting.
+  const client = new Redis(config.url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 500,
+  });
+  // Connection errors are what /readyz reports; logging each retry would flood the output.
+  client.on('error', () => {});
+  client.connect().catch(() => {});
+  const store = new RedisStore({
+    client,
+    ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
+    ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
+  });
+  return {
+    store,
+    type: 'redis',
+    ready: () => answers(async () => (await client.ping()) === 'PONG'),
+    close: async () => {
+      client.disconnect();
+    },
+  };
+}
+
+async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): Promise<OpenedStore> {
+  const { default: driverPg } = await driver<{ default: typeof pg }>('pg', 'postgres');
+  const { PostgresStore } = await import('../../stores/postgres/index.js');
+  const pool = new driverPg.Pool({ connectionString: config.url, max: 10, connectionTimeoutMillis: 2000 });
+  pool.on('error', () => {});
+  const store = new PostgresStore({
+    client: pool,
+    ...(config.schema === undefined ? {} : { schema: config.schema }),
+    ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
+  });
+  // The tables are created (or brought up to date) once the database answers: at start, or at
+  // the first readiness check after it comes up.
+  let migrated: Promise<unknown> | undefined;
+  const migrate = () =>
+    (migrated ??= store.migrate().catch((error: unknown) => {
+      migrated = undefined;
+      throw error;
+    }));
+  await migrate().catch(() => {});
+  return {
+    store,
+    type: 'postgres',
+    ready: () =>
+      answers(async () => {
+        await migrate();
+        await pool.query('SELECT 1');
+        return true;
+      }),
+    close: () => pool.end(),
+  };
+}
+
+/** True when `check` says so within the readiness timeout; false when it fails or takes longer. */
+async function answers(check: () => Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>(
+    (resolve) => (timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS)),
+  );
+  try {
+    return await Promise.race([check().catch(() => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Imports a store's driver, an optional peer; missing, it is a StartError saying what to install. */
+async function driver<T>(name: string, store: string): Promise<T> {
+  try {
+    return (await import(name)) as T;
+  } catch {
+    throw new StartError(`sluice serve: the ${store} store needs the ${name} package: npm install ${name}`);
+  }
 }
