@@ -11,11 +11,32 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../core/decision.js';
 import { withSocketAddress } from './socket-address.js';
-import { createGuard, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './node-response.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type {
+  RateLimitOptions,
+  KeySpec,
+  KeyResult,
+  ErrorReportDetails,
+  CountOnly,
+  RequestRateLimit,
+} from '../http/guard.js';
+
+declare global {
+  // Express's own way to type what middleware adds to its requests: declaration merging.
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /**
+       * What the last sluice limit this request passed decided for it: its decisions, and with
+       * `countOnly` its receipts. Set on admitted requests only.
+       */
+      rateLimit?: RequestRateLimit;
+    }
+  }
+}
 
 /**
  * Express middleware for a limit: an admitted request gets its rate-limit headers and goes on
@@ -24,7 +45,9 @@ export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '.
  * connection or the session. The key function receives Express's `Request`; `exclude` routes are
  * matched against the full path (`req.originalUrl`), also when the middleware is mounted on a
  * path (`app.use('/api', rateLimit(…))`). A request that passes the same limit twice (app level
- * and route level) is charged once. It leaves no rejected promise behind.
+ * and route level) is charged once. It leaves no rejected promise behind. An admitted request
+ * carries what the limit decided as `req.rateLimit`; with `countOnly` it is settled when its
+ * response closes.
  *
  * @default every method, draft headers (see {@link RateLimitOptions})
  * @example
@@ -38,7 +61,7 @@ export function rateLimit(
     guard
       .check(request, nodeRequestFacts(request, request.originalUrl ?? request.url))
       .then((outcome) => {
-        if (applyNodeOutcome(response, outcome, guard)) next();
+        if (applyNodeOutcome(request, response, outcome, guard)) next();
       })
       // The guard never rejects and applying never throws: only a throwing `next` lands here.
       .catch((error: unknown) => guard.report(error));

@@ -11,7 +11,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Decision } from '../core/decision.js';
 import { withSocketAddress } from './socket-address.js';
-import { createGuard, isPreflight, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, isPreflight, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import {
   errorResponse,
@@ -21,8 +21,29 @@ import {
 } from '../http/problem.js';
 import { pathOf } from '../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
+import { settleOnClose } from './node-response.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type {
+  RateLimitOptions,
+  KeySpec,
+  KeyResult,
+  ErrorReportDetails,
+  CountOnly,
+  RequestRateLimit,
+} from '../http/guard.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * What the last sluice limit this request passed decided for it: its decisions, and with
+     * `countOnly` its receipts. Set on admitted requests; `null` before (the plugin declares it).
+     */
+    rateLimit: RequestRateLimit | null;
+  }
+}
+
+/** The request property the plugin declares (Fastify keeps requests of one shape when declared). */
+const REQUEST_PROPERTY = 'rateLimit';
 
 /**
  * An `onRequest` hook for a limit. Use it per route (`{ onRequest: rateLimit(...) }`) or for a
@@ -31,7 +52,10 @@ export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '.
  * (429, 400, 401, 500, 503) and the route handler does not run. The key function receives the
  * `FastifyRequest`; `exclude` routes are matched against the URL path without its query (a
  * `GET` route covers the `HEAD` Fastify answers with it). A request that passes the same limit
- * twice is charged once.
+ * twice is charged once. An admitted request carries what the limit decided as
+ * `request.rateLimit`; with `countOnly` it is settled when its response closes. Used without
+ * {@link rateLimitPlugin}, declare the property once for Fastify's fast path:
+ * `app.decorateRequest('rateLimit', null)`.
  *
  * @default every method, draft headers (see {@link RateLimitOptions})
  * @example
@@ -49,7 +73,11 @@ export function rateLimit(
       preflight: isPreflight(method, request.headers['access-control-request-method']),
     });
     try {
-      if (outcome.action === 'continue') setHeaders(reply, outcome.headers);
+      if (outcome.action === 'continue') {
+        setHeaders(reply, outcome.headers);
+        request.rateLimit = outcome;
+        settleOnClose(reply.raw, outcome, guard);
+      }
       // A sent reply stops Fastify before the body is parsed and before the handler.
       else send(reply, outcome.response);
     } catch (error) {
@@ -66,7 +94,8 @@ export function rateLimit(
 
 /**
  * A Fastify plugin applying a limit to every route of the context it is registered in and of its
- * children (it is not encapsulated, like `fastify-plugin` would make it). Register it in an
+ * children (it is not encapsulated, like `fastify-plugin` would make it). It declares the request
+ * decorator `request.rateLimit`. Register it in an
  * encapsulated child (`app.register(async (api) => { await api.register(rateLimitPlugin, …) })`)
  * to limit only that child's routes.
  *
@@ -85,7 +114,10 @@ export async function rateLimitPlugin(
     logSerializers: _logSerializers,
     ...own
   } = options as RateLimitOptions<FastifyRequest> & Record<'prefix' | 'logLevel' | 'logSerializers', unknown>;
-  instance.addHook('onRequest', rateLimit(own));
+  const hook = rateLimit(own);
+  // Declared once per context: a second plugin (another limit) finds it there already.
+  if (!instance.hasRequestDecorator(REQUEST_PROPERTY)) instance.decorateRequest(REQUEST_PROPERTY, null);
+  instance.addHook('onRequest', hook);
 }
 // Without encapsulation the hook reaches the registering context, what fastify-plugin would do
 // (set here so that the adapter needs no runtime dependency).

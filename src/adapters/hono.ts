@@ -9,7 +9,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Decision } from '../core/decision.js';
-import { createGuard, isPreflight, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, isPreflight, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import {
   errorResponse,
@@ -19,15 +19,46 @@ import {
 } from '../http/problem.js';
 import { pathOf } from '../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
+import { settleOnClose, type ClosingResponse } from './node-response.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type {
+  RateLimitOptions,
+  KeySpec,
+  KeyResult,
+  ErrorReportDetails,
+  CountOnly,
+  RequestRateLimit,
+} from '../http/guard.js';
+
+/**
+ * The context variables the middleware sets, for an app that lists its variables:
+ * `new Hono<{ Variables: RateLimitVariables }>()`. Every `c.get('rateLimit')` is typed anyway.
+ */
+export interface RateLimitVariables {
+  /**
+   * What the last sluice limit this request passed decided for it: its decisions, and with
+   * `countOnly` its receipts. Set on admitted requests only.
+   */
+  rateLimit: RequestRateLimit | undefined;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** See {@link RateLimitVariables}. */
+    rateLimit: RequestRateLimit | undefined;
+  }
+}
 
 /**
  * Hono middleware for a limit: an admitted request gets its rate-limit headers and goes on
  * (`await next()`); anything else is answered here (429, 400, 401, 500, 503). It never reads the
  * body. The key function receives Hono's `Context`; `exclude` routes are matched against
  * the request URL's path as the client wrote it. A request that passes the same limit twice is
- * charged once. Errors of later middleware and handlers pass through untouched.
+ * charged once. Errors of later middleware and handlers pass through untouched. An admitted
+ * request carries what the limit decided as `c.get('rateLimit')`. With `countOnly`, under
+ * `@hono/node-server` the request is settled when its response closes (a client that went away
+ * mid-body counts as failed); elsewhere when the handlers have returned their response, by its
+ * status (as failed if the request's signal aborted).
  *
  * @default every method, draft headers (see {@link RateLimitOptions})
  * @example
@@ -50,8 +81,32 @@ export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler
       const failure = errorResponse(error);
       return c.body(failure.body, 500, failure.headers);
     }
-    await next();
+    c.set('rateLimit', outcome);
+    if (outcome.receipts.length === 0) return next();
+    const outgoing = nodeResponseOf(c);
+    if (outgoing !== undefined) {
+      settleOnClose(outgoing, outcome, guard);
+      return next();
+    }
+    try {
+      await next();
+    } catch (error) {
+      guard.settle(outcome, undefined);
+      throw error;
+    }
+    guard.settle(outcome, c.req.raw.signal?.aborted === true ? undefined : c.res.status);
   };
+}
+
+/** The `node:http` response under `@hono/node-server` (its `c.env.outgoing`), when there is one. */
+function nodeResponseOf(c: Context): ClosingResponse | undefined {
+  const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing as ClosingResponse | undefined;
+  return typeof outgoing === 'object' &&
+    outgoing !== null &&
+    typeof outgoing.once === 'function' &&
+    'writableEnded' in outgoing
+    ? outgoing
+    : undefined;
 }
 
 /**

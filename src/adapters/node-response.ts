@@ -3,7 +3,13 @@
  * `sluice/express` (an Express response is a `node:http` one).
  */
 import type { IncomingMessage } from 'node:http';
-import { isPreflight, type Guard, type GuardOutcome, type RequestFacts } from '../http/guard.js';
+import {
+  isPreflight,
+  type Guard,
+  type GuardOutcome,
+  type RequestFacts,
+  type RequestRateLimit,
+} from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import { pathOf } from '../http/path.js';
 import { errorResponse, type HttpResponse } from '../http/problem.js';
@@ -84,21 +90,64 @@ export function answerNodeFailure(response: NodeResponseLike, error: unknown): v
 }
 
 /**
- * Copies a guard's outcome onto a `node:http`-style response: the headers of an admitted request
- * (true: it may go on), or the response (false). Never throws: what fails while writing is
- * reported through the guard and answered by {@link answerNodeFailure}.
+ * The part of a `node:http` response whose end a guard waits for to settle a request: a Fastify
+ * reply's `raw` and Hono's `c.env.outgoing` under `@hono/node-server` are such responses too.
+ */
+export interface ClosingResponse {
+  readonly statusCode: number;
+  /** True once the application ended the response (`end()`), its whole body given to node. */
+  readonly writableEnded: boolean;
+  readonly destroyed: boolean;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * Settles an admitted request's receipts (`countOnly`) when its response closes: with its status
+ * when the response was ended, as failed when the connection closed before. Does nothing
+ * (and allocates nothing) for an outcome without receipts.
  *
  * @example
- * if (applyNodeOutcome(res, await guard.check(req, nodeRequestFacts(req)), guard)) next();
+ * settleOnClose(res, outcome, guard)
+ */
+export function settleOnClose(
+  response: ClosingResponse,
+  outcome: RequestRateLimit,
+  guard: Pick<Guard<never>, 'settle'>,
+): void {
+  if (outcome.receipts.length === 0) return;
+  // Ended, not finished: finishing also waits for the client to read, which an in-process client
+  // (Fastify's inject) never does; a response ended before the connection closed is complete.
+  const settle = () => guard.settle(outcome, response.writableEnded ? response.statusCode : undefined);
+  // Closed while the limit decided (the client went away): 'close' was emitted already.
+  if (response.destroyed) settle();
+  else response.once('close', settle);
+}
+
+/** A request the node and Express adapters put the limit's outcome on, as `rateLimit`. */
+export interface RateLimitedRequest {
+  rateLimit?: RequestRateLimit;
+}
+
+/**
+ * Copies a guard's outcome onto a `node:http`-style response: the headers of an admitted request
+ * (true: it may go on, with the outcome as `request.rateLimit` and its receipts settled when the
+ * response closes), or the response (false). Never throws: what fails while writing is reported
+ * through the guard and answered by {@link answerNodeFailure}.
+ *
+ * @example
+ * if (applyNodeOutcome(req, res, await guard.check(req, nodeRequestFacts(req)), guard)) next();
  */
 export function applyNodeOutcome(
-  response: NodeResponseLike,
+  request: RateLimitedRequest,
+  response: NodeResponseLike & ClosingResponse,
   outcome: GuardOutcome,
-  guard: Pick<Guard<never>, 'report'>,
+  guard: Pick<Guard<never>, 'report' | 'settle'>,
 ): boolean {
   try {
     if (outcome.action === 'continue') {
       setNodeHeaders(response, outcome.headers);
+      request.rateLimit = outcome;
+      settleOnClose(response, outcome, guard);
       return true;
     }
     // The guard has already turned limit errors into responses; they are not framework errors.

@@ -13,23 +13,55 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
 import { withSocketAddress } from './socket-address.js';
-import { createGuard, type RateLimitOptions } from '../http/guard.js';
+import { createGuard, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse as send } from './node-response.js';
+import {
+  applyNodeOutcome,
+  nodeRequestFacts,
+  sendNodeResponse as send,
+  type RateLimitedRequest,
+} from './node-response.js';
 
-export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type {
+  RateLimitOptions,
+  KeySpec,
+  KeyResult,
+  ErrorReportDetails,
+  CountOnly,
+  RequestRateLimit,
+} from '../http/guard.js';
 
 /**
  * A route limit for `node:http`: resolves `true` when the request may go on (its rate-limit
- * headers are set), `false` when a response was sent. It never reads the body and never
- * rejects, so an `async` request listener that awaits it leaves no rejected promise behind.
+ * headers are set, and {@link rateLimitOf} reads what the limit decided), `false` when a
+ * response was sent. It never reads the body and never rejects, so an `async` request listener
+ * that awaits it leaves no rejected promise behind. With `countOnly`, the request is settled
+ * when its response closes.
  */
 export function rateLimit(
   options: RateLimitOptions<IncomingMessage>,
 ): (request: IncomingMessage, response: ServerResponse) => Promise<boolean> {
   const guard = createGuard(withSocketAddress(options, (request) => request));
   return async (request, response) =>
-    applyNodeOutcome(response, await guard.check(request, nodeRequestFacts(request)), guard);
+    applyNodeOutcome(
+      request as RateLimitedRequest,
+      response,
+      await guard.check(request, nodeRequestFacts(request)),
+      guard,
+    );
+}
+
+/**
+ * What the last limit a request passed decided for it (its decisions, and with `countOnly` its
+ * receipts), or undefined before any limit admitted it. The same object Express has as
+ * `req.rateLimit`.
+ *
+ * @example
+ * if (!(await limit(req, res))) return;
+ * res.setHeader('X-Remaining', String(rateLimitOf(req)?.decisions[0]?.remaining ?? ''));
+ */
+export function rateLimitOf(request: IncomingMessage): RequestRateLimit | undefined {
+  return (request as RateLimitedRequest).rateLimit;
 }
 
 /** Sends the 429 for refused decision(s), e.g. after `await limits.login.take(key)` in a handler. */

@@ -51,7 +51,17 @@ export interface GuardSettings {
   events: DecisionEvents | undefined;
   /** The limits' clock: the once-a-minute reports follow the time the limits see. */
   clock: Clock;
+  /** Which responses keep their charge; undefined: every admitted request counts. */
+  countOnly: CountOnly | undefined;
 }
+
+/**
+ * Which admitted requests count against the limit once their response is known: `failed`
+ * keeps the charge of responses with status 400 and above (and of requests whose connection
+ * closed before the response was ended) and refunds the others; `succeeded` keeps the charge
+ * of responses below 400 and refunds the rest.
+ */
+export type CountOnly = 'failed' | 'succeeded';
 
 const optionKeys = [
   'limits',
@@ -70,6 +80,7 @@ const optionKeys = [
   'address',
   'proxies',
   'events',
+  'countOnly',
 ] as const;
 const problemKeys = ['type', 'title', 'detail'] as const;
 /** The header styles as an error message lists them: `"none", "legacy" or "draft"`. */
@@ -86,7 +97,7 @@ const uriReference = /^[\x21-\x7e]+$/;
 
 const defaultOnError = (error: unknown, details: ErrorReportDetails) =>
   console.error(
-    `[sluice] a request failed before the rate limit could decide (${details.failures} since the last report)`,
+    `[sluice] rate limiting failed for a request (${details.failures} since the last report)`,
     error,
   );
 
@@ -128,6 +139,7 @@ export function readGuardOptions(options: unknown): GuardSettings {
   }
   if (typeof onError !== 'function') throw configError('rateLimit onError', 'a function', onError);
   const access = readAccessOptions(given);
+  const countOnly = readCountOnly(given.countOnly, limiters);
   const first = limiters?.[0] ?? cascade!.limiters[0];
   return {
     limiters,
@@ -142,7 +154,32 @@ export function readGuardOptions(options: unknown): GuardSettings {
     onError: onError as GuardSettings['onError'],
     ...access,
     clock: typeof first?.clock === 'function' ? first.clock : Date.now,
+    countOnly,
   };
+}
+
+/**
+ * `countOnly`, which settles each admitted take by its receipt: the limits must be limiters
+ * (a cascade object hands out no receipts) and tell their receipts apart by name.
+ */
+function readCountOnly(countOnly: unknown, limiters: readonly Limiter[] | undefined): CountOnly | undefined {
+  if (countOnly === undefined) return undefined;
+  if (countOnly !== 'failed' && countOnly !== 'succeeded')
+    throw configError('rateLimit countOnly', '"failed" or "succeeded"', countOnly);
+  if (limiters === undefined) {
+    throw optionError(
+      'rateLimit countOnly',
+      'used with a limiter or an array of limiters (a cascade object gives no receipts to refund)',
+    );
+  }
+  if (!limiters.every((l) => typeof l.takeWithReceipt === 'function' && typeof l.refund === 'function'))
+    throw optionError(
+      'rateLimit countOnly',
+      'used with limiters made by createLimiter(), which give receipts',
+    );
+  if (new Set(limiters.map((l) => l.name)).size !== limiters.length)
+    throw optionError('rateLimit countOnly', 'used with limits of distinct names');
+  return countOnly;
 }
 
 /**

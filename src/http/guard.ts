@@ -1,12 +1,13 @@
 import type { Decision } from '../core/decision.js';
-import { SluiceError } from '../core/errors.js';
+import { SluiceError, isSluiceError } from '../core/errors.js';
 import type { ClientAddressOptions } from '../keys/client-address.js';
 import type { DecisionEvent, DecisionEvents, DecisionOutcome } from '../limiter/events.js';
 import type { Cascade, SyncCascade } from '../limiter/cascade.js';
 import type { Limiter, SyncLimiter, TakeOptions } from '../limiter/limiter.js';
+import type { Receipt } from '../limiter/receipts.js';
 import { earlierCharge, rememberCharge } from './charged-once.js';
 import { FailureReports } from './failure-reports.js';
-import { headerToken, readGuardOptions, type ErrorReportDetails } from './guard-options.js';
+import { headerToken, readGuardOptions, type CountOnly, type ErrorReportDetails } from './guard-options.js';
 import type { HeaderStyle, HeaderValues } from './headers.js';
 import {
   admittedHeaders,
@@ -140,9 +141,22 @@ export interface RateLimitOptions<Request> {
    * rule, store or key (none was asked). The limits report their outcomes to their own channel.
    */
   events?: DecisionEvents;
+  /**
+   * Counts only the requests whose response failed, or only those that succeeded. Every request
+   * is charged when it arrives, as usual, so a burst of concurrent requests is still limited;
+   * once its response is ended, the charge of a request that does not count is refunded.
+   * `"failed"`: a response with status 400 or above counts, and so does a request whose
+   * connection closed before its response was ended; anything else is refunded. `"succeeded"`:
+   * an ended response with status below 400 counts; anything else is refunded. A request the
+   * limit answered itself (429, 403, 400, 401, 500, 503) is never refunded. A refund that fails is
+   * reported through `onError` like other failures. Only with a limiter or an array of limiters
+   * (not a cascade object). See docs/accounting.md.
+   * @default every admitted request counts
+   */
+  countOnly?: CountOnly;
 }
 
-export type { ErrorReportDetails } from './guard-options.js';
+export type { CountOnly, ErrorReportDetails } from './guard-options.js';
 
 /**
  * What a guard reads of a request itself: its method, its path, whether it is a CORS preflight.
@@ -181,8 +195,27 @@ export function isPreflight(method: string | undefined, requestMethodHeader: unk
  * for (const [name, value] of Object.entries(outcome.headers)) res.setHeader(name, value);
  */
 export type GuardOutcome =
-  | { readonly action: 'continue'; readonly headers: HeaderValues; readonly decisions: readonly Decision[] }
-  | { readonly action: 'respond'; readonly response: HttpResponse; readonly decisions: readonly Decision[] };
+  | ({ readonly action: 'continue'; readonly headers: HeaderValues } & RequestRateLimit)
+  | ({ readonly action: 'respond'; readonly response: HttpResponse } & RequestRateLimit);
+
+/**
+ * What the limit decided for an admitted request, as the adapters put it on the request:
+ * Express `req.rateLimit`, Fastify `request.rateLimit`, Hono `c.get('rateLimit')`, node
+ * `rateLimitOf(req)`. It is the guard's outcome itself, so other fields may be present.
+ *
+ * @example
+ * const remaining = Math.min(...req.rateLimit.decisions.map((d) => d.remaining));
+ */
+export interface RequestRateLimit {
+  /** The decisions of the limits asked, in order (none for a request the limit left alone). */
+  readonly decisions: readonly Decision[];
+  /**
+   * With `countOnly`, what each limit charged this request, settled by the adapter once the
+   * response is ended; empty otherwise, and on responses the limit sent itself. A receipt
+   * holds the key: never log it.
+   */
+  readonly receipts: readonly Receipt[];
+}
 
 /**
  * A route limit, framework-free: adapters call `check` and copy the outcome. Made by
@@ -202,9 +235,23 @@ export interface Guard<Request> {
    * once a minute, like the guard's own). Never throws.
    */
   report(error: unknown): void;
+  /**
+   * Settles an admitted request under `countOnly` once its response is ended: refunds the
+   * charges of a request that does not count. `status` is the response's status, or undefined
+   * when the connection closed before the response was ended. Adapters call it once per
+   * outcome with receipts; it does nothing for an outcome without. Never throws: a refund that
+   * fails is reported through `onError`; a receipt the application settled itself is left alone.
+   */
+  settle(outcome: RequestRateLimit, status: number | undefined): void;
 }
 
-const untouched: GuardOutcome = { action: 'continue', headers: {}, decisions: [] };
+const noReceipts: readonly Receipt[] = Object.freeze([]);
+const untouched: GuardOutcome = Object.freeze({
+  action: 'continue',
+  headers: Object.freeze({}),
+  decisions: Object.freeze([]),
+  receipts: noReceipts,
+});
 const untouchedPromise = Promise.resolve(untouched);
 
 /** An outcome of the guard itself: decided before any rule, so nothing else is known. */
@@ -261,6 +308,8 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const sync = syncLimiters !== undefined || syncCascade !== undefined;
   const unitsOf = (request: Request): number =>
     typeof cost === 'function' ? (cost as (request: Request) => number)(request) : cost;
+  const { countOnly } = settings;
+  const limiterByName = new Map((limiters ?? []).map((l) => [l.name, l]));
 
   /** Reports a 500 at most once a minute; a reporter that throws is not the request's problem. */
   const report = (error: unknown): void => {
@@ -275,10 +324,41 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const failed = (error: unknown, extra: HeaderValues | undefined, decisions: Decision[]): GuardOutcome => {
     const response = errorResponse(error, extra, cacheControl);
     if (response.status === 500) report(error);
-    return { action: 'respond', response, decisions };
+    return { action: 'respond', response, decisions, receipts: noReceipts };
   };
 
-  const concluded = (decisions: Decision[], extra: HeaderValues | undefined): GuardOutcome => {
+  /** A refund the store could not make; one the application made itself first is no failure. */
+  const refundFailed = (error: unknown): void => {
+    if (!isSluiceError(error, 'SLUICE_ARGUMENT')) report(error);
+  };
+
+  const refund = (receipt: Receipt): void => {
+    const limiter = limiterByName.get(receipt.rule);
+    if (limiter === undefined) return;
+    if (isSyncLimiter(limiter)) {
+      try {
+        (limiter as SyncLimiter).refundSync(receipt);
+      } catch (error) {
+        refundFailed(error);
+      }
+      return;
+    }
+    limiter.refund(receipt).catch(refundFailed);
+  };
+
+  const settle = (outcome: RequestRateLimit, status: number | undefined): void => {
+    const receipts = outcome.receipts;
+    if (countOnly === undefined || receipts.length === 0) return;
+    const failedResponse = status === undefined || status >= 400;
+    if (failedResponse === (countOnly === 'failed')) return;
+    for (const receipt of receipts) refund(receipt);
+  };
+
+  const concluded = (
+    decisions: Decision[],
+    extra: HeaderValues | undefined,
+    receipts: readonly Receipt[] | undefined,
+  ): GuardOutcome => {
     for (const decision of decisions) {
       if (!decision.allowed) {
         return {
@@ -290,15 +370,23 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
             cacheControl,
           }),
           decisions,
+          // Nothing to settle: a refusal charged nothing, and the refused request does not go on.
+          receipts: noReceipts,
         };
       }
     }
-    return { action: 'continue', headers: admittedHeaders(enforcing(decisions), headers, extra), decisions };
+    return {
+      action: 'continue',
+      headers: admittedHeaders(enforcing(decisions), headers, extra),
+      decisions,
+      receipts: receipts ?? noReceipts,
+    };
   };
 
   /** Takes from limits on synchronous stores; a bucket this request was charged by already is not charged again. */
   const decideSync = (request: Request, result: KeyResult | undefined): GuardOutcome => {
     const decisions: Decision[] = [];
+    const receipts: Receipt[] | undefined = countOnly === undefined ? undefined : [];
     let extra: HeaderValues | undefined;
     try {
       const specs = keySpecs(result, count);
@@ -319,14 +407,19 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
           const spec = specs[i]!;
           let decision = earlierCharge(request, limiter, spec.key) as Decision | undefined;
           if (decision === undefined) {
-            decision = limiter.takeSync(spec.key, takeOptions(units, spec));
+            if (receipts === undefined) decision = limiter.takeSync(spec.key, takeOptions(units, spec));
+            else {
+              const taken = limiter.takeWithReceiptSync(spec.key, takeOptions(units, spec));
+              decision = taken.decision;
+              if (taken.receipt !== undefined) receipts.push(taken.receipt);
+            }
             rememberCharge(request, limiter, spec.key, decision);
           }
           decisions.push(decision);
           if (!decision.allowed) break;
         }
       }
-      return concluded(decisions, extra);
+      return concluded(decisions, extra, receipts);
     } catch (error) {
       return failed(error, extra, decisions);
     }
@@ -338,6 +431,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     result: KeyResult | undefined | Promise<KeyResult | undefined>,
   ): Promise<GuardOutcome> => {
     const decisions: Decision[] = [];
+    const receipts: Receipt[] | undefined = countOnly === undefined ? undefined : [];
     let extra: HeaderValues | undefined;
     try {
       const specs = keySpecs(await result, count);
@@ -358,14 +452,19 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
           const spec = specs[i]!;
           let decision = earlierCharge(request, limiter, spec.key) as Decision | undefined;
           if (decision === undefined) {
-            decision = await limiter.take(spec.key, takeOptions(units, spec));
+            if (receipts === undefined) decision = await limiter.take(spec.key, takeOptions(units, spec));
+            else {
+              const taken = await limiter.takeWithReceipt(spec.key, takeOptions(units, spec));
+              decision = taken.decision;
+              if (taken.receipt !== undefined) receipts.push(taken.receipt);
+            }
             rememberCharge(request, limiter, spec.key, decision);
           }
           decisions.push(decision);
           if (!decision.allowed) break;
         }
       }
-      return concluded(decisions, extra);
+      return concluded(decisions, extra, receipts);
     } catch (error) {
       return failed(error, extra, decisions);
     }
@@ -381,7 +480,12 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
 
   const { deny, allow, skip, events } = settings;
   const address = settings.address as ((request: Request) => unknown) | undefined;
-  const denied: GuardOutcome = { action: 'respond', response: deniedResponse(cacheControl), decisions: [] };
+  const denied: GuardOutcome = {
+    action: 'respond',
+    response: deniedResponse(cacheControl),
+    decisions: [],
+    receipts: noReceipts,
+  };
   const deniedPromise = Promise.resolve(denied);
 
   const emit = (event: DecisionEvent): void => {
@@ -455,6 +559,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
       return limit(request, facts);
     },
     report,
+    settle,
   };
 }
 

@@ -20,6 +20,8 @@ export {
   type KeySpec,
   type RateLimitOptions,
   type RequestFacts,
+  type RequestRateLimit,
+  type CountOnly,
 } from './guard.js';
 export {
   admittedHeaders,

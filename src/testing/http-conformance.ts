@@ -8,7 +8,9 @@
  * `POST /api/things`, `GET /api/things`, `POST /api/messages`, `GET /health`, `GET /health/live`
  * (handlers read the body, then answer 200 with `{"ok":true}`; HEAD is answered like GET) and
  * `POST /api/login`, whose handler takes from a limiter itself and answers with the adapter's
- * `sendRateLimited` / `sendError`. Time is a manual clock: nothing sleeps to refill.
+ * `sendRateLimited` / `sendError`. An adapter that settles `countOnly` also serves
+ * `POST /api/outcome` (see {@link AppSpec.outcome}). Time is a manual clock: nothing sleeps to
+ * refill.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +18,7 @@ import { inspect } from 'node:util';
 import { manualClock, type ManualClock } from '../core/clock.js';
 import { SluiceError, isSluiceError } from '../core/errors.js';
 import { tokenBucket } from '../core/gcra.js';
-import type { KeyResult, RateLimitOptions } from '../http/guard.js';
+import type { KeyResult, RateLimitOptions, RequestRateLimit } from '../http/guard.js';
 import type { HeaderStyle } from '../http/headers.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.js';
 import { DecisionEvents } from '../limiter/events.js';
@@ -60,6 +62,20 @@ export interface AppSpec {
    * CORS middleware would: the adapter must add its names to this list, not replace it.
    */
   exposedByCors?: string;
+  /**
+   * `POST /api/outcome` behind this limit. Its handler first passes what the adapter put on the
+   * request (Express `req.rateLimit`, Fastify `request.rateLimit`, Hono `c.get('rateLimit')`,
+   * node `rateLimitOf(req)`) to `seen`, then answers as the request's `x-outcome` header says:
+   * a status (`"200"`, `"401"`; `"200"` when absent) with the body `{"ok":true}`; `"throw"`: it
+   * throws, and the framework's error handling answers 500; `"stall"`: it sends a 200 head and
+   * part of a body and never ends it, and once that response has closed (the client went away)
+   * calls `closed` on the next turn of the event loop, after the adapter's own listeners.
+   */
+  outcome?: {
+    limit: RateLimitOptions<unknown>;
+    seen?: (rateLimit: unknown) => void;
+    closed?: () => void;
+  };
 }
 
 /**
@@ -88,6 +104,12 @@ export interface RunningApp {
    * is still open. Real-socket harnesses write to a raw socket.
    */
   requestWithOpenBody(path: string, headers: Record<string, string>): Promise<HttpReply>;
+  /**
+   * Sends `POST path` with these headers on a real socket, reads the response head and part of
+   * its body, and closes the connection before the body ends, as a client that goes away would.
+   * Resolves once the socket is closed. Required when the harness sets `countOnly`.
+   */
+  abandon?(path: string, headers: Record<string, string>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -112,6 +134,13 @@ export interface HttpHarness {
    * @default false
    */
   readonly findsClientAddress?: boolean;
+  /**
+   * True when the adapter puts the limit's outcome on the request and settles `countOnly` when
+   * the response closes: the app then serves `POST /api/outcome` ({@link AppSpec.outcome}), the
+   * running app can {@link RunningApp.abandon} a request, and the suite checks both.
+   * @default false
+   */
+  readonly countOnly?: boolean;
 }
 
 /** The headers the suite compares; everything else is the framework's business. */
@@ -1005,6 +1034,130 @@ export function httpConformance(harness: HttpHarness): void {
           async () => (await harness.start(spec)).close(),
           (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG') && /rateLimit address/.test(e.message),
         );
+      });
+    }
+
+    if (harness.countOnly === true) {
+      /** The statuses of `POST /api/outcome` answered as each `x-outcome` asks, in order. */
+      async function outcomes(app: RunningApp, asks: readonly string[]): Promise<number[]> {
+        const statuses: number[] = [];
+        for (const ask of asks)
+          statuses.push((await app.request('POST', '/api/outcome', { 'x-outcome': ask })).status);
+        return statuses;
+      }
+
+      it('countOnly "failed": a client answered 200 is never limited; one answered 401 is refused exactly at the limit', async () => {
+        reset();
+        const logins = limiter('logins', 2);
+        const spec: AppSpec = {
+          outcome: { limit: { limits: logins, key: () => 'client-1', countOnly: 'failed' } },
+        };
+        await withApp(spec, async (app) => {
+          assert.deepEqual(
+            await outcomes(app, ['200', '200', '201', '302', '200']),
+            [200, 200, 201, 302, 200],
+          );
+          assert.equal((await logins.peek('client-1')).remaining, 2, 'every success was refunded');
+          assert.deepEqual(await outcomes(app, ['401', '401', '401', '200']), [401, 401, 429, 429]);
+          assert.equal((await logins.peek('client-1')).remaining, 0);
+        });
+      });
+
+      it('countOnly "succeeded": a client answered 401 is never limited; one answered 200 is refused exactly at the limit', async () => {
+        reset();
+        const exports = limiter('exports', 2);
+        const spec: AppSpec = {
+          outcome: { limit: { limits: exports, key: () => 'client-1', countOnly: 'succeeded' } },
+        };
+        await withApp(spec, async (app) => {
+          assert.deepEqual(await outcomes(app, ['401', '404', '500', '401']), [401, 404, 500, 401]);
+          assert.equal((await exports.peek('client-1')).remaining, 2, 'every failure was refunded');
+          assert.deepEqual(await outcomes(app, ['200', '399', '200', '401']), [200, 399, 429, 429]);
+          assert.equal((await exports.peek('client-1')).remaining, 0);
+        });
+      });
+
+      it('countOnly "failed": a handler that throws (the framework answers 500) counts', async () => {
+        reset();
+        const calls = limiter('calls', 2);
+        const spec: AppSpec = {
+          outcome: { limit: { limits: calls, key: () => 'client-1', countOnly: 'failed' } },
+        };
+        await withApp(spec, async (app) => {
+          assert.deepEqual(await outcomes(app, ['throw', 'throw', 'throw']), [500, 500, 429]);
+        });
+      });
+
+      it('countOnly: a client that goes away before the body ends is settled as failed, whatever the status already sent, and leaves no unhandled rejection', async () => {
+        const rejections: unknown[] = [];
+        const recordRejection = (reason: unknown) => void rejections.push(reason);
+        process.on('unhandledRejection', recordRejection);
+        try {
+          for (const countOnly of ['failed', 'succeeded'] as const) {
+            reset();
+            const downloads = limiter('downloads', 3);
+            let closed!: () => void;
+            const settled = new Promise<void>((resolve) => (closed = resolve));
+            const spec: AppSpec = {
+              outcome: { limit: { limits: downloads, key: () => 'client-1', countOnly }, closed },
+            };
+            await withApp(spec, async (app) => {
+              await app.abandon!('/api/outcome', { 'x-outcome': 'stall' });
+              await settled;
+              // The 200 head went out, but the response never completed: a failed request.
+              assert.equal(
+                (await downloads.peek('client-1')).remaining,
+                countOnly === 'failed' ? 2 : 3,
+                `countOnly ${countOnly}`,
+              );
+            });
+          }
+          await new Promise((resolve) => setImmediate(resolve));
+          assert.deepEqual(rejections, []);
+        } finally {
+          process.off('unhandledRejection', recordRejection);
+        }
+      });
+
+      it('an admitted request carries the decisions of its limits, and with countOnly the receipts', async () => {
+        reset();
+        const wide = limiter('wide', 5);
+        const narrow = limiter('narrow', 3);
+        for (const countOnly of [undefined, 'failed'] as const) {
+          const seen: unknown[] = [];
+          const spec: AppSpec = {
+            outcome: {
+              limit: { limits: [wide, narrow], key: () => 'client-1', ...(countOnly && { countOnly }) },
+              seen: (rateLimit) => void seen.push(rateLimit),
+            },
+          };
+          await withApp(spec, async (app) => {
+            assert.deepEqual(await outcomes(app, ['401']), [401]);
+          });
+          assert.equal(seen.length, 1);
+          const { decisions, receipts } = seen[0] as RequestRateLimit;
+          assert.deepEqual(
+            decisions.map((d) => [d.name, d.allowed, d.remaining]),
+            countOnly === undefined
+              ? [
+                  ['wide', true, 4],
+                  ['narrow', true, 2],
+                ]
+              : [
+                  ['wide', true, 3],
+                  ['narrow', true, 1],
+                ],
+          );
+          assert.deepEqual(
+            receipts.map((r) => [r.rule, r.cost]),
+            countOnly === undefined
+              ? []
+              : [
+                  ['wide', 1],
+                  ['narrow', 1],
+                ],
+          );
+        }
       });
     }
 

@@ -33,6 +33,9 @@ export async function socketApp(server: Server): Promise<RunningApp> {
     requestWithOpenBody(path, headers) {
       return openBodyRequest(port, path, headers);
     },
+    abandon(path, headers) {
+      return abandonRequest(port, path, headers);
+    },
     async close() {
       server.closeAllConnections();
       server.close();
@@ -67,6 +70,38 @@ function openBodyRequest(port: number, path: string, headers: Record<string, str
     ];
     for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
     socket.write(`${lines.join('\r\n')}\r\n\r\npart of a body that never ends`);
+  });
+}
+
+/**
+ * Sends `POST path` to 127.0.0.1:`port` on a raw socket, waits for the response head and the
+ * first bytes of its body, and closes the connection: a client that goes away mid-response.
+ * Resolves once the socket is closed; rejects when the server closes first or answers nothing
+ * within 10 s.
+ *
+ * @example
+ * await abandonRequest(port, '/api/outcome', { 'x-outcome': 'stall' });
+ */
+export function abandonRequest(port: number, path: string, headers: Record<string, string>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = Buffer.alloc(0);
+    let leaving = false;
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no response within 10 s')));
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      const end = received.indexOf('\r\n\r\n');
+      if (leaving || end === -1 || received.length === end + 4) return;
+      leaving = true;
+      socket.destroy();
+    });
+    socket.on('close', () =>
+      leaving ? resolve() : reject(new Error('the server closed the connection before any body')),
+    );
+    const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Length: 0'];
+    for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+    socket.write(`${lines.join('\r\n')}\r\n\r\n`);
   });
 }
 

@@ -1,6 +1,6 @@
 /** The HTTP conformance suite against `sluice/express` (Express 5) on a real socket. */
 import { createServer } from 'node:http';
-import express, { type Request, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/express.js';
 import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
 import { nodeHeader, socketApp } from '../../src/testing/index.js';
@@ -41,7 +41,30 @@ function build(spec: AppSpec): Promise<RunningApp> {
     if (!decision.allowed) return sendRateLimited(res, decision, { headers });
     res.json({ ok: true });
   });
+  if (spec.outcome !== undefined) {
+    const { limit: options, seen, closed } = spec.outcome;
+    app.post('/api/outcome', rateLimit(options), (req, res) => {
+      seen?.(req.rateLimit);
+      const ask = req.get('x-outcome') ?? '200';
+      if (ask === 'throw') throw new Error('the handler failed');
+      if (ask === 'stall') {
+        res.once('close', () => setImmediate(() => closed?.()));
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return void res.write('part of a body that never ends');
+      }
+      res.status(Number(ask)).json({ ok: true });
+    });
+  }
+  // Express's own 500, without its stack trace on stderr.
+  const quietErrors: ErrorRequestHandler = (_error, _req, res, _next) => void res.status(500).end();
+  app.use(quietErrors);
   return socketApp(createServer(app));
 }
 
-httpConformance({ name: 'express', header: nodeHeader, start: build, findsClientAddress: true });
+httpConformance({
+  name: 'express',
+  header: nodeHeader,
+  start: build,
+  findsClientAddress: true,
+  countOnly: true,
+});

@@ -12,7 +12,8 @@ import {
   type RateLimitOptions,
 } from '../../src/adapters/fastify.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
-import { nodeHeader } from '../../src/testing/index.js';
+import { abandonRequest, nodeHeader } from '../../src/testing/index.js';
+import type { AddressInfo } from 'node:net';
 
 function reply(response: LightMyRequestResponse): HttpReply {
   const headers: Record<string, string> = {};
@@ -63,8 +64,33 @@ async function build(spec: AppSpec): Promise<RunningApp> {
     if (!decision.allowed) return sendRateLimited(r, decision, { headers });
     return { ok: true };
   });
+  if (spec.outcome !== undefined) {
+    const { limit: options, seen, closed } = spec.outcome;
+    app.post('/api/outcome', { onRequest: rateLimit(options) }, async (request, r) => {
+      seen?.(request.rateLimit);
+      const ask = request.headers['x-outcome'] ?? '200';
+      if (ask === 'throw') throw new Error('the handler failed');
+      if (ask === 'stall') {
+        r.hijack();
+        r.raw.once('close', () => setImmediate(() => closed?.()));
+        r.raw.writeHead(200, { 'content-type': 'text/plain' });
+        r.raw.write('part of a body that never ends');
+        return r;
+      }
+      return r.code(Number(ask)).send({ ok: true });
+    });
+  }
   await app.ready();
+  // A real socket only for a client that goes away: inject has no connection to close.
+  let port: number | undefined;
   return {
+    async abandon(url, headers) {
+      if (port === undefined) {
+        await app.listen({ port: 0, host: '127.0.0.1' });
+        port = (app.server.address() as AddressInfo).port;
+      }
+      return abandonRequest(port, url, headers);
+    },
     async request(method, url, headers = {}) {
       const payload = method === 'POST' ? '{"name":"thing"}' : undefined;
       const contentType = payload === undefined ? {} : { 'content-type': 'application/json' };
@@ -89,7 +115,13 @@ async function build(spec: AppSpec): Promise<RunningApp> {
   };
 }
 
-httpConformance({ name: 'fastify', header: nodeHeader, start: build, findsClientAddress: true });
+httpConformance({
+  name: 'fastify',
+  header: nodeHeader,
+  start: build,
+  findsClientAddress: true,
+  countOnly: true,
+});
 
 describe('fastify: rateLimitPlugin encapsulation', () => {
   const options = () => ({

@@ -10,6 +10,8 @@ import { MemoryStore, clientAddress, createLimiter, tokenBucket } from '../../sr
 import { FailingStore } from '../../src/testing/index.js';
 import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/hono.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
+import { abandonRequest } from '../../src/testing/index.js';
+import type { ServerResponse } from 'node:http';
 
 async function reply(response: Response): Promise<HttpReply> {
   const headers: Record<string, string> = {};
@@ -56,8 +58,39 @@ async function build(spec: AppSpec): Promise<RunningApp> {
     if (!decision.allowed) return sendRateLimited(c, decision, { headers });
     return c.json({ ok: true });
   });
+  if (spec.outcome !== undefined) {
+    const { limit: options, seen, closed } = spec.outcome;
+    app.post('/api/outcome', rateLimit(options), (c) => {
+      seen?.(c.get('rateLimit'));
+      const ask = c.req.header('x-outcome') ?? '200';
+      if (ask === 'throw') throw new Error('the handler failed');
+      if (ask === 'stall') {
+        // Only on a real socket (see abandon): @hono/node-server passes its response as env.
+        const outgoing = (c.env as { outgoing: ServerResponse }).outgoing;
+        outgoing.once('close', () => setImmediate(() => closed?.()));
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode('part of a body that never ends'));
+          },
+        });
+        return c.body(body, 200, { 'content-type': 'text/plain' });
+      }
+      return c.json({ ok: true }, Number(ask) as 200);
+    });
+  }
+  // Hono's own 500, without logging the error.
+  app.onError((_error, c) => c.text('Internal Server Error', 500));
   const base = 'http://127.0.0.1';
+  // A real socket only for a client that goes away: app.request has no connection to close.
+  let server: ReturnType<typeof serve> | undefined;
   return {
+    async abandon(path, headers) {
+      if (server === undefined) {
+        server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+        await new Promise((resolve) => server!.once('listening', resolve));
+      }
+      return abandonRequest((server.address() as AddressInfo).port, path, headers);
+    },
     async request(method, path, headers = {}) {
       const body = method === 'POST' ? '{"name":"thing"}' : undefined;
       return reply(await app.request(base + path, { method, headers, body }));
@@ -77,7 +110,11 @@ async function build(spec: AppSpec): Promise<RunningApp> {
       };
       return reply(await app.request(base + path, init as RequestInit));
     },
-    close: async () => {},
+    async close() {
+      if (server === undefined) return;
+      (server as unknown as { closeAllConnections(): void }).closeAllConnections();
+      await new Promise((resolve) => server!.close(resolve));
+    },
   };
 }
 
@@ -85,6 +122,7 @@ httpConformance({
   name: 'hono',
   header: (c, name) => (c as Context).req.header(name),
   start: build,
+  countOnly: true,
 });
 
 describe('hono: with its own cors() middleware', () => {

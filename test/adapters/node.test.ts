@@ -1,6 +1,12 @@
 /** The HTTP conformance suite against `sluice/node` on a real socket. */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/node.js';
+import {
+  rateLimit,
+  rateLimitOf,
+  sendError,
+  sendRateLimited,
+  type RateLimitOptions,
+} from '../../src/adapters/node.js';
 import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
 import { nodeHeader, socketApp } from '../../src/testing/index.js';
 
@@ -22,6 +28,7 @@ function build(spec: AppSpec): Promise<RunningApp> {
     'GET /health/live',
   ]);
   const mount = spec.everyRouteMount;
+  const outcome = limit(spec.outcome?.limit);
 
   const server = createServer(async (req, res) => {
     if (spec.exposedByCors !== undefined) res.setHeader('Access-Control-Expose-Headers', spec.exposedByCors);
@@ -34,6 +41,10 @@ function build(spec: AppSpec): Promise<RunningApp> {
     const route = `${req.method === 'HEAD' ? 'GET' : req.method} ${path}`;
     const own = perRoute.get(route);
     if (own !== undefined && !(await own(req, res))) return;
+    if (route === 'POST /api/outcome' && outcome !== undefined) {
+      if (!(await outcome(req, res))) return;
+      return answerOutcome(req, res, spec.outcome!);
+    }
     if (route === 'POST /api/login' && spec.login !== undefined) {
       const { limiter, key, headers } = spec.login;
       let decision;
@@ -55,4 +66,32 @@ function build(spec: AppSpec): Promise<RunningApp> {
   return socketApp(server);
 }
 
-httpConformance({ name: 'node:http', header: nodeHeader, start: build, findsClientAddress: true });
+/** `POST /api/outcome` as the suite describes it; node has no framework to answer a throw with 500. */
+function answerOutcome(
+  req: IncomingMessage,
+  res: ServerResponse,
+  spec: NonNullable<AppSpec['outcome']>,
+): void {
+  spec.seen?.(rateLimitOf(req));
+  const ask = req.headers['x-outcome'] ?? '200';
+  if (ask === 'throw') {
+    res.statusCode = 500;
+    return void res.end();
+  }
+  if (ask === 'stall') {
+    res.once('close', () => setImmediate(() => spec.closed?.()));
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    return void res.write('part of a body that never ends');
+  }
+  res.statusCode = Number(ask);
+  res.setHeader('Content-Type', 'application/json');
+  res.end('{"ok":true}');
+}
+
+httpConformance({
+  name: 'node:http',
+  header: nodeHeader,
+  start: build,
+  findsClientAddress: true,
+  countOnly: true,
+});

@@ -63,6 +63,7 @@ describe('deny', () => {
         }),
       },
       decisions: [],
+      receipts: [],
     });
     assert.equal(seen.keys, 0);
     assert.equal(store.calls, 0);
@@ -90,6 +91,7 @@ describe('allow', () => {
         action: 'continue',
         headers: {},
         decisions: [],
+        receipts: [],
       });
     }
     assert.equal(seen.keys, 0);
@@ -150,7 +152,12 @@ describe('skip', () => {
   it('true (sync or async) lets the request through untouched; false, or anything but true, limits it', async () => {
     for (const answer of [true, Promise.resolve(true)]) {
       const { guard, store, seen } = setup({ skip: () => answer as boolean });
-      assert.deepEqual(await guard.check({}, facts), { action: 'continue', headers: {}, decisions: [] });
+      assert.deepEqual(await guard.check({}, facts), {
+        action: 'continue',
+        headers: {},
+        decisions: [],
+        receipts: [],
+      });
       assert.equal(seen.keys + store.calls, 0);
     }
     for (const answer of [false, Promise.resolve(false), 'yes', 1]) {
