@@ -15,14 +15,8 @@ import { createGuard, type RateLimitOptions, type RequestRateLimit } from '../ht
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './node-response.js';
 
-export type {
-  RateLimitOptions,
-  KeySpec,
-  KeyResult,
-  ErrorReportDetails,
-  CountOnly,
-  RequestRateLimit,
-} from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type { CountOnly, RequestRateLimit } from '../http/guard.js';
 
 declare global {
   // Express's own way to type what middleware adds to its requests: declaration merging.

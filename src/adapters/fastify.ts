@@ -23,14 +23,8 @@ import { pathOf } from '../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
 import { settleOnClose } from './node-response.js';
 
-export type {
-  RateLimitOptions,
-  KeySpec,
-  KeyResult,
-  ErrorReportDetails,
-  CountOnly,
-  RequestRateLimit,
-} from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type { CountOnly, RequestRateLimit } from '../http/guard.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -21,14 +21,8 @@ import { pathOf } from '../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
 import { settleOnClose, type ClosingResponse } from './node-response.js';
 
-export type {
-  RateLimitOptions,
-  KeySpec,
-  KeyResult,
-  ErrorReportDetails,
-  CountOnly,
-  RequestRateLimit,
-} from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type { CountOnly, RequestRateLimit } from '../http/guard.js';
 
 /**
  * The context variables the middleware sets, for an app that lists its variables:

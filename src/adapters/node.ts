@@ -22,14 +22,8 @@ import {
   type RateLimitedRequest,
 } from './node-response.js';
 
-export type {
-  RateLimitOptions,
-  KeySpec,
-  KeyResult,
-  ErrorReportDetails,
-  CountOnly,
-  RequestRateLimit,
-} from '../http/guard.js';
+export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
+export type { CountOnly, RequestRateLimit } from '../http/guard.js';
 
 /**
  * A route limit for `node:http`: resolves `true` when the request may go on (its rate-limit
