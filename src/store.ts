@@ -35,12 +35,13 @@ export interface RuleBuckets {
   reset(key: string): Promise<void>;
   /**
    * Settles an admitted take of `key` after the fact, atomically and without deciding: `delta < 0`
-   * gives back `-delta` units of the take made at `takenAt` (the caller's clock at the take),
-   * `delta > 0` charges `delta` more at `now`, as the rule's `adjust` says (a refund never leaves
-   * a bucket fuller than full nor a window's count below 0; a lockout is never touched). The
-   * limiter checks that each take is settled once and never for more than it charged.
+   * gives back `-delta` units of the take made at `takenAt` (the caller's clock at the take) whose
+   * units a token bucket had refilled by `until` (`takenAt` plus the decision's `resetMs`);
+   * `delta > 0` charges `delta` more at `now`; all as the rule's `adjust` says (a refund gives
+   * back only what still weighs; a lockout is never touched). The limiter checks that each take
+   * is settled once and never for more than it charged.
    */
-  adjust(key: string, delta: number, now: number, takenAt: number): Promise<void>;
+  adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void>;
 }
 
 /** Buckets that can also answer synchronously (the memory store). */
@@ -50,7 +51,7 @@ export interface SyncRuleBuckets extends RuleBuckets {
   /** Synchronous {@link RuleBuckets.reset}. */
   resetSync(key: string): void;
   /** Synchronous {@link RuleBuckets.adjust}. */
-  adjustSync(key: string, delta: number, now: number, takenAt: number): void;
+  adjustSync(key: string, delta: number, now: number, takenAt: number, until: number): void;
 }
 
 /** One entry of an all-or-nothing take: a key of one bound rule and its cost. */

@@ -145,11 +145,10 @@ class BoundedMapBuckets implements RuleBuckets {
     this.states.delete(key);
   }
 
-  async adjust(key: string, delta: number, now: number, takenAt: number): Promise<void> {
+  async adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
-    // A refund of a key this store no longer holds has nothing to give back to.
-    if (this.rule.adjust(state, now, this.epoch, delta, takenAt) && !known) {
+    if (this.rule.adjust(state, now, this.epoch, delta, takenAt, until) && !known) {
       this.makeRoom(1, now);
       this.states.set(key, state);
     }

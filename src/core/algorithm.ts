@@ -87,16 +87,25 @@ export interface Rule {
    * `limiter.refund` and `limiter.settle`). Updates `state` in place and returns whether it
    * changed.
    *
-   * - `delta < 0` gives back `-delta` units of a take made at `takenAt`: never more than the
-   *   state holds (a bucket never ends fuller than full, a count never below 0), and nothing
-   *   when what the take charged has run out already (a window that is over; a token bucket
-   *   full again).
+   * - `delta < 0` gives back `-delta` units of a take made at `takenAt`, only as much of them as
+   *   still weighs: nothing once the take's window is over (a count), and for a token bucket only
+   *   what has not refilled by `now`, the take's units being refilled by `until` (the take's time
+   *   plus its decision's `resetMs`: the bucket was full again then, had nothing else been
+   *   taken). So a refund never gives back what time already gave back, a bucket never ends
+   *   fuller than full and a count never below 0.
    * - `delta > 0` charges `delta` more units at `now`, whatever the state (the work is done): a
    *   token bucket's debt and a count stop at the bounds a penalty stops at.
    *
    * A lockout is never touched: a refund does not lift a block.
    */
-  adjust(state: BucketState, now: number, epoch: number, delta: number, takenAt: number): boolean;
+  adjust(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    delta: number,
+    takenAt: number,
+    until: number,
+  ): boolean;
   /**
    * Decides a take of `cost` units (0 = peek: report whether a take of 1 would succeed, change
    * nothing). With `commit`, an admitted take is charged (and a refused one too when the rule

@@ -81,7 +81,14 @@ export abstract class AlignedWindowRule implements Rule {
     return this.decideBucket(state, now, epoch, name, cost, limit, commit);
   }
 
-  abstract adjust(state: BucketState, now: number, epoch: number, delta: number, takenAt: number): boolean;
+  abstract adjust(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    delta: number,
+    takenAt: number,
+    until: number,
+  ): boolean;
 
   /** Milliseconds after `now` from which forgetting the counts changes no decision. */
   abstract bucketHorizonMs(state: BucketState, now: number): number;

@@ -80,7 +80,14 @@ export class FixedWindowRule extends AlignedWindowRule {
   }
 
   /** A refund comes off the take's window while it is the state's; a charge goes to the current one. */
-  adjust(state: BucketState, now: number, _epoch: number, delta: number, takenAt: number): boolean {
+  adjust(
+    state: BucketState,
+    now: number,
+    _epoch: number,
+    delta: number,
+    takenAt: number,
+    _until: number,
+  ): boolean {
     const w = this.windowMs;
     const aligned = Math.floor(now / w) * w;
     const start = state.window > aligned ? state.window : aligned;

@@ -128,12 +128,25 @@ export class TokenBucketRule implements Rule {
     return blocked > full ? blocked : full;
   }
 
-  /** Refund: the arrival time moves back by the units, never before now; a charge: forward, debt capped. */
-  adjust(state: BucketState, now: number, epoch: number, delta: number, _takenAt: number): boolean {
+  /**
+   * A refund moves the arrival time back by the take's units that have not refilled yet (those
+   * left between now and `until`, at most `-delta` tokens), never before now; a charge moves it
+   * forward, the debt capped as a penalty's.
+   */
+  adjust(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    delta: number,
+    _takenAt: number,
+    until: number,
+  ): boolean {
     const scaledNow = (now - epoch) * this.limit;
     if (delta < 0) {
-      if (!(state.value > scaledNow)) return false;
-      const back = state.value + delta * this.unit;
+      const left = (until - now) * this.limit;
+      if (!(state.value > scaledNow) || !(left > 0)) return false;
+      const asked = -delta * this.unit;
+      const back = state.value - (asked < left ? asked : left);
       state.value = back > scaledNow ? back : scaledNow;
       return true;
     }

@@ -144,7 +144,14 @@ export class CalendarQuotaRule implements Rule {
   }
 
   /** A refund comes off the take's period while it is the state's; a charge goes to the current one. */
-  adjust(state: BucketState, now: number, _epoch: number, delta: number, takenAt: number): boolean {
+  adjust(
+    state: BucketState,
+    now: number,
+    _epoch: number,
+    delta: number,
+    takenAt: number,
+    _until: number,
+  ): boolean {
     const current = this.periods.startOf(now);
     const start = state.window > current ? state.window : current;
     return adjustWindowCount(state, this.periods.startOf(takenAt), start, delta);

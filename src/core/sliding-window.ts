@@ -73,7 +73,14 @@ export class SlidingWindowRule extends AlignedWindowRule {
    * A refund comes off the take's window while it is the state's current one, or off the
    * previous count while it still weighs as that; a charge goes to the current window.
    */
-  adjust(state: BucketState, now: number, _epoch: number, delta: number, takenAt: number): boolean {
+  adjust(
+    state: BucketState,
+    now: number,
+    _epoch: number,
+    delta: number,
+    takenAt: number,
+    _until: number,
+  ): boolean {
     const w = this.windowMs;
     if (delta < 0) {
       const taken = Math.floor(takenAt / w) * w;

@@ -454,11 +454,11 @@ class RuleLimiter implements LimiterInternals {
     } catch (error) {
       return Promise.reject(error);
     }
-    const { key, at } = receipt;
+    const { key, at, until } = receipt;
     const refusals = this.refusals;
     let pending: Promise<void>;
     try {
-      pending = this.buckets.adjust(key, delta, now, at);
+      pending = this.buckets.adjust(key, delta, now, at, until);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -712,7 +712,7 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     const delta = actual - receipt.cost;
     if (delta === 0) return;
     try {
-      this.buckets.adjustSync(receipt.key, delta, readClock(this.clock), receipt.at);
+      this.buckets.adjustSync(receipt.key, delta, readClock(this.clock), receipt.at, receipt.until);
     } catch (error) {
       this.receipts.reopen(receipt);
       throw error;

@@ -17,6 +17,11 @@ export interface Receipt {
   readonly cost: number;
   /** The limiter's clock when the take was decided, ms since the Unix epoch. */
   readonly at: number;
+  /**
+   * `at` plus the decision's `resetMs`: by then a token bucket had refilled what the take charged
+   * (a refund later gives back only what has not refilled yet).
+   */
+  readonly until: number;
 }
 
 /** A take's decision and, when it charged the limit's store, its receipt. */
@@ -41,7 +46,7 @@ export class ReceiptBook {
   /** The receipt of `decision`, when it charged the store. */
   issue(name: string, key: string, decision: Decision, at: number): Receipt | undefined {
     if (!decision.allowed || decision.cost === 0 || decision.source !== 'store') return undefined;
-    const receipt: Receipt = Object.freeze({ rule: name, key, cost: decision.cost, at });
+    const receipt: Receipt = Object.freeze({ rule: name, key, cost: decision.cost, at, until: at + decision.resetMs });
     this.open.add(receipt);
     return receipt;
   }

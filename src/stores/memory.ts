@@ -316,24 +316,24 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     }
   }
 
-  adjustSync(key: string, delta: number, now: number, takenAt: number): void {
+  adjustSync(key: string, delta: number, now: number, takenAt: number, until: number): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
     if (this.epoch !== this.epoch) this.epoch = now;
     const found = this.find(id, now);
     if (found !== undefined) {
-      this.rule.adjust(found, now, this.epoch, delta, takenAt);
+      this.rule.adjust(found, now, this.epoch, delta, takenAt, until);
       return;
     }
     // A key that left the maps settles on the state it would be decided on (never looser than
     // its own), and is kept only when that changed.
     const fresh = this.recall(id, now);
-    if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt)) this.insert(id, fresh, now);
+    if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt, until)) this.insert(id, fresh, now);
   }
 
-  adjust(key: string, delta: number, now: number, takenAt: number): Promise<void> {
+  adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
     try {
-      this.adjustSync(key, delta, now, takenAt);
+      this.adjustSync(key, delta, now, takenAt, until);
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);

@@ -53,7 +53,8 @@ export class FailingStore implements Store {
       rule,
       take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
       reset: (key) => this.run(() => buckets.resetSync(key)),
-      adjust: (key, delta, now, takenAt) => this.run(() => buckets.adjustSync(key, delta, now, takenAt)),
+      adjust: (key, delta, now, takenAt, until) =>
+        this.run(() => buckets.adjustSync(key, delta, now, takenAt, until)),
     };
   }
 

@@ -1010,7 +1010,7 @@ export function storeConformance(target: ConformanceTarget): void {
           await assert.rejects(l.refund(theirs), argumentError, "another limiter's receipt");
           await assert.rejects(l.refund({ ...theirs }), argumentError, 'a copy is not the receipt');
           await assert.rejects(
-            other.refund({ rule: other.name, key: 'k', cost: 1, at: clock() }),
+            other.refund({ rule: other.name, key: 'k', cost: 1, at: clock(), until: clock() }),
             argumentError,
           );
           assert.equal((await other.peek('k')).remaining, 4, 'nothing was given back');

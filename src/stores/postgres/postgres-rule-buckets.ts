@@ -115,7 +115,13 @@ export class PostgresRuleBuckets implements RuleBuckets {
   }
 
   /** Refunds and settlements are not kept by the PostgreSQL store yet: the limiter is told so. */
-  async adjust(_key: string, _delta: number, _now: number, _takenAt: number): Promise<void> {
+  async adjust(
+    _key: string,
+    _delta: number,
+    _now: number,
+    _takenAt: number,
+    _until: number,
+  ): Promise<void> {
     throw new SluiceError(
       'SLUICE_CONFIG',
       'refunds and settlements are not available on the PostgreSQL store yet',

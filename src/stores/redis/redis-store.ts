@@ -322,7 +322,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   }
 
   /** Refunds and settlements are not kept by the Redis store yet: the limiter is told so. */
-  adjust(_key: string, _delta: number, _now: number, _takenAt: number): Promise<void> {
+  adjust(_key: string, _delta: number, _now: number, _takenAt: number, _until: number): Promise<void> {
     return Promise.reject(
       new SluiceError('SLUICE_CONFIG', 'refunds and settlements are not available on the Redis store yet'),
     );
