@@ -47,6 +47,8 @@ const layers = [
     above: ['store', 'stores', 'limiter', 'keys', 'http', 'adapters', 'server', 'testing', 'otel'],
     browser: true,
   },
+  // The `sluice` command: above the library, which it only reads; never the test suites.
+  { name: 'server', files: ['src/server/**'], above: ['testing'] },
   // sluice/otel: decision events as metrics, beside the limiter it listens to; only it may import
   // @opentelemetry/api (an optional peer), so that no other entry needs the package installed.
   {
