@@ -17,7 +17,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
     name: 'postgres (pg)',
     skip,
     refunds: false, // until the store settles takes (in progress)
-    lockouts: false, // until the store keeps lockouts (in progress)
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
     timeout: '10s',
     async setup() {
@@ -39,7 +38,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
     name: 'postgres (postgres.js)',
     skip,
     refunds: false, // until the store settles takes (in progress)
-    lockouts: false, // until the store keeps lockouts (in progress)
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
     timeout: '10s',
     async setup() {

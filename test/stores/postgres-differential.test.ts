@@ -5,7 +5,8 @@
  * the memory store, and every decision must be identical, field for field. The state a window
  * rule's row holds after each operation must also equal the state the core rule keeps (run on
  * its own beside them): a wrong write can hide behind equal decisions for a while (a count past
- * the limit still reads "0 remaining").
+ * the limit still reads "0 remaining"). Rules with a lockout (`block`) too, whose block a row
+ * must hold as the core does, and takes coalesced on one row while a block starts.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +23,8 @@ import {
 import type { Rule } from '../../src/core/algorithm.js';
 import type { BucketState } from '../../src/core/state.js';
 import type { RuleBuckets, TakeEntry } from '../../src/store.js';
-import { PostgresStore } from '../../src/stores/postgres/index.js';
+import type { BlockOptions } from '../../src/core/block.js';
+import { PostgresStore, toPostgresClient, type PostgresClient } from '../../src/stores/postgres/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '../support/postgres.js';
 
@@ -59,25 +61,51 @@ type Op =
 
 const penalty = fc.boolean();
 const small = fc.integer({ min: 1, max: 6 });
-const windowRule = (make: typeof fixedWindow | typeof slidingWindow) =>
-  fc
-    .record({ limit: small, window: fc.constantFrom('1s', '10s', '1m', '1h'), penalty })
-    .map((o) => make(o) as Rule);
-const quotaRule = fc
+type MaybeBlock = fc.Arbitrary<BlockOptions | undefined>;
+const noBlock: MaybeBlock = fc.constant(undefined);
+/** A lockout on the scale of the steps: first blocks from half a second to an hour, escalating or not, remembered for a second to a day. */
+const lockout: fc.Arbitrary<BlockOptions> = fc
   .record({
-    limit: small,
-    per: fc.constantFrom('hour', 'day', 'week', 'month'),
-    timeZone: fc.constantFrom(...zones),
-    weekStart: fc.constantFrom(1, 3, 7),
-    penalty,
+    duration: fc.constantFrom(500, 777, 1_000, 2_000, 5_000, 30_000, 3_600_000),
+    // 1.1 × 1000 is 1100.0000000000002 in doubles: the ceiling makes it 1101 on every store.
+    factor: fc.constantFrom(1, 1.1, 1.37, 2, 2.7, 1000),
+    maxTimes: fc.option(fc.constantFrom(1, 4, 50), { nil: undefined }),
+    forgetAfter: fc.option(fc.constantFrom(1_000, 60_000, 86_400_000), { nil: undefined }),
   })
-  .map(
-    ({ weekStart, ...o }) =>
-      calendarQuota(o.per === 'week' ? { ...o, weekStart: weekStart as 1 | 3 | 7 } : o) as Rule,
-  );
-const bucketRule = fc
-  .record({ limit: small, period: fc.constantFrom('1s', '1m', '1h'), penalty })
-  .map((o) => tokenBucket(o) as Rule);
+  .map(({ duration, factor, maxTimes, forgetAfter }) => ({
+    duration: `${duration}ms`,
+    factor,
+    ...(maxTimes === undefined ? {} : { max: `${duration * maxTimes}ms` }),
+    ...(forgetAfter === undefined ? {} : { forgetAfter: `${forgetAfter}ms` }),
+  }));
+/** Mostly a lockout, sometimes none: the all-or-nothing statement mixes both. */
+const someLockout: MaybeBlock = fc.option(lockout, { nil: undefined, freq: 4 });
+const withBlock = <T extends object>(options: T, block: BlockOptions | undefined) =>
+  block === undefined ? options : { ...options, block };
+const windowRule = (make: typeof fixedWindow | typeof slidingWindow, block = noBlock) =>
+  fc
+    .record({ limit: small, window: fc.constantFrom('1s', '10s', '1m', '1h'), penalty, block })
+    .map(({ block: b, ...o }) => make(withBlock(o, b)) as Rule);
+const quotaRule = (block = noBlock) =>
+  fc
+    .record({
+      limit: small,
+      per: fc.constantFrom('hour', 'day', 'week', 'month'),
+      timeZone: fc.constantFrom(...zones),
+      weekStart: fc.constantFrom(1, 3, 7),
+      penalty,
+      block,
+    })
+    .map(
+      ({ weekStart, block: b, ...o }) =>
+        calendarQuota(
+          withBlock(o.per === 'week' ? { ...o, weekStart: weekStart as 1 | 3 | 7 } : o, b),
+        ) as Rule,
+    );
+const bucketRule = (block = noBlock) =>
+  fc
+    .record({ limit: small, period: fc.constantFrom('1s', '1m', '1h'), penalty, block })
+    .map(({ block: b, ...o }) => tokenBucket(withBlock(o, b)) as Rule);
 
 const step = fc.oneof(
   fc.integer({ min: -2_000, max: 2_000 }),
@@ -87,13 +115,57 @@ const step = fc.oneof(
 );
 
 /** Operations on `rules` rules, with costs up to one past a rule's limit and per-call limits where a rule accepts them. */
-function ops(rules: readonly Rule[]): fc.Arbitrary<Op[]> {
+/** How operations are drawn: costs, per-call limits, steps of time, keys, how many at most. */
+interface OpShape {
+  readonly cost: fc.Arbitrary<number>;
+  readonly limit: fc.Arbitrary<number | undefined>;
+  readonly step: fc.Arbitrary<number>;
+  readonly keys: number;
+  readonly minLength: number;
+  readonly maxLength: number;
+  readonly size?: fc.SizeForArbitrary;
+}
+
+const anyOps: OpShape = {
+  cost: fc.integer({ min: 0, max: 7 }),
+  limit: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
+  step,
+  keys: 3,
+  minLength: 5,
+  maxLength: 40,
+};
+/**
+ * For lockouts: mostly small costs and the rule's own limit on two keys, mostly short steps,
+ * and longer sequences, so that keys run dry, are blocked, are refused again soon after the
+ * block (escalating) or much later (forgotten).
+ */
+const lockoutOps: OpShape = {
+  cost: fc.oneof(
+    { weight: 5, arbitrary: fc.integer({ min: 1, max: 2 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 7 }) },
+  ),
+  limit: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined, freq: 1 }),
+  step: fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: 0, max: 3_000 }) },
+    { weight: 2, arbitrary: fc.integer({ min: -1_000, max: 40_000 }) },
+    { weight: 1, arbitrary: fc.integer({ min: -90 * 60_000, max: 90 * 60_000 }) },
+    { weight: 1, arbitrary: fc.integer({ min: -86_400_000, max: 3 * 86_400_000 }) },
+  ),
+  keys: 2,
+  minLength: 20,
+  maxLength: 50,
+  // Lengths drawn over the whole range, not fast-check's default of about ten.
+  size: 'max',
+};
+
+function ops(rules: readonly Rule[], shape: OpShape = anyOps): fc.Arbitrary<Op[]> {
+  const key = fc.integer({ min: 0, max: shape.keys - 1 });
   const take = fc
     .record({
       rule: fc.integer({ min: 0, max: rules.length - 1 }),
-      key: fc.integer({ min: 0, max: 2 }),
-      cost: fc.integer({ min: 0, max: 7 }),
-      limit: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
+      key,
+      cost: shape.cost,
+      limit: shape.limit,
     })
     .map((t) => ({ ...t, limit: (rules[t.rule] as Rule).acceptsCallLimit ? t.limit : undefined }));
   return fc.array(
@@ -104,11 +176,11 @@ function ops(rules: readonly Rule[]): fc.Arbitrary<Op[]> {
         arbitrary: fc
           .record({
             rule: fc.integer({ min: 0, max: rules.length - 1 }),
-            key: fc.integer({ min: 0, max: 2 }),
+            key,
           })
           .map((r) => ({ kind: 'reset' as const, ...r })),
       },
-      { weight: 3, arbitrary: step.map((ms) => ({ kind: 'step' as const, ms })) },
+      { weight: 3, arbitrary: shape.step.map((ms) => ({ kind: 'step' as const, ms })) },
       {
         weight: 2,
         arbitrary: fc
@@ -116,7 +188,11 @@ function ops(rules: readonly Rule[]): fc.Arbitrary<Op[]> {
           .map((entries) => ({ kind: 'all' as const, entries })),
       },
     ),
-    { minLength: 5, maxLength: 40 },
+    {
+      minLength: shape.minLength,
+      maxLength: shape.maxLength,
+      ...(shape.size === undefined ? {} : { size: shape.size }),
+    },
   );
 }
 
@@ -133,13 +209,19 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
   });
   after(() => dropSchema(pool, schema).then(() => pool.end()));
 
-  /** Runs `list` on both stores from `origin`; every decision must be identical. */
-  async function check(rules: readonly Rule[], list: readonly Op[], origin: number): Promise<void> {
+  /** Binds `rules` under fresh names to `on` and to a new memory store beside it. */
+  function bindBoth(on: PostgresStore, rules: readonly Rule[], prefix: string) {
     run++;
     const memory = new MemoryStore();
-    const names = rules.map((_, i) => `r${run}_${i}`);
-    const pgBuckets = rules.map((rule, i) => store.bind(names[i] as string, rule));
+    const names = rules.map((_, i) => `${prefix}${run}_${i}`);
+    const pgBuckets = rules.map((rule, i) => on.bind(names[i] as string, rule));
     const memBuckets = rules.map((rule, i) => memory.bind(names[i] as string, rule));
+    return { memory, names, pgBuckets, memBuckets };
+  }
+
+  /** Runs `list` on both stores from `origin`; every decision must be identical. */
+  async function check(rules: readonly Rule[], list: readonly Op[], origin: number): Promise<void> {
+    const { memory, names, pgBuckets, memBuckets } = bindBoth(store, rules, 'r');
     let now = origin;
     // The core's own state per rule and key (window rules), beside the two stores.
     const shadow = new Map<string, BucketState>();
@@ -158,18 +240,31 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
     };
     const compareRows = async (touched: readonly { rule: number; key: number }[], where: string) => {
       for (const { rule, key } of touched) {
-        if ((rules[rule] as Rule).kind === 'token-bucket') continue;
+        const state = shadow.get(`${rule}/${key}`) ?? {
+          value: 0,
+          window: 0,
+          previous: 0,
+          blockedUntil: 0,
+          blockMs: 0,
+        };
+        const bucket = (rules[rule] as Rule).kind === 'token-bucket';
+        // A token bucket's arrival time is scaled in the row: only its block is compared.
         const { rows } = await pool.query(
-          `SELECT window_start::float8 AS w, count::float8 AS c, previous::float8 AS p FROM "${schema}".window_counters WHERE rule = $1 AND bucket = $2`,
+          bucket
+            ? `SELECT blocked_until::float8 AS b, block_ms::float8 AS m FROM "${schema}".token_buckets WHERE rule = $1 AND bucket = $2`
+            : `SELECT window_start::float8 AS w, count::float8 AS c, previous::float8 AS p, blocked_until::float8 AS b, block_ms::float8 AS m FROM "${schema}".window_counters WHERE rule = $1 AND bucket = $2`,
           [names[rule], `k${key}`],
         );
-        const state = shadow.get(`${rule}/${key}`) ?? { value: 0, window: 0, previous: 0 };
-        const row = rows[0] ?? { w: state.window, c: 0, p: 0 };
-        assert.deepEqual(
-          { value: row.c, window: row.w, previous: row.p },
-          state,
-          `${where}: the row of ${rule}/${key}`,
-        );
+        const row = rows[0] ?? { w: state.window, c: 0, p: 0, b: 0, m: 0 };
+        const held = { blockedUntil: row.b, blockMs: row.m };
+        const kept = { blockedUntil: state.blockedUntil, blockMs: state.blockMs };
+        if (bucket) assert.deepEqual(held, kept, `${where}: the block of ${rule}/${key}`);
+        else
+          assert.deepEqual(
+            { value: row.c, window: row.w, previous: row.p, ...held },
+            { value: state.value, window: state.window, previous: state.previous, ...kept },
+            `${where}: the row of ${rule}/${key}`,
+          );
       }
     };
     const entries = (
@@ -212,9 +307,9 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
     }
   }
 
-  const property = (rules: fc.Arbitrary<Rule[]>) =>
+  const property = (rules: fc.Arbitrary<Rule[]>, shape?: OpShape) =>
     fc.asyncProperty(
-      rules.chain((list) => fc.tuple(fc.constant(list), ops(list), fc.constantFrom(...origins))),
+      rules.chain((list) => fc.tuple(fc.constant(list), ops(list, shape), fc.constantFrom(...origins))),
       async ([list, sequence, origin]) => check(list, sequence, origin),
     );
   const runs = { numRuns: 40 };
@@ -228,13 +323,100 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
   });
 
   it('calendar quotas of every period in zones with DST, half-hour and 45-minute offsets', async () => {
-    await fc.assert(property(fc.array(quotaRule, { minLength: 1, maxLength: 2 })), runs);
+    await fc.assert(property(fc.array(quotaRule(), { minLength: 1, maxLength: 2 })), runs);
   });
 
   it('all-or-nothing takes mixing every kind', async () => {
     const mixed = fc
-      .tuple(bucketRule, windowRule(fixedWindow), windowRule(slidingWindow), quotaRule)
+      .tuple(bucketRule(), windowRule(fixedWindow), windowRule(slidingWindow), quotaRule())
       .map((list) => [...list]);
     await fc.assert(property(mixed), runs);
+  });
+
+  it('lockouts on every kind: blocks, escalation, forgetting, penalties and all-or-nothing groups', async () => {
+    const rule = fc.oneof(
+      bucketRule(someLockout),
+      windowRule(fixedWindow, someLockout),
+      windowRule(slidingWindow, someLockout),
+      quotaRule(someLockout),
+    );
+    await fc.assert(property(fc.array(rule, { minLength: 1, maxLength: 3 }), lockoutOps), runs);
+  });
+
+  it('takes coalesced on a row decide as one by one when a block starts among them', async () => {
+    // One statement in flight per rule: the takes arriving meanwhile share the next statement,
+    // one row per key, and leave in the order they came.
+    let statements = 0;
+    const base = toPostgresClient(pool);
+    const counting: PostgresClient = {
+      query(text, values, name) {
+        statements++;
+        return base.query(text, values, name);
+      },
+      transaction: (fn) => base.transaction(fn),
+    };
+    const coalescing = new PostgresStore({
+      client: counting,
+      schema,
+      timeSource: 'app',
+      timeout: '10s',
+      batch: { inFlight: 1 },
+    });
+    const round = fc.record({
+      ms: step,
+      // One cost per key and round: takes of another cost on a key would leave in a statement of
+      // their own, beside the first, in no set order.
+      bursts: fc.uniqueArray(
+        fc.record({
+          key: fc.integer({ min: 0, max: 2 }),
+          cost: fc.integer({ min: 0, max: 4 }),
+          n: fc.integer({ min: 1, max: 8 }),
+        }),
+        { minLength: 1, maxLength: 3, selector: (b) => b.key },
+      ),
+    });
+    const rules = fc
+      .tuple(
+        bucketRule(lockout),
+        windowRule(fixedWindow, lockout),
+        windowRule(slidingWindow, lockout),
+        quotaRule(lockout),
+      )
+      .map((list) => [...list]);
+    let takes = 0;
+    statements = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        rules,
+        fc.array(round, { minLength: 2, maxLength: 8 }),
+        fc.constantFrom(...origins),
+        async (list, rounds, origin) => {
+          const { names, pgBuckets, memBuckets } = bindBoth(coalescing, list, 'c');
+          let now = origin;
+          try {
+            for (const [r, { ms, bursts }] of rounds.entries()) {
+              now += ms;
+              for (const [i, buckets] of pgBuckets.entries()) {
+                const calls = bursts.flatMap(({ key, cost, n }) =>
+                  Array.from({ length: n }, () => ({ key, cost })),
+                );
+                takes += calls.length;
+                const got = await Promise.all(
+                  calls.map(({ key, cost }) => buckets.take(`k${key}`, cost, now, undefined)),
+                );
+                const want: Decision[] = [];
+                for (const { key, cost } of calls)
+                  want.push(await (memBuckets[i] as RuleBuckets).take(`k${key}`, cost, now, undefined));
+                assert.deepEqual(got, want, `round ${r}, rule ${i} at ${new Date(now).toISOString()}`);
+              }
+            }
+          } finally {
+            for (const name of names) coalescing.unbind(name);
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+    assert.ok(statements < takes / 2, `takes shared statements (${statements} for ${takes} takes)`);
   });
 });

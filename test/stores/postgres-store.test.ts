@@ -16,7 +16,7 @@ import { PostgresStore, type PostgresClient } from '../../src/stores/postgres/in
 import { schemaNames } from '../../src/stores/postgres/migrations.js';
 import { ruleStatements } from '../../src/stores/postgres/statements.js';
 import { takeAllStatement } from '../../src/stores/postgres/take-all.js';
-import { algorithmOf } from '../../src/stores/postgres/algorithms/index.js';
+import { algorithmOf, lockoutBinding, lockoutRuleSql } from '../../src/stores/postgres/algorithms/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import {
   dropSchema,
@@ -422,46 +422,61 @@ describe('PostgresStore', { skip }, () => {
       await fill(2_000);
       // Custom plans: the planner sees the values and the stale (empty) statistics.
       await client.query('SET plan_cache_mode = force_custom_plan');
-      const rules = [
-        tokenBucket({ limit: 10, period: '1s' }),
-        fixedWindow({ limit: 5, window: '1m' }),
-        slidingWindow({ limit: 5, window: '1m' }),
-        calendarQuota({ limit: 5, per: 'hour', timeZone: 'Europe/Berlin' }),
-        // In the order of the all-or-nothing statement's parameters (by kind).
-      ].sort((a, b) => (a.kind < b.kind ? -1 : 1));
+      // Without and with a lockout, whose statements read the same rows.
+      const block = { duration: '1m', factor: 2 } as const;
+      const ruleSets = [false, true].map((lockouts) =>
+        [
+          tokenBucket({ limit: 10, period: '1s', ...(lockouts ? { block } : {}) }),
+          fixedWindow({ limit: 5, window: '1m', ...(lockouts ? { block } : {}) }),
+          slidingWindow({ limit: 5, window: '1m', ...(lockouts ? { block } : {}) }),
+          calendarQuota({ limit: 5, per: 'hour', timeZone: 'Europe/Berlin', ...(lockouts ? { block } : {}) }),
+          // In the order of the all-or-nothing statement's parameters (by kind).
+        ].sort((a, b) => (a.kind < b.kind ? -1 : 1)),
+      );
       const keys = Array.from({ length: 15 }, (_, i) => `k${i * 7 + 1}`);
       const timeLeft = 60_000;
       const ones = keys.map(() => 1);
       const fives = keys.map(() => 5);
       const now = Date.now();
       const cases: [string, string, unknown[]][] = [];
-      const all: unknown[] = [];
-      for (const rule of rules) {
-        const module = algorithmOf(rule);
-        const binding = module.bind('r', rule);
-        const statements = ruleStatements(module.ruleSql(n), n, 'store', undefined);
-        const params = binding.ruleParams(now);
+      for (const rules of ruleSets) {
+        const all: unknown[] = [];
+        const lockouts = rules[0]?.block !== undefined;
+        const label = lockouts ? ' with a lockout' : '';
+        for (const rule of rules) {
+          const module = algorithmOf(rule);
+          const own = module.bind('r', rule);
+          const binding = rule.block === undefined ? own : lockoutBinding(own, rule.block);
+          const sql = module.ruleSql(n);
+          const statements = ruleStatements(lockouts ? lockoutRuleSql(sql) : sql, n, 'store', undefined);
+          const params = binding.ruleParams(now);
+          cases.push([
+            `${rule.kind} batch${label}`,
+            statements.batch.text,
+            [...params, keys, ones, ones, fives, timeLeft],
+          ]);
+          cases.push([
+            `${rule.kind} single${label}`,
+            statements.single.text,
+            [...params, 'k1', 1, 1, 5, timeLeft],
+          ]);
+          const entry = binding.entryParams(now).map((value) => keys.map(() => value));
+          all.push(
+            keys.map((_, i) => all.length * 100 + i),
+            keys.map(() => 'r'),
+            keys,
+            ones,
+            fives,
+            ...entry,
+          );
+        }
+        const forget = lockouts ? [rules.flatMap(() => keys.map(() => 60_000))] : [];
         cases.push([
-          `${rule.kind} batch`,
-          statements.batch.text,
-          [...params, keys, ones, ones, fives, timeLeft],
+          `all or nothing${label}`,
+          takeAllStatement(rules.map(algorithmOf), n, 'store', lockouts).text,
+          [...all, ...forget, timeLeft],
         ]);
-        cases.push([`${rule.kind} single`, statements.single.text, [...params, 'k1', 1, 1, 5, timeLeft]]);
-        const own = binding.entryParams(now).map((value) => keys.map(() => value));
-        all.push(
-          keys.map((_, i) => all.length * 100 + i),
-          keys.map(() => 'r'),
-          keys,
-          ones,
-          fives,
-          ...own,
-        );
       }
-      cases.push([
-        'all or nothing',
-        takeAllStatement(rules.map(algorithmOf), n, 'store').text,
-        [...all, timeLeft],
-      ]);
       for (const [label, text, values] of cases) {
         const plan = (await client.query(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows[0]['QUERY PLAN'];
         const reads = relationNodes(plan[0].Plan).filter((node) => node['Node Type'] !== 'ModifyTable');

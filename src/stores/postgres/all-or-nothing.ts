@@ -10,7 +10,7 @@ import { TimeLeft } from './bounded-client.js';
 import { DecisionReplay } from './decisions.js';
 import type { SchemaNames } from './migrations.js';
 import type { PostgresClient, PostgresRow } from './postgres-client.js';
-import { TIMEOUT_SUBJECT, rethrowMapped } from './postgres-errors.js';
+import { TIMEOUT_SUBJECT, rethrowLockoutMapped, rethrowMapped } from './postgres-errors.js';
 import type { PostgresRuleBuckets } from './postgres-rule-buckets.js';
 import { ENTRY_COMMON_ARRAYS, takeAllStatement } from './take-all.js';
 import type { Statement } from './statements.js';
@@ -51,28 +51,44 @@ export class AllOrNothing {
         );
       }
     }
-    // The kinds in one order, whatever the entries' order: one statement per combination.
+    // The kinds in one order, whatever the entries' order: one statement per combination (and
+    // per whether a rule has a lockout, so that groups without one keep their statement).
     const kinds = [...new Set(modules)].sort((a, b) => (a.kind < b.kind ? -1 : 1));
-    const key = kinds.map((m) => m.kind).join(',');
+    const lockouts = bound.some((buckets) => buckets.rule.block !== undefined);
+    const key = `${kinds.map((m) => m.kind).join(',')}${lockouts ? '+lockouts' : ''}`;
     let sql = this.statements.get(key);
     if (sql === undefined) {
-      sql = takeAllStatement(kinds, this.names, this.timeSource);
+      sql = takeAllStatement(kinds, this.names, this.timeSource, lockouts);
       this.statements.set(key, sql);
     }
     const deadline = new TimeLeft(performance.now() + this.timeoutMs);
     const rows = await withDeadline(
-      this.send(sql, entries, bound, modules, kinds, now, deadline).catch(rethrowMapped),
+      this.send(sql, entries, bound, modules, kinds, lockouts, now, deadline).catch(
+        lockouts ? rethrowLockoutMapped : rethrowMapped,
+      ),
       this.timeoutMs,
       TIMEOUT_SUBJECT,
     );
+    // As the memory store: every entry decided without charging; when all admit, charged.
+    const replays = new Array<DecisionReplay>(entries.length);
     const decisions = new Array<Decision>(entries.length);
+    let admitted = true;
     for (const row of rows) {
       const index = (row.ord as number) - 1;
       const entry = entries[index] as TakeEntry;
       const buckets = bound[index] as PostgresRuleBuckets;
       const replay = new DecisionReplay(buckets.rule, buckets.name, buckets.binding);
       replay.start(row);
-      decisions[index] = replay.next(entry.cost, entry.limit);
+      replays[index] = replay;
+      const decision = replay.next(entry.cost, entry.limit, false);
+      decisions[index] = decision;
+      if (!decision.allowed) admitted = false;
+    }
+    if (!admitted) return decisions;
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as TakeEntry;
+      const replay = replays[i];
+      if (replay !== undefined) decisions[i] = replay.next(entry.cost, entry.limit);
     }
     return decisions;
   }
@@ -83,12 +99,14 @@ export class AllOrNothing {
     bound: readonly PostgresRuleBuckets[],
     modules: readonly AlgorithmModule[],
     kinds: readonly AlgorithmModule[],
+    lockouts: boolean,
     now: number,
     deadline: TimeLeft,
   ): Promise<readonly PostgresRow[]> {
     let at = this.storeTime.at(now);
     for (let attempt = 1; ; attempt++) {
       const values = this.values(entries, bound, modules, kinds, at);
+      if (lockouts) values.push(bound.map((buckets) => buckets.rule.block?.forgetAfterMs ?? null));
       if (this.timeSource === 'app') values.push(now);
       values.push(deadline);
       try {

@@ -25,8 +25,12 @@ export class DecisionReplay {
     this.now = this.binding.read(row, this.state);
   }
 
-  /** The next take's decision; updates the replayed state as the statement did. */
-  next(cost: number, limit: number | undefined): Decision {
-    return this.rule.decide(this.state, this.now, 0, this.name, cost, limit, true);
+  /**
+   * The next take's decision; updates the replayed state as the statement did. `commit` false
+   * for the entries of an all-or-nothing group that refused, which charged nothing (and so
+   * started no block).
+   */
+  next(cost: number, limit: number | undefined, commit = true): Decision {
+    return this.rule.decide(this.state, this.now, 0, this.name, cost, limit, commit);
   }
 }

@@ -238,5 +238,23 @@ $fn$`,
       ],
     });
   }
+  list.push({
+    name: '007_lockouts',
+    statements: [lockoutColumns(n.tokenBuckets), lockoutColumns(n.windowCounters)],
+  });
   return list;
+}
+
+/**
+ * A rule's lockout (its `block` option) lives in its bucket's row: `blocked_until` (ms since the
+ * Unix epoch) and `block_ms` (the last block's length), 0 when never blocked, which is what every
+ * row written before this migration reads as; with a constant default, adding them rewrites no
+ * row. `was_*` keep the block a write replaced, as the other `was` columns do.
+ */
+function lockoutColumns(table: string): string {
+  return `ALTER TABLE ${table}
+  ADD COLUMN blocked_until bigint NOT NULL DEFAULT 0,
+  ADD COLUMN block_ms bigint NOT NULL DEFAULT 0,
+  ADD COLUMN was_blocked_until bigint,
+  ADD COLUMN was_block_ms bigint`;
 }

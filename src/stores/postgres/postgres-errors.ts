@@ -43,6 +43,35 @@ export const postgresErrors: DriverErrorRules = {
   },
 };
 
+/** The SQLSTATE of a column that does not exist. */
+const UNDEFINED_COLUMN = '42703';
+
+/**
+ * {@link postgresErrors} for the statements of a rule with a lockout: a missing column there is
+ * the lockout's, added by the migration `007_lockouts`, so the error says so.
+ */
+const lockoutErrors: DriverErrorRules = {
+  ...postgresErrors,
+  classify(code) {
+    if (code !== UNDEFINED_COLUMN) return postgresErrors.classify(code);
+    return {
+      code: 'SLUICE_STORE_SCHEMA',
+      says: 'is not prepared for lockouts',
+      hint: 'the columns of a rule with a block option (blocked_until, block_ms) are missing; run store.migrate() or apply postgresMigrations() to add them (migration 007_lockouts)',
+    };
+  },
+};
+
+/** A driver error of a statement deciding a rule with a lockout (see {@link lockoutErrors}). */
+export function lockoutStoreError(error: unknown): PostgresStoreError {
+  return driverError(error, lockoutErrors);
+}
+
+/** Rethrows a driver error as {@link lockoutStoreError}. */
+export function rethrowLockoutMapped(error: unknown): never {
+  throw lockoutStoreError(error);
+}
+
 /** A driver error as a coded error of the PostgreSQL store (see {@link postgresErrors}). */
 export function storeError(error: unknown): PostgresStoreError {
   return driverError(error, postgresErrors);

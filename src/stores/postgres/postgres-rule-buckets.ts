@@ -8,7 +8,14 @@ import type { RuleStatements, Statement } from './statements.js';
 import type { TimeSource } from '../shared/time-source.js';
 import { stalePeriodsAt, type AlgorithmBinding } from './algorithms/index.js';
 import type { StoreTime } from './store-time.js';
-import { TIMEOUT_SUBJECT, rethrowMapped, storeError, timeoutError } from './postgres-errors.js';
+import {
+  TIMEOUT_SUBJECT,
+  lockoutStoreError,
+  rethrowMapped,
+  storeError,
+  timeoutError,
+  type PostgresStoreError,
+} from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
 import { TimeLeft } from './bounded-client.js';
@@ -77,6 +84,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private runningRows = 0;
   /** False once the store unbound the rule's name: every later call is refused. */
   private bound = true;
+  /** How a take's driver error reads: a rule with a lockout names its columns when they are missing. */
+  private readonly takeError: (error: unknown) => PostgresStoreError;
 
   constructor(
     readonly name: string,
@@ -87,6 +96,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     readonly binding: AlgorithmBinding,
   ) {
     this.kind = rule.kind;
+    this.takeError = rule.block === undefined ? storeError : lockoutStoreError;
   }
 
   take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
@@ -170,7 +180,9 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (this.context.timeSource === 'app') values.push(now);
     values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
     const rows = await withDeadline(
-      this.execute(account, values).catch(rethrowMapped),
+      this.execute(account, values).catch((error: unknown) => {
+        throw this.takeError(error);
+      }),
       this.context.timeoutMs,
       TIMEOUT_SUBJECT,
     );
@@ -264,7 +276,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     }
     this.execute(statement, values).then(
       (rows) => this.answer(batch, rows),
-      (error: unknown) => this.fail(batch, storeError(error)),
+      (error: unknown) => this.fail(batch, this.takeError(error)),
     );
   }
 

@@ -19,7 +19,13 @@ import { PostgresRuleBuckets, type AccountTakeResult, type BucketsContext } from
 import { ruleStatements, type RuleStatements } from './statements.js';
 import { checkRuleName } from '../shared/rule-name.js';
 import { storeError } from './postgres-errors.js';
-import { algorithmOf, windowPruneText, type AlgorithmModule } from './algorithms/index.js';
+import {
+  algorithmOf,
+  lockoutBinding,
+  lockoutRuleSql,
+  windowPruneText,
+  type AlgorithmModule,
+} from './algorithms/index.js';
 import { AllOrNothing } from './all-or-nothing.js';
 import { StoreTime } from './store-time.js';
 import { readTimeSource, type TimeSource } from '../shared/time-source.js';
@@ -132,6 +138,8 @@ export class PostgresStore implements Store {
   private readonly account: AccountSql | undefined;
   /** Each algorithm's statements, made when a rule of its kind is first bound. */
   private readonly statements = new Map<AlgorithmModule, RuleStatements>();
+  /** Each algorithm's statements for rules with a lockout (the `block` option). */
+  private readonly lockoutStatements = new Map<AlgorithmModule, RuleStatements>();
   private readonly allOrNothing: AllOrNothing;
   private readonly rules = new Map<string, PostgresRuleBuckets>();
   private readonly modules = new Map<PostgresRuleBuckets, AlgorithmModule>();
@@ -203,11 +211,16 @@ export class PostgresStore implements Store {
       );
     }
     const module = algorithmOf(bound);
-    const binding = module.bind(name, bound);
-    let statements = this.statements.get(module);
+    const block = bound.block;
+    let binding = module.bind(name, bound);
+    if (block !== undefined) binding = lockoutBinding(binding, block);
+    const cache = block === undefined ? this.statements : this.lockoutStatements;
+    let statements = cache.get(module);
     if (statements === undefined) {
-      statements = ruleStatements(module.ruleSql(this.names), this.names, this.timeSource, this.account);
-      this.statements.set(module, statements);
+      const sql = module.ruleSql(this.names);
+      const text = block === undefined ? sql : lockoutRuleSql(sql);
+      statements = ruleStatements(text, this.names, this.timeSource, this.account);
+      cache.set(module, statements);
     }
     const buckets = new PostgresRuleBuckets(name, bound, this.context, statements, binding);
     this.modules.set(buckets, module);
@@ -321,7 +334,8 @@ export class PostgresStore implements Store {
       let tokenRows = 0;
       for (const buckets of this.rules.values()) {
         const step = buckets.binding.prune(n, batchSize);
-        if (step !== undefined) tokenRows += await this.deleteInBatches(step.text, step.values, batchSize);
+        if (step !== undefined)
+          tokenRows += await this.deleteInBatches(step.text, [...step.values], batchSize);
       }
       return { quotaRows, tokenRows, windowRows };
     } catch (error) {

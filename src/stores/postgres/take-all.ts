@@ -1,5 +1,5 @@
 import type { TimeSource } from '../shared/time-source.js';
-import type { AlgorithmModule, TakeAllFamily } from './algorithms/index.js';
+import { takeAllLockout, type AlgorithmModule, type TakeAllFamily } from './algorithms/index.js';
 import type { SchemaNames } from './migrations.js';
 import { beforeDeadline, statement, storeNow, type Statement } from './statements.js';
 
@@ -17,12 +17,15 @@ export const ENTRY_COMMON_ARRAYS = 5;
  *
  * Decided on the snapshot first: when some entry refuses there, the answer is that refusal (true
  * at the snapshot's instant) and nothing is locked, so refusals never queue on row locks.
- * Penalties do not apply: a refused all-or-nothing take charges nothing.
+ * Penalties do not apply: a refused all-or-nothing take charges nothing. With `lockouts` (some
+ * entry's rule has one), an entry whose key is blocked refuses the group, and the array of each
+ * entry's lockout memory follows the kinds' arrays (see `takeAllLockout`).
  */
 export function takeAllStatement(
   modules: readonly AlgorithmModule[],
   names: SchemaNames,
   timeSource: TimeSource,
+  lockouts: boolean,
 ): Statement {
   const sources = new Map<TakeAllFamily, string[]>();
   let param = 1;
@@ -32,26 +35,37 @@ export function takeAllStatement(
     sources.set(module.family, list);
     param += ENTRY_COMMON_ARRAYS + module.entryTypes.length;
   }
+  // With lockouts, one more array: each entry's memory of a block by `ord` (NULL: no lockout).
+  const forget = param;
+  if (lockouts) param++;
   const now = timeSource === 'store' ? storeNow : `$${param}::bigint`;
   const onTime = beforeDeadline(names.schema, timeSource === 'store' ? param : param + 1);
   const families = [...sources.keys()];
+  const entriesOf = (f: TakeAllFamily) => {
+    const list = sources.get(f) as string[];
+    return (lockouts ? list.map((source) => takeAllLockout.entries(source, forget)) : list).join(
+      '\nUNION ALL\n',
+    );
+  };
   const fitsOf = (suffix: string) =>
     `SELECT COALESCE(bool_and(z.fits), true) AS ok FROM (${families.map((f) => `SELECT ${f.id}${suffix}.fits FROM ${f.id}${suffix}`).join(' UNION ALL ')}) z`;
-  const outputs = [...new Set(families.flatMap((f) => f.outputs))];
+  const extra: readonly string[] = lockouts ? takeAllLockout.outputs : [];
+  const outputs = [...new Set(families.flatMap((f) => f.outputs)), ...extra];
   const answers = families.map((f) => {
-    const own = f.output();
+    const own = [...f.output(), ...(lockouts ? takeAllLockout.output(`${f.id}d`) : [])];
+    const named = [...f.outputs, ...extra];
     const columns = outputs.map((name) => {
-      const at = f.outputs.indexOf(name);
+      const at = named.indexOf(name);
       return `${at < 0 ? 'NULL::float8' : (own[at] as string)} AS ${name}`;
     });
     return `SELECT ${f.id}d.ord, ${columns.join(', ')} FROM c CROSS JOIN ${f.id}d WHERE c.on_time`;
   });
   return statement(`WITH n AS (SELECT ${now} AS now_ms),
-${families.map((f) => `${f.id}e AS (${(sources.get(f) as string[]).join('\nUNION ALL\n')}),\n${f.snapshot(names)}`).join(',\n')},
+${families.map((f) => `${f.id}e AS (${entriesOf(f)}),\n${f.snapshot(names, lockouts)}`).join(',\n')},
 sok AS (${fitsOf('s')}),
-${families.map((f) => f.decide(names)).join(',\n')},
+${families.map((f) => f.decide(names, lockouts)).join(',\n')},
 ok AS (${fitsOf('d')}),
-${families.map((f) => f.write(names)).join(',\n')},
+${families.map((f) => f.write(names, lockouts)).join(',\n')},
 -- Checked once, after every write (counting them runs them to the end), before any answer row.
 c AS (SELECT ${onTime} AS on_time FROM (SELECT ${families.map((f) => `(SELECT count(*) FROM ${f.id}w)`).join(' + ')}) x)
 ${answers.join('\nUNION ALL\n')}`);

@@ -30,8 +30,25 @@ export interface RuleSql {
   derive(old: readonly string[]): string;
   /** Whether the take(s) charge, from derived values under the alias `d`. */
   writes(d: string): string;
-  /** The new state (one expression per state column) from derived values under the alias `d`. */
-  next(d: string): readonly string[];
+  /**
+   * Whether a take is one the rule can ever admit: not a peek, and not a cost beyond what the
+   * rule holds (a refusal "for good"), from derived values under the alias `d`. Only such a take
+   * is charged, and only its refusal starts a lockout.
+   */
+  chargeable(d: string): string;
+  /** How many takes of `s.cost` fit the stored state now, one after the other (a bigint, at least 0). */
+  fitting(d: string): string;
+  /**
+   * The new state (one expression per state column) from derived values under the alias `d`,
+   * after `n` takes in order (a bigint expression; the takes coalesced on the row, `s.n`, unless
+   * a lockout stops them earlier).
+   */
+  next(d: string, n?: string): readonly string[];
+  /**
+   * The state column holding the row's expiry (ms since the Unix epoch), when the table is
+   * pruned by it whatever the rule: a lockout pushes it out to the end of what it remembers.
+   */
+  readonly expiry?: number;
   /** The answer's columns (`AS` named, float8) from the state the take saw. */
   output(state: readonly string[]): string;
 }
@@ -53,8 +70,23 @@ export interface AlgorithmBinding {
   /**
    * The rule's table, for pruning: one statement and its values that deletes at most `batchSize`
    * rows the rule no longer needs, or undefined when the kind's family prunes its table whole.
+   * `keep`, when given, is a condition every deleted row must also meet (a lockout's: its block
+   * is forgotten), reading its own values from parameter `first` on.
    */
-  prune(names: SchemaNames, batchSize: number): { text: string; values: unknown[] } | undefined;
+  prune(names: SchemaNames, batchSize: number, keep?: PruneCondition): PruneStatement | undefined;
+}
+
+/** A prune statement and its values. */
+export interface PruneStatement {
+  readonly text: string;
+  readonly values: readonly unknown[];
+}
+
+/** A condition on a row to delete, added to a rule's prune statement. */
+export interface PruneCondition {
+  /** The SQL condition, its values numbered from `first`. */
+  sql(first: number): string;
+  readonly values: readonly unknown[];
 }
 
 /** One algorithm on PostgreSQL, found by the rule's `kind`. */

@@ -10,6 +10,7 @@ export type { AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-mod
 export type { TakeAllFamily } from './take-all-family.js';
 export { stalePeriodsAt } from './calendar-quota.js';
 export { windowPruneText } from './window-counts.js';
+export { lockoutBinding, lockoutRuleSql, takeAllLockout } from './lockout.js';
 
 /**
  * The algorithms the PostgreSQL store decides, one module each, found by the rule's kind. A new
@@ -32,8 +33,5 @@ export function algorithmOf(rule: Rule): AlgorithmModule {
       `a rule of a kind this store decides (${[...modules.keys()].join(', ')})`,
     );
   }
-  // Lockouts are kept by the memory store so far; the PostgreSQL statements for them are in progress.
-  if ((rule as { block?: unknown }).block !== undefined)
-    throw optionError('PostgresStore rule block', 'left out: this store does not keep lockouts yet');
   return module;
 }

@@ -11,16 +11,20 @@ import type { SchemaNames } from '../migrations.js';
  * write `<id>w` (RETURNING 1), only when every entry fits the locked rows (`ok.ok`). A row that
  * was missing when read but inserted concurrently before the write raises
  * serialization_failure, and the store retries the statement.
+ *
+ * With `lockouts` (some entry's rule has a lockout: see `takeAllLockout` in lockout.ts), every
+ * entry also carries `forget` and `blk_now`, a blocked entry does not fit, and `<id>d` has the
+ * block it decided on as `blk_until` and `blk_last`, with `forget` and `blk_now`.
  */
 export interface TakeAllFamily {
   /** The CTE prefix, e.g. `t`; unique per family. */
   readonly id: string;
   /** The CTE `<id>s`. */
-  snapshot(names: SchemaNames): string;
+  snapshot(names: SchemaNames, lockouts: boolean): string;
   /** The CTEs ending with `<id>d`. */
-  decide(names: SchemaNames): string;
+  decide(names: SchemaNames, lockouts: boolean): string;
   /** The CTE `<id>w`. */
-  write(names: SchemaNames): string;
+  write(names: SchemaNames, lockouts: boolean): string;
   /** The answer's columns of this family's entries. */
   readonly outputs: readonly string[];
   /** The answer's values from `<id>d` (float8), one per {@link outputs} (its `ord` is `<id>d.ord`). */

@@ -7,6 +7,7 @@ import type { SchemaNames } from '../migrations.js';
 import type { PostgresRow } from '../postgres-client.js';
 import type { AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
+import { takeAllLockout } from './lockout.js';
 
 /** Origin of scaled time: 2025-01-01T00:00:00Z. Fixed, so every node scales time alike. */
 export const SCALED_EPOCH_MS = 1_735_689_600_000;
@@ -36,12 +37,15 @@ function ruleSql(names: SchemaNames): RuleSql {
     // Charges when it is a take (not a peek), could ever fit (cost <= burst), and fits now or
     // the rule charges refusals.
     writes: (d) => `s.cost > 0 AND ${d}.cu <= $4::bigint AND ($5::boolean OR ${d}.q + ${d}.cu <= $4::bigint)`,
+    chargeable: (d) => `s.cost > 0 AND ${d}.cu <= $4::bigint`,
+    // The queue may run past the tolerance under penalty: then nothing fits (not a negative count).
+    fitting: (d) => `GREATEST(($4::bigint - ${d}.q) / ${d}.cu, 0)`,
     // n takes in order: under penalty every one is charged, the debt capped at one extra full
     // refill (as the core); otherwise as many as fit.
-    next: (d) => [
+    next: (d, n = 's.n') => [
       `s.sn + CASE
-      WHEN $5::boolean THEN LEAST(${d}.q + s.n::numeric * ${d}.cu, 2 * $4::bigint)::bigint
-      WHEN ${d}.q + ${d}.cu <= $4::bigint THEN ${d}.q + LEAST(s.n, ($4::bigint - ${d}.q) / ${d}.cu) * ${d}.cu
+      WHEN $5::boolean THEN LEAST(${d}.q + ${n}::numeric * ${d}.cu, 2 * $4::bigint)::bigint
+      WHEN ${d}.q + ${d}.cu <= $4::bigint THEN ${d}.q + LEAST(${n}, ($4::bigint - ${d}.q) / ${d}.cu) * ${d}.cu
       ELSE ${d}.q END`,
     ],
     output: ([tat]) => `${queued(tat as string)}::float8 AS q`,
@@ -50,25 +54,25 @@ function ruleSql(names: SchemaNames): RuleSql {
 
 const family: TakeAllFamily = {
   id: 't',
-  snapshot: (names) => `ts AS (
-  SELECT te.*, o.tat AS old,
-    te.cu <= te.tol AND GREATEST(o.tat, te.sn) - te.sn + te.cu <= te.tol AS fits
+  snapshot: (names, lockouts) => `ts AS (
+  SELECT te.*, o.tat AS old${lockouts ? takeAllLockout.snapshot('o') : ''},
+    te.cu <= te.tol AND GREATEST(o.tat, te.sn) - te.sn + te.cu <= te.tol${lockouts ? takeAllLockout.open('te', 'o.blocked_until') : ''} AS fits
   FROM te LEFT JOIN LATERAL (
-    SELECT t.tat FROM ${names.tokenBuckets} t WHERE t.rule = te.rule AND t.bucket = te.bucket LIMIT 1
+    SELECT t.tat${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.tokenBuckets} t WHERE t.rule = te.rule AND t.bucket = te.bucket LIMIT 1
   ) o ON true
 )`,
-  decide: (names) => `tl AS (
-  SELECT l.rule, l.bucket, l.tat
+  decide: (names, lockouts) => `tl AS (
+  SELECT l.rule, l.bucket, l.tat${lockouts ? takeAllLockout.read('l') : ''}
   FROM (SELECT te.rule, te.bucket FROM te WHERE (SELECT sok.ok FROM sok) ORDER BY te.rule COLLATE "C", te.bucket COLLATE "C") e
   CROSS JOIN LATERAL (
-    SELECT t.rule, t.bucket, t.tat FROM ${names.tokenBuckets} t WHERE t.rule = e.rule AND t.bucket = e.bucket FOR UPDATE OF t
+    SELECT t.rule, t.bucket, t.tat${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.tokenBuckets} t WHERE t.rule = e.rule AND t.bucket = e.bucket FOR UPDATE OF t
   ) l
 ),
 td AS (
-  SELECT y.*, y.cu <= y.tol AND y.q + y.cu <= y.tol AS fits FROM (
-    SELECT ts.ord, ts.rule, ts.bucket, ts.cost, ts.sn, ts.cu, ts.tol, v.old, GREATEST(v.old, ts.sn) - ts.sn AS q
+  SELECT y.*, y.cu <= y.tol AND y.q + y.cu <= y.tol${lockouts ? takeAllLockout.open('y', 'y.blk_until') : ''} AS fits FROM (
+    SELECT ts.ord, ts.rule, ts.bucket, ts.cost, ts.sn, ts.cu, ts.tol, v.old, GREATEST(v.old, ts.sn) - ts.sn AS q${lockouts ? ', ts.forget, ts.blk_now, v.blk_until, v.blk_last' : ''}
     FROM ts LEFT JOIN tl ON tl.rule = ts.rule AND tl.bucket = ts.bucket
-    CROSS JOIN LATERAL (SELECT CASE WHEN (SELECT sok.ok FROM sok) THEN tl.tat ELSE ts.old END AS old) v
+    CROSS JOIN LATERAL (SELECT CASE WHEN (SELECT sok.ok FROM sok) THEN tl.tat ELSE ts.old END AS old${lockouts ? takeAllLockout.pick('(SELECT sok.ok FROM sok)', 'tl', 'ts') : ''}) v
   ) y
 )`,
   write: (names) => `tw AS (
@@ -116,13 +120,13 @@ function bind(name: string, bound: Rule): AlgorithmBinding {
       return 0;
     },
     // A full bucket (arrival time not after now) says nothing a missing row does not.
-    prune: (names, batchSize) => ({
+    prune: (names, batchSize, keep) => ({
       text: `WITH d AS (DELETE FROM ${names.tokenBuckets} WHERE ctid IN (
   SELECT ctid FROM ${names.tokenBuckets}
-  WHERE rule = $1 AND tat <= (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint - ${SCALED_EPOCH_MS}) * $2::bigint
+  WHERE rule = $1 AND tat <= (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint - ${SCALED_EPOCH_MS}) * $2::bigint${keep === undefined ? '' : `\n    AND ${keep.sql(4)}`}
   LIMIT $3) RETURNING 1)
 SELECT count(*)::float8 AS n FROM d`,
-      values: [name, rate, batchSize],
+      values: keep === undefined ? [name, rate, batchSize] : [name, rate, batchSize, ...keep.values],
     }),
   };
 }

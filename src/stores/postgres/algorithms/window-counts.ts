@@ -4,6 +4,7 @@ import type { SchemaNames } from '../migrations.js';
 import type { PostgresRow } from '../postgres-client.js';
 import type { RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
+import { takeAllLockout } from './lockout.js';
 
 /**
  * Counting per window in PostgreSQL, shared by the fixed window, the sliding window and the
@@ -60,15 +61,18 @@ export function windowRuleSql(names: SchemaNames, prelude: (now: string) => stri
     wasColumns: ['was_start', 'was_count', 'was_previous'],
     derive: (old) => windowDerive(old, 's'),
     writes: (d) => `s.cost > 0 AND s.cost <= s.quota AND ($3::boolean OR s.cost <= ${d}.lft)`,
+    chargeable: () => `s.cost > 0 AND s.cost <= s.quota`,
+    fitting: (d) => `${d}.lft / GREATEST(s.cost, 1)`,
     // n takes in order: under penalty every one is charged (a refusal as much as an admission);
     // otherwise as many as fit.
-    next: (d) => [
+    next: (d, n = 's.n') => [
       `${d}.st`,
-      `CASE WHEN $3::boolean THEN LEAST(${d}.cur + s.n::numeric * s.cost, ${MAX_PENALTY_COUNT})::bigint
-      ELSE ${d}.cur + LEAST(s.n, ${d}.lft / s.cost) * s.cost END`,
+      `CASE WHEN $3::boolean THEN LEAST(${d}.cur + ${n}::numeric * s.cost, ${MAX_PENALTY_COUNT})::bigint
+      ELSE ${d}.cur + LEAST(${n}, ${d}.lft / s.cost) * s.cost END`,
       `${d}.pv`,
       `${d}.exp`,
     ],
+    expiry: 3,
     output: ([W, C, P]) =>
       `COALESCE(${W}, 0)::float8 AS window_start, COALESCE(${C}, 0)::float8 AS count, COALESCE(${P}, 0)::float8 AS previous, s.now_ms::float8 AS now_ms`,
   };
@@ -102,40 +106,40 @@ const old = (alias: string) =>
 /** The window kinds' part of the all-or-nothing statement (penalties do not apply there). */
 export const windowFamily: TakeAllFamily = {
   id: 'w',
-  snapshot: (names) => `ws AS (
-  SELECT we.*, o.window_start AS o_start, o.count AS o_count, o.previous AS o_previous, o.expires_at AS o_expires,
-    GREATEST(we.cost, 1) <= d.lft AS fits
+  snapshot: (names, lockouts) => `ws AS (
+  SELECT we.*, o.window_start AS o_start, o.count AS o_count, o.previous AS o_previous, o.expires_at AS o_expires${lockouts ? takeAllLockout.snapshot('o') : ''},
+    GREATEST(we.cost, 1) <= d.lft${lockouts ? takeAllLockout.open('we', 'o.blocked_until') : ''} AS fits
   FROM we LEFT JOIN LATERAL (
-    SELECT t.window_start, t.count, t.previous, t.expires_at FROM ${names.windowCounters} t
+    SELECT t.window_start, t.count, t.previous, t.expires_at${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.windowCounters} t
     WHERE t.rule = we.rule AND t.bucket = we.bucket LIMIT 1
   ) o ON true
   CROSS JOIN LATERAL (${windowDerive(old('o'), 'we')}) d
 )`,
-  decide: (names) => `wl AS (
+  decide: (names, lockouts) => `wl AS (
   SELECT l.*
   FROM (SELECT we.rule, we.bucket FROM we WHERE (SELECT sok.ok FROM sok) ORDER BY we.rule COLLATE "C", we.bucket COLLATE "C") e
   CROSS JOIN LATERAL (
-    SELECT t.rule, t.bucket, t.window_start, t.count, t.previous, t.expires_at FROM ${names.windowCounters} t
+    SELECT t.rule, t.bucket, t.window_start, t.count, t.previous, t.expires_at${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.windowCounters} t
     WHERE t.rule = e.rule AND t.bucket = e.bucket FOR UPDATE OF t
   ) l
 ),
 wd AS (
   SELECT ws.ord, ws.rule, ws.bucket, ws.cost, ws.now_ms, v.window_start, v.count, v.previous, d.*,
-    GREATEST(ws.cost, 1) <= d.lft AS fits
+    GREATEST(ws.cost, 1) <= d.lft${lockouts ? takeAllLockout.open('ws', 'v.blk_until') : ''} AS fits${lockouts ? ', ws.forget, ws.blk_now, v.blk_until, v.blk_last' : ''}
   FROM ws LEFT JOIN wl ON wl.rule = ws.rule AND wl.bucket = ws.bucket
   CROSS JOIN LATERAL (
     SELECT CASE WHEN l THEN wl.window_start ELSE ws.o_start END AS window_start,
       CASE WHEN l THEN wl.count ELSE ws.o_count END AS count,
       CASE WHEN l THEN wl.previous ELSE ws.o_previous END AS previous,
-      CASE WHEN l THEN wl.expires_at ELSE ws.o_expires END AS expires_at
+      CASE WHEN l THEN wl.expires_at ELSE ws.o_expires END AS expires_at${lockouts ? takeAllLockout.pick('l', 'wl', 'ws') : ''}
     FROM (SELECT (SELECT sok.ok FROM sok) AS l) k
   ) v
   CROSS JOIN LATERAL (${windowDerive(old('v'), 'ws')}) d
 )`,
-  write: (names) => `ww AS (
+  write: (names, lockouts) => `ww AS (
   INSERT INTO ${names.windowCounters} AS t
     (rule, bucket, window_start, count, previous, expires_at, was_start, was_count, was_previous)
-  SELECT wd.rule, wd.bucket, wd.st, wd.cur + wd.cost, wd.pv, wd.exp, wd.window_start, wd.count, wd.previous
+  SELECT wd.rule, wd.bucket, wd.st, wd.cur + wd.cost, wd.pv, ${lockouts ? takeAllLockout.expiry('wd', 'wd.exp') : 'wd.exp'}, wd.window_start, wd.count, wd.previous
   FROM wd WHERE (SELECT ok.ok FROM ok) AND wd.cost > 0
   ORDER BY wd.rule COLLATE "C", wd.bucket COLLATE "C"
   ON CONFLICT (rule, bucket) DO UPDATE SET
