@@ -1,9 +1,10 @@
 /**
  * The Redis store's algorithm modules (src/stores/redis/algorithms/) against the core rules they
  * translate: the same random traffic — takes with weighted costs and per-call limits, peeks,
- * resets, all-or-nothing takes mixing every kind, time stepping forwards and back around DST
- * changes and month ends, takes issued together (one script call, keys decided twice in it) —
- * must give the very same decisions on Redis (deciding at the app's time) as on the memory store
+ * resets, refunds and settlements of earlier takes, all-or-nothing takes mixing every kind, time
+ * stepping forwards and back around DST changes and month ends, takes and adjustments issued
+ * together (one script call, keys decided twice in it, adjustments cutting it in order) — must
+ * give the very same decisions on Redis (deciding at the app's time) as on the memory store
  * (which runs the core rules themselves), with and without lockouts. Also: how the registry
  * refuses what it has no module for.
  */
@@ -114,10 +115,19 @@ const bases = [
 ];
 
 type Entry = { rule: number; key: number; cost: number; limit: number | undefined };
+/**
+ * A refund (`delta` < 0) or a settlement of the `take`-th take its bucket admitted so far (modulo
+ * their number), with the time and `until` the limiter's receipt would carry (the take's time,
+ * and that plus its decision's `resetMs`): a take whose window may or may not still be the
+ * state's, whose units may or may not have refilled. A bucket with no admitted take yet settles
+ * one made now that weighs nothing.
+ */
+type Adjustment = { rule: number; key: number; delta: number; take: number };
 type Command =
   | ({ op: 'take' } & Entry)
+  | ({ op: 'adjust' } & Adjustment)
   | { op: 'all'; entries: Entry[] }
-  | { op: 'together'; entries: Entry[] }
+  | { op: 'together'; entries: (Entry | Adjustment)[] }
   | { op: 'reset'; rule: number; key: number }
   | { op: 'step'; ms: number };
 
@@ -162,19 +172,35 @@ function commandOn(focus: readonly number[], shape: TrafficShape): fc.Arbitrary<
     cost: fc.oneof({ weight: shape.ones, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.nat(6) }),
     limit: fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined, freq: 3 }),
   });
+  const adjustment = fc.record({
+    rule,
+    key,
+    // Mostly refunds; the bounds now and then: a refund of everything, a charge past every cap.
+    delta: fc.oneof(
+      { weight: 6, arbitrary: fc.integer({ min: -6, max: -1 }) },
+      { weight: 3, arbitrary: fc.integer({ min: 1, max: 6 }) },
+      { weight: 1, arbitrary: fc.constantFrom(-MAX_COUNT, MAX_COUNT) },
+    ),
+    take: fc.nat(40),
+  });
   return fc.oneof(
     { weight: 6, arbitrary: entry.map((e) => ({ op: 'take' as const, ...e })) },
+    { weight: 3, arbitrary: adjustment.map((a) => ({ op: 'adjust' as const, ...a })) },
     {
       weight: 2,
       arbitrary: fc
         .uniqueArray(entry, { minLength: 2, maxLength: 4, selector: (e) => `${e.rule}/${e.key}` })
         .map((entries) => ({ op: 'all' as const, entries })),
     },
-    // Single takes issued at once: one script call, often deciding a key twice.
+    // Single takes issued at once: one script call, often deciding a key twice; an adjustment
+    // among them goes in a call of its own, between the calls of the takes around it.
     {
       weight: 2,
       arbitrary: fc
-        .array(entry, { minLength: 2, maxLength: 5 })
+        .array(fc.oneof({ weight: 3, arbitrary: entry }, { weight: 1, arbitrary: adjustment }), {
+          minLength: 2,
+          maxLength: 5,
+        })
         .map((entries) => ({ op: 'together' as const, entries })),
     },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('reset' as const), rule, key }) },
@@ -201,14 +227,31 @@ function limitFor(buckets: RuleBuckets, limit: number | undefined): number | und
   return buckets.rule.acceptsCallLimit ? limit : undefined;
 }
 
+type Outcome = Decision | Decision[] | 'reset' | 'adjusted';
+
 async function run(
   store: Store,
   buckets: RuleBuckets[],
   base: number,
   commands: readonly Command[],
-): Promise<(Decision | Decision[] | 'reset')[]> {
+): Promise<Outcome[]> {
   let now = base;
-  const out: (Decision | Decision[] | 'reset')[] = [];
+  const out: Outcome[] = [];
+  // The receipts of each bucket's admitted takes so far, for adjustments to settle.
+  const receipts = new Map<string, { at: number; until: number }[]>();
+  const issue = (e: Entry, at: number, decision: Decision): void => {
+    if (!decision.allowed || decision.cost === 0) return;
+    const bucket = `${e.rule}/${e.key}`;
+    const list = receipts.get(bucket) ?? [];
+    list.push({ at, until: at + decision.resetMs });
+    receipts.set(bucket, list);
+  };
+  const adjust = async (a: Adjustment, at: number): Promise<'adjusted'> => {
+    const list = receipts.get(`${a.rule}/${a.key}`);
+    const take = list === undefined ? { at, until: at } : list[a.take % list.length]!;
+    await buckets[a.rule]!.adjust(keys[a.key]!, a.delta, at, take.at, take.until);
+    return 'adjusted';
+  };
   for (const c of commands) {
     if (c.op === 'step') {
       now += c.ms;
@@ -217,22 +260,41 @@ async function run(
       out.push('reset');
     } else if (c.op === 'take') {
       const b = buckets[c.rule]!;
-      out.push(await b.take(keys[c.key]!, c.cost, now, limitFor(b, c.limit)));
+      const decision = await b.take(keys[c.key]!, c.cost, now, limitFor(b, c.limit));
+      issue(c, now, decision);
+      out.push(decision);
+    } else if (c.op === 'adjust') {
+      out.push(await adjust(c, now));
+      // What the adjustment left, seen at once (a peek changes nothing).
+      out.push(await buckets[c.rule]!.take(keys[c.key]!, 0, now, undefined));
     } else if (c.op === 'together') {
-      // Issued in one tick: the Redis store decides them in one call, in this order.
+      // Issued in one tick: the Redis store sends them in this order, the takes between two
+      // adjustments in one call.
       const at = now;
-      const decide = (e: Entry) => {
+      const decide = (e: Entry | Adjustment): Promise<Decision | 'adjusted'> => {
+        if ('delta' in e) return adjust(e, at);
         const b = buckets[e.rule]!;
         return b.take(keys[e.key]!, e.cost, at, limitFor(b, e.limit));
       };
-      if (store instanceof MemoryStore) for (const e of c.entries) out.push(await decide(e));
-      else out.push(...(await Promise.all(c.entries.map(decide))));
+      const results: (Decision | 'adjusted')[] = [];
+      if (store instanceof MemoryStore) for (const e of c.entries) results.push(await decide(e));
+      else results.push(...(await Promise.all(c.entries.map(decide))));
+      // Receipts once every call is answered: the adjustments among them settle earlier takes
+      // on both stores alike.
+      c.entries.forEach((e, i) => {
+        const result = results[i]!;
+        if (result !== 'adjusted' && !('delta' in e)) issue(e, at, result);
+      });
+      out.push(...results);
     } else {
       const entries: TakeEntry[] = c.entries.map((e) => {
         const b = buckets[e.rule]!;
         return { buckets: b, key: keys[e.key]!, cost: e.cost, limit: limitFor(b, e.limit) };
       });
-      out.push(await store.takeAll(entries, now));
+      const decisions = await store.takeAll(entries, now);
+      // A group charges every entry or none.
+      if (decisions.every((d) => d.allowed)) c.entries.forEach((e, i) => issue(e, now, decisions[i]!));
+      out.push(decisions);
     }
   }
   return out;

@@ -102,6 +102,37 @@ for (const [clientName, connect] of clients) {
       assert.equal(await eventually(() => l.take('k')), true);
     });
 
+    it('a refund answered with a timeout while Redis hangs is never applied when it wakes up; the reopened receipt refunds once', async () => {
+      // A month's quota counts exactly: nothing refills while the test runs, and a refund on the
+      // server's clock gives back the whole take (a token bucket keeps up to the clock offset's
+      // error of it).
+      const l = createLimiter({
+        name: `refund${++counter}`,
+        rule: calendarQuota({ limit: 100, per: 'month' }),
+        store,
+        logger: silent,
+      });
+      // A first refund loads the script: the one that times out is run by EVALSHA, not lost to
+      // NOSCRIPT.
+      await l.refund((await l.takeWithReceipt('k')).receipt!);
+      const { receipt } = await l.takeWithReceipt('k', { cost: 5 });
+      assert.ok(receipt !== undefined);
+      process.kill(server.pid!, 'SIGSTOP');
+      try {
+        await assert.rejects(l.refund(receipt), (e: unknown) => isSluiceError(e, 'SLUICE_STORE_TIMEOUT'));
+      } finally {
+        process.kill(server.pid!, 'SIGCONT');
+      }
+      // The peek is sent after the refund's call on the same connection: Redis has run that call
+      // (past its deadline, changing nothing) by the time it answers.
+      assert.equal(await eventually(() => l.peek('k')), true);
+      assert.equal((await l.peek('k')).remaining, 95, 'the refund that timed out was not applied');
+      await l.refund(receipt);
+      assert.equal((await l.peek('k')).remaining, 100);
+      await assert.rejects(l.refund(receipt), (e: unknown) => isSluiceError(e, 'SLUICE_ARGUMENT'));
+      assert.deepEqual(unhandled, []);
+    });
+
     it('a hung Redis (SIGSTOP 20 s at a steady 3,000 takes/s) grows no memory in the client, and after SIGCONT no decision answered meanwhile is charged', async () => {
       // A quota with room for everything counts exactly (a bucket would refill meanwhile).
       const l = createLimiter({

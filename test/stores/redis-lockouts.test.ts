@@ -19,13 +19,12 @@ import type { BlockOptions } from '../../src/core/block.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient } from '../support/redis-clients.js';
+import { APP_SLACK, assertTtl, ttlWindow as ttlOf } from '../support/redis-ttl.js';
 
 const skip = await skipUnlessReachable('redis', redisUrl);
 const prefixRoot = `sluice-test:${runId}:lock:`;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-/** What the store adds to every TTL on the app's time (APP_TIME_SLACK_MS in redis-store.ts). */
-const APP_SLACK = 60_000;
 
 describe('Redis lockouts: TTL, stored values, bind', { skip }, () => {
   let redis: Redis;
@@ -42,29 +41,7 @@ describe('Redis lockouts: TTL, stored values, bind', { skip }, () => {
     return new RedisStore({ client: redis, timeSource, timeout: '5s', prefix });
   }
 
-  /** Redis' clock in whole ms. */
-  async function serverMs(): Promise<number> {
-    const [seconds, micros] = await redis.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  }
-
-  /**
-   * Runs `write` and returns the key's expiry as an interval of TTLs: Redis set it at some
-   * instant between the two readings of its clock, so `ttl` = expiry - that instant lies in
-   * [expiry - after, expiry - before]. Exact, whatever the time the calls take.
-   */
-  async function ttlWindow(key: string, write: () => Promise<unknown>): Promise<[number, number]> {
-    const start = await serverMs();
-    await write();
-    const end = await serverMs();
-    const expiry = Number(await redis.pexpiretime(key));
-    assert.ok(expiry > 0, 'the key exists and has a TTL');
-    return [expiry - end, expiry - start];
-  }
-
-  function assertTtl([least, most]: [number, number], ttl: number, message: string): void {
-    assert.ok(least <= ttl && ttl <= most, `${message}: TTL ${ttl} outside [${least}, ${most}]`);
-  }
+  const ttlWindow = (key: string, write: () => Promise<unknown>) => ttlOf(redis, key, write);
 
   it('a block keeps the key until forgetAfter after its end, however soon its bucket is full again; then the bucket alone decides the TTL', async () => {
     const rule = tokenBucket({ limit: 1, period: '1s', block: { duration: '1h', forgetAfter: '1d' } });

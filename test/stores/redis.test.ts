@@ -11,6 +11,8 @@ import {
   type RedisStoreOptions,
 } from '../../src/stores/redis/index.js';
 import {
+  adjustScript,
+  adjustScriptSha,
   decisionScript,
   decisionScriptSha,
   singleDecisionScript,
@@ -44,7 +46,6 @@ function conformanceOn(name: string, connect: () => Promise<{ client: unknown; q
   storeConformance({
     name,
     skip,
-    refunds: false, // until the store settles takes (in progress)
     // A loaded 2-core CI machine can take longer than the 100 ms production default.
     timeout: '2s',
     async setup() {
@@ -93,6 +94,7 @@ describe('RedisStore on one Redis', { skip }, () => {
   it('the SHAs computed locally are the ones SCRIPT LOAD returns', async () => {
     assert.equal(await redis.script('LOAD', decisionScript), decisionScriptSha);
     assert.equal(await redis.script('LOAD', singleDecisionScript), singleDecisionScriptSha);
+    assert.equal(await redis.script('LOAD', adjustScript), adjustScriptSha);
   });
 
   it('on the store`s time the now the app passes is ignored', async () => {

@@ -2,6 +2,8 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { RedisClient } from './redis-client.js';
 import {
+  adjustScript,
+  adjustScriptSha,
   decisionScript,
   decisionScriptSha,
   singleDecisionScript,
@@ -23,6 +25,8 @@ export interface BatchRule {
   readonly replyWidth: number;
   /** Whether {@link spec} depends on `now` (a calendar's periods). */
   readonly timed: boolean;
+  /** The start of the window holding `at`, for a refund's take (see algorithms/algorithm.ts). */
+  windowOf(at: number): number;
   /** Builds the decision from the script's numbers (`windowMs` 0 when the reply has none). */
   decision(
     allowed: boolean,
@@ -56,8 +60,31 @@ export interface BatcherSettings {
 }
 
 /**
- * A decision waiting for Redis: a single take (`group` null) or an all-or-nothing take. One
- * class for both keeps the hot path monomorphic.
+ * What an adjustment settles: `delta` units (a refund below 0) of a take made at `takenAt`,
+ * whose units a token bucket had refilled by `until`.
+ */
+interface Adjustment {
+  readonly delta: number;
+  /** The app's clock at the take (ms since the Unix epoch). */
+  readonly takenAt: number;
+  /** The take's time plus its decision's `resetMs`, on the app's clock. */
+  readonly until: number;
+}
+
+/** A script and its SHA1, for EVALSHA with the EVAL fallback. */
+interface Script {
+  readonly source: string;
+  readonly sha: string;
+}
+
+const DECISION: Script = { source: decisionScript, sha: decisionScriptSha };
+const SINGLE_DECISION: Script = { source: singleDecisionScript, sha: singleDecisionScriptSha };
+const ADJUSTMENT: Script = { source: adjustScript, sha: adjustScriptSha };
+
+/**
+ * A request waiting for Redis: a single take (`group` null), an all-or-nothing take, or an
+ * adjustment of one key (`adjustment` set, `group` null). One class for all keeps the hot path
+ * monomorphic.
  */
 class Pending {
   resolve!: (value: never) => void;
@@ -71,6 +98,7 @@ class Pending {
     readonly group: readonly BatchEntry[] | null,
     readonly now: number,
     readonly slot: number,
+    readonly adjustment: Adjustment | null,
   ) {}
 
   /**
@@ -100,8 +128,8 @@ class Batch {
     readonly args: string[],
     /** The length of the reply expected. */
     readonly replyLength: number,
-    /** Sent with {@link singleDecisionScript} (one single take) rather than the batch script. */
-    readonly single: boolean,
+    /** The batch script, the lone take's, or the adjustment's. */
+    readonly script: Script,
     /** When its decisions time out: the earliest deadline among them. */
     readonly deadline: number,
   ) {
@@ -201,12 +229,32 @@ export class Batcher {
     limit: number | undefined,
     slot: number,
   ): Promise<Decision> {
-    return this.enqueue(rule, key, cost, limit, null, now, slot, 1) as Promise<Decision>;
+    return this.enqueue(rule, key, cost, limit, null, now, slot, 1, null) as Promise<Decision>;
   }
 
   /** An all-or-nothing take; every key must lie in `slot` on a Cluster. */
   takeAll(entries: readonly BatchEntry[], now: number, slot: number): Promise<Decision[]> {
-    return this.enqueue(null, '', 0, undefined, entries, now, slot, entries.length) as Promise<Decision[]>;
+    return this.enqueue(null, '', 0, undefined, entries, now, slot, entries.length, null) as Promise<
+      Decision[]
+    >;
+  }
+
+  /**
+   * Settles `delta` units of a take of `key` made at `takenAt` and weighing until `until`, both
+   * on the app's clock (see `RuleBuckets.adjust`): one call of its own, with the deadline and the
+   * failures of a take. `now` is ignored on the server's clock.
+   */
+  adjust(
+    rule: BatchRule,
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    slot: number,
+  ): Promise<void> {
+    const adjustment: Adjustment = { delta, takenAt, until };
+    return this.enqueue(rule, key, 0, undefined, null, now, slot, 1, adjustment) as Promise<never>;
   }
 
   /** Refuses new decisions; those already queued or in flight still settle. */
@@ -223,6 +271,7 @@ export class Batcher {
     now: number,
     slot: number,
     size: number,
+    adjustment: Adjustment | null,
   ): Promise<Decision | Decision[]> {
     const { client, maxPending } = this.settings;
     if (this.closed) return Promise.reject(unavailable('store is closed'));
@@ -230,7 +279,7 @@ export class Batcher {
     // every call until it reconnects, and memory would grow for as long as Redis is gone.
     if (!client.ready()) return Promise.reject(unavailable('connection is not ready'));
     if (this.pending + size > maxPending) return Promise.reject(this.full());
-    const request = new Pending(rule, key, cost, limit, group, now, slot);
+    const request = new Pending(rule, key, cost, limit, group, now, slot, adjustment);
     const promise = new Promise<Decision | Decision[]>((resolve, reject) => {
       request.resolve = resolve as (value: never) => void;
       request.reject = reject;
@@ -289,9 +338,18 @@ export class Batcher {
       const limit = Math.min(this.settings.maxBatch, Math.max(SPLIT, Math.ceil(queued / free)));
       let taken = 0;
       let size = 0;
-      while (taken < queue.length && (size === 0 || size + queue[taken]!.size <= limit)) {
-        size += queue[taken]!.size;
-        taken++;
+      // An adjustment goes alone, in a call of its own script; takes queued after it go in the
+      // next call, so every call runs in the order it was asked for.
+      if (queue[0]!.adjustment !== null) taken = 1;
+      else {
+        while (
+          taken < queue.length &&
+          queue[taken]!.adjustment === null &&
+          (size === 0 || size + queue[taken]!.size <= limit)
+        ) {
+          size += queue[taken]!.size;
+          taken++;
+        }
       }
       let batch: Pending[];
       if (taken === queue.length) {
@@ -310,7 +368,8 @@ export class Batcher {
       }
       batch.length = live;
       if (live === 0) continue;
-      if (cluster) this.sendBySlot(batch);
+      if (batch[0]!.adjustment !== null) this.sendAdjustment(batch[0]!);
+      else if (cluster) this.sendBySlot(batch);
       else this.send(batch);
     }
     // Decisions left waiting behind calls in flight time out too, even if none of those settles.
@@ -440,7 +499,7 @@ export class Batcher {
     args[1] = this.serverDeadline(deadline);
     args[2] = String(args.length - 3);
     for (let i = 0; i < entries.length; i++) args.push(entries[i]!);
-    this.start(new Batch(requests, keys, args, replyLength, false, deadline));
+    this.start(new Batch(requests, keys, args, replyLength, DECISION, deadline));
   }
 
   /** A lone single take: {@link singleDecisionScript}, the same decision for less work. */
@@ -457,7 +516,29 @@ export class Batcher {
     if (serverClock) args.push(this.serverDeadline(request.deadline));
     else args.push(String(slackMs), String(request.now));
     const replyLength = 1 + rule.replyWidth;
-    this.start(new Batch(requests, [request.key], args, replyLength, true, request.deadline));
+    this.start(new Batch(requests, [request.key], args, replyLength, SINGLE_DECISION, request.deadline));
+  }
+
+  /**
+   * An adjustment: {@link adjustScript}, one key. On the server's clock the take's time and
+   * `until` are translated to the server's with the measured offset, which is short of the true
+   * one (see server-clock-offset.ts): the window found for the take is never later than the one
+   * it was charged in, and `until` never later than the server's end of the take's units, so a
+   * refund gives back at most what it should (a token bucket keeps up to the offset's error of
+   * the take).
+   */
+  private sendAdjustment(request: Pending): void {
+    const { serverClock, slackMs } = this.settings;
+    const rule = request.rule as BatchRule;
+    const { delta, takenAt, until } = request.adjustment as Adjustment;
+    this.startClocks([request]);
+    const offset = serverClock ? this.offset.ms : 0;
+    const spec = rule.spec(!rule.timed ? 0 : serverClock ? Date.now() + offset : request.now);
+    const args = [String(delta), String(rule.windowOf(takenAt + offset)), String(until + offset)];
+    for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
+    if (serverClock) args.push(this.serverDeadline(request.deadline));
+    else args.push(String(slackMs), String(request.now));
+    this.start(new Batch([request], [request.key], args, 2, ADJUSTMENT, request.deadline));
   }
 
   private start(batch: Batch): void {
@@ -519,15 +600,10 @@ export class Batcher {
     const { client } = this.settings;
     let reply: Promise<unknown>;
     try {
-      if (batch.single) {
-        reply = fallback
-          ? client.eval(singleDecisionScript, batch.keys, batch.args)
-          : client.evalsha(singleDecisionScriptSha, batch.keys, batch.args);
-      } else {
-        reply = fallback
-          ? client.eval(decisionScript, batch.keys, batch.args)
-          : client.evalsha(decisionScriptSha, batch.keys, batch.args);
-      }
+      const script = batch.script;
+      reply = fallback
+        ? client.eval(script.source, batch.keys, batch.args)
+        : client.evalsha(script.sha, batch.keys, batch.args);
     } catch (error) {
       this.release(batch);
       this.fail(batch, error);
@@ -596,8 +672,15 @@ export class Batcher {
       return;
     }
     if (!Array.isArray(reply) || reply.length !== batch.replyLength) {
-      const error = unavailable('answered the decision script with an unexpected reply');
+      const error = unavailable('answered a script call with an unexpected reply');
       for (const request of requests) this.settle(request, error);
+      return;
+    }
+    if (batch.script === ADJUSTMENT) {
+      // [now, status]: done, or -3, a calendar's periods that did not hold the server's time.
+      const request = requests[0]!;
+      if (Number(reply[1]) === -3) this.refuse(request, -3);
+      else this.settle(request, undefined, undefined);
       return;
     }
     let o = 1;

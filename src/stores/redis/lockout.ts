@@ -42,7 +42,8 @@ function isLength(value: unknown, min: number): boolean {
 /**
  * The encoder of a rule bound with its lockout: `encoder`'s spec with the tag negated and the
  * lockout's values appended (the same array for as long as the algorithm's is), and `encoder`'s
- * decisions unchanged (the script returns a blocked refusal in the algorithm's own numbers).
+ * decisions and windows unchanged (the script returns a blocked refusal in the algorithm's own
+ * numbers).
  */
 export function withLockout(rule: Rule, encoder: RuleEncoder): RuleEncoder {
   const lockout = lockoutValues(rule);
@@ -59,9 +60,22 @@ export function withLockout(rule: Rule, encoder: RuleEncoder): RuleEncoder {
       }
       return spec;
     },
+    windowOf: encoder.windowOf,
     decision: encoder.decision,
   };
 }
+
+/**
+ * Lua run under a lockout (`lock`) before a key is written (`na` set): a key with a block (`bu`,
+ * `bm`) lives until `blockForget` after the block's end, when that is later than the TTL the
+ * algorithm gave it (`ttl`), so that a refusal until then still escalates. Shared by the
+ * decisions and the adjustment script.
+ */
+export const KEEP_BLOCK = `if na and bm then
+  local kept = bu + blockForget - now
+  if ttl < kept then ttl = kept end
+end
+`;
 
 /**
  * The lockout around an algorithm's decision, spliced into both scripts right after the
@@ -104,11 +118,7 @@ export function lockoutLua(remember: string): string {
       remaining = 0
       if not na then na, nb, nc, ttl = sa or 0, sb, sc, held end
 ${remember}    end
-    if na and bm then
-      local kept = bu + blockForget - now
-      if ttl < kept then ttl = kept end
-    end
   end
-end
+${KEEP_BLOCK.replace(/^(?=.)/gm, '  ')}end
 `;
 }

@@ -6,7 +6,7 @@ import type { Rule } from '../../core/rule.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
 import { Batcher, type BatchEntry, type BatchRule } from './batcher.js';
 import { TIMEOUT_SUBJECT, storeError, unavailable } from './redis-errors.js';
-import { checkTakeArguments } from './take-arguments.js';
+import { checkAdjustArguments, checkTakeArguments } from './take-arguments.js';
 import { redisClient, type RedisClient, type RedisClientInput } from './redis-client.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
@@ -321,11 +321,29 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     }
   }
 
-  /** Refunds and settlements are not kept by the Redis store yet: the limiter is told so. */
-  adjust(_key: string, _delta: number, _now: number, _takenAt: number, _until: number): Promise<void> {
-    return Promise.reject(
-      new SluiceError('SLUICE_CONFIG', 'refunds and settlements are not available on the Redis store yet'),
-    );
+  /**
+   * Settles a take after the fact (a refund, `delta < 0`, or a settlement): one script call of
+   * its own (see `adjustScript` in scripts.ts), atomic, with the deadline and failures of a take.
+   * On the server's clock `now` is ignored, and `takenAt` and `until` (the app's clock at the
+   * take, and the end of what it weighs) are translated to the server's time with the measured
+   * offset.
+   */
+  adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
+    try {
+      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
+      checkAdjustArguments(key, delta, now, takenAt, until);
+      if (delta === 0) return Promise.resolve();
+      const redisKey = this.redisKey(key);
+      const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
+      return this.store.batcher.adjust(this, redisKey, delta, now, takenAt, until, slot);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** @internal The start of the window holding `at` (see algorithms/algorithm.ts). */
+  windowOf(at: number): number {
+    return (this.encoder as RuleEncoder).windowOf(at);
   }
 
   /** @internal The rule's values for the scripts at about `now` (see algorithms/algorithm.ts). */

@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
 import { MAX_PENALTY_COUNT } from '../../core/bounds.js';
 import { redisAlgorithms, type RedisAlgorithm } from './algorithms/index.js';
-import { lockoutLua } from './lockout.js';
+import { KEEP_BLOCK, lockoutLua } from './lockout.js';
 import { READ_MARKED, READ_STATE, STATE_VALUE, appendBlock } from './state-value.js';
 
 /*
- * The two decision scripts, assembled from the algorithm modules (algorithms/): this file holds
- * what every algorithm shares (reading the time, reading and writing a key's state, batching,
- * all-or-nothing groups, the reply) and splices each module's decision into a dispatch on the
- * algorithm's tag. A module's Lua contract is in algorithms/algorithm.ts.
+ * The two decision scripts and the adjustment script, assembled from the algorithm modules
+ * (algorithms/): this file holds what every algorithm shares (reading the time, reading and
+ * writing a key's state, batching, all-or-nothing groups, the reply) and splices each module's
+ * decision or adjustment into a dispatch on the algorithm's tag. A module's Lua contract is in
+ * algorithms/algorithm.ts.
  */
 
 /**
@@ -19,6 +20,23 @@ import { READ_MARKED, READ_STATE, STATE_VALUE, appendBlock } from './state-value
 const SERVER_NOW = `local t = call('TIME')
 local us = tonumber(t[2])
 now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
+`;
+
+/**
+ * The clock of a script of one key, from its last arguments, at `clock`: on the app's clock
+ * `slack` and `now`; on the server's clock the call's deadline alone, `now` from `TIME`, and past
+ * the deadline the script returns `[now, -4]` having changed nothing (see
+ * {@link decisionScript}).
+ */
+const ONE_KEY_CLOCK = `local slack, now
+if #argv > clock then
+  slack = tonumber(argv[clock])
+  now = tonumber(argv[clock + 1])
+else
+  slack = 0
+${SERVER_NOW}  local deadline = tonumber(argv[clock])
+  if deadline and now > deadline then return { now, -4 } end
+end
 `;
 
 /**
@@ -42,13 +60,11 @@ function perTag(value: (algorithm: RedisAlgorithm) => number): string {
 
 /**
  * The dispatch on `tag`: each algorithm's parameters bound to their names (`param(i)` is the Lua
- * expression of the i-th, from 0), its per-call limit when it takes one (`limitAt`, or nothing
- * when the caller has set `limit`), its decision, and under a lockout (`lock`) what it reports
- * in `held` for the lockout (see lockout.ts).
+ * expression of the i-th, from 0), then the algorithm's `body`.
  */
 function dispatch(
   param: (algorithm: RedisAlgorithm, i: number) => string,
-  limitAt: (algorithm: RedisAlgorithm) => string,
+  body: (algorithm: RedisAlgorithm) => string,
 ): string {
   const branches = redisAlgorithms.map((algorithm, i) => {
     const names = algorithm.params;
@@ -56,11 +72,19 @@ function dispatch(
       names.length === 0
         ? ''
         : `  local ${names.join(', ')} = ${names.map((_, j) => param(algorithm, j)).join(', ')}\n`;
-    const limit = algorithm.callLimit ? limitAt(algorithm) : '';
-    const held = `  if lock then held = ${algorithm.held} end\n`;
-    return `${i === 0 ? 'if' : 'elseif'} tag == ${i + 1} then\n${limit}${bind}${algorithm.lua}${held}`;
+    return `${i === 0 ? 'if' : 'elseif'} tag == ${i + 1} then\n${bind}${body(algorithm)}`;
   });
   return `${branches.join('')}end\n`;
+}
+
+/**
+ * A decision's body in the dispatch: its per-call limit when the algorithm takes one
+ * (`limitAt`, or nothing when the caller has set `limit`), its decision, and under a lockout
+ * (`lock`) what it reports in `held` for the lockout (see lockout.ts).
+ */
+function decisionBody(limitAt: string): (algorithm: RedisAlgorithm) => string {
+  return (algorithm) =>
+    `${algorithm.callLimit ? limitAt : ''}${algorithm.lua}  if lock then held = ${algorithm.held} end\n`;
 }
 
 /** Indents every line of `lua` by `spaces`. */
@@ -233,10 +257,7 @@ while a <= total do
     local na, nc = false, false
     local nb, ttl
 ${indent(
-  dispatch(
-    (_, j) => `P[p + ${j + 1}]`,
-    () => '',
-  ),
+  dispatch((_, j) => `P[p + ${j + 1}]`, decisionBody('')),
   4,
 )}${indent(
   lockoutLua(`      if not B then B = {} end
@@ -338,16 +359,7 @@ if lock then
   blockMax, blockForget = tonumber(argv[at + 2]), tonumber(argv[at + 3])
   clock = clock + 4
 end
-local slack, now
-if #argv > clock then
-  slack = tonumber(argv[clock])
-  now = tonumber(argv[clock + 1])
-else
-  slack = 0
-${SERVER_NOW}  local deadline = tonumber(argv[clock])
-  if deadline and now > deadline then return { now, -4 } end
-end
--- MGET, not GET: a key of another type reads as absent instead of failing.
+${ONE_KEY_CLOCK}-- MGET, not GET: a key of another type reads as absent instead of failing.
 local v = call('MGET', key)[1]
 ${READ_STATE}local cost = tonumber(argv[1])
 local asked = cost
@@ -360,7 +372,7 @@ local limit
 ${dispatch(
   (_, j) => `tonumber(argv[${SINGLE_SPEC_AT + 1 + j}])`,
   // The limit comes right before the clock's arguments.
-  () => `  limit = tonumber(argv[clock - 1])\n`,
+  decisionBody(`  limit = tonumber(argv[clock - 1])\n`),
 )}${lockoutLua('')}local out
 if (${perTag((a) => a.replyWidth)})[tag] == 4 then
   out = { now, retry, remaining, reset, window }
@@ -376,8 +388,74 @@ end
 return out
 `;
 
+/** Where the rule's spec starts in {@link adjustScript}'s ARGV (after `delta`, `taken` and `refilled`). */
+const ADJUST_SPEC_AT = 4;
+
+/**
+ * The adjustment script: settles one admitted take of one key after the fact (a refund or a
+ * settlement, `RuleBuckets.adjust`), atomically, without deciding: the algorithm's adjustment
+ * (each module's `adjustLua`, a translation of the core rule's `adjust`) on the key's state as
+ * read, and at most one write. A lockout's block is never touched: the value keeps it, and
+ * under the rule's lockout the key lives until `blockForget` after the block's end as after a
+ * take. Every write sets the TTL the rule's horizon gives the new state (plus the app's slack);
+ * a state left as good as new with nothing to remember is deleted instead on the server's
+ * clock (a TTL of 0), and kept for the slack on the app's.
+ *
+ * ARGV: `delta` (below 0 a refund of that many units, above 0 a charge), `taken` (the start of
+ * the refunded take's window or period in the script's time, computed by Node: see
+ * `RuleEncoder.windowOf`; 0 for a token bucket), `refilled` (the take's `until` in the script's
+ * time: when its units had refilled; only a token bucket reads it), the rule's spec (as for
+ * {@link singleDecisionScript}, without a per-call limit), then the clock's arguments as for
+ * {@link singleDecisionScript}: on the server's clock the deadline (`[now, -4]` past it, nothing
+ * changed), on the app's clock `slack` and `now`. One key.
+ *
+ * Reply: `[now, status]`: status 0 done (changed or not), -3 not evaluated and nothing changed (a
+ * calendar's period bounds sent by Node do not hold the server's time: Node retries with the
+ * server's), -4 started past its deadline and nothing changed.
+ */
+export const adjustScript = `
+${PRELUDE}local argv = ARGV
+local key = KEYS[1]
+local delta = tonumber(argv[1])
+local taken = tonumber(argv[2])
+local refilled = tonumber(argv[3])
+local tag = tonumber(argv[${ADJUST_SPEC_AT}])
+-- A rule with a lockout: its tag negated, the lockout's values after the algorithm's.
+local lock = tag < 0
+if lock then tag = -tag end
+local clock = (${perTag((a) => ADJUST_SPEC_AT + 1 + a.params.length)})[tag]
+local blockForget
+if lock then
+  blockForget = tonumber(argv[clock + 3])
+  clock = clock + 4
+end
+${ONE_KEY_CLOCK}local v = call('MGET', key)[1]
+${READ_STATE}local status = 0
+local na, nc = false, false
+local nb, ttl
+${dispatch(
+  (_, j) => `tonumber(argv[${ADJUST_SPEC_AT + 1 + j}])`,
+  (algorithm) => algorithm.adjustLua,
+)}if na then
+  if lock then
+${indent(KEEP_BLOCK, 4)}  end
+  local value
+  ${STATE_VALUE}
+  if bm then ${appendBlock('bu', 'bm')} end
+  if ttl + slack > 0 then
+    call('SET', key, value, 'PX', format('%d', ttl + slack))
+  else
+    call('DEL', key)
+  end
+end
+return { now, status }
+`;
+
 /** SHA1 of {@link decisionScript}, computed here so that EVALSHA needs no SCRIPT LOAD first. */
 export const decisionScriptSha: string = createHash('sha1').update(decisionScript).digest('hex');
 
 /** SHA1 of {@link singleDecisionScript}. */
 export const singleDecisionScriptSha: string = createHash('sha1').update(singleDecisionScript).digest('hex');
+
+/** SHA1 of {@link adjustScript}. */
+export const adjustScriptSha: string = createHash('sha1').update(adjustScript).digest('hex');

@@ -32,6 +32,40 @@ export function checkTakeArguments(key: unknown, cost: unknown, limit: unknown, 
   }
 }
 
+/**
+ * Checks what an adjustment hands to the script, as {@link checkTakeArguments} does for a take: a
+ * non-empty string key, a whole `delta` from -MAX_COUNT to MAX_COUNT, and times that are finite
+ * numbers.
+ * @throws SluiceError `SLUICE_ARGUMENT`
+ */
+export function checkAdjustArguments(
+  key: unknown,
+  delta: unknown,
+  now: unknown,
+  takenAt: unknown,
+  until: unknown,
+): void {
+  checkTakeArguments(key, 0, undefined, false);
+  if (!(typeof delta === 'number' && Number.isSafeInteger(delta) && Math.abs(delta) <= MAX_COUNT)) {
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `RedisStore: an adjustment must be a whole number from -${MAX_COUNT} to ${MAX_COUNT} (got ${typeOf(delta)})`,
+    );
+  }
+  for (const [name, time] of [
+    ['now', now],
+    ['takenAt', takenAt],
+    ['until', until],
+  ] as const) {
+    if (typeof time !== 'number' || !Number.isFinite(time)) {
+      throw new SluiceError(
+        'SLUICE_ARGUMENT',
+        `RedisStore: an adjustment's ${name} must be a finite number of ms (got ${typeof time === 'number' ? 'a number that is not finite' : typeOf(time)})`,
+      );
+    }
+  }
+}
+
 function isCount(value: unknown, min: number): boolean {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= MAX_COUNT;
 }

@@ -2,13 +2,13 @@ import type { Decision } from '../../../core/decision.js';
 import type { Rule } from '../../../core/rule.js';
 
 /**
- * What the Redis store needs to decide one algorithm next to the data: its decision in Lua, the
- * parameters that decision reads, the shape of its reply, and how a bound rule's parameters and
- * replies are encoded. One module per algorithm (`token-bucket.ts`, …); the registry
- * (`index.ts`) finds a module by the rule's `kind`, and `scripts.ts` splices every module's Lua
- * into the two decision scripts. A module translates its core rule (`src/core/<rule>.ts`) and
- * is held to it by the store conformance suite and a differential property test against the
- * memory store.
+ * What the Redis store needs to decide one algorithm next to the data: its decision and its
+ * adjustment (a refund or a settlement) in Lua, the parameters they read, the shape of its
+ * reply, and how a bound rule's parameters and replies are encoded. One module per algorithm
+ * (`token-bucket.ts`, …); the registry (`index.ts`) finds a module by the rule's `kind`, and
+ * `scripts.ts` splices every module's Lua into the two decision scripts and the adjustment
+ * script. A module translates its core rule (`src/core/<rule>.ts`) and is held to it by the
+ * store conformance suite and a differential property test against the memory store.
  *
  * The Lua fragment runs inside a branch of the scripts' dispatch. It reads these locals:
  * - `now`: the time of the decision, whole ms since the Unix epoch;
@@ -48,6 +48,22 @@ export interface RedisAlgorithm {
   /** The decision in Lua (see above). */
   readonly lua: string;
   /**
+   * The adjustment in Lua: a translation of the core rule's `adjust`, run by the adjustment
+   * script inside the same kind of dispatch, with the rule's parameters bound as for
+   * {@link lua}. It reads `now`, `sa`, `sb`, `sc`, `MAX_PENALTY` as the decision does, and:
+   * - `delta`: below 0, the units to give back of a take made at the time whose window is
+   *   `taken`; above 0, the units to charge at `now` (never 0);
+   * - `taken`: the start of the window (calendar period) the refunded take was made in, as
+   *   {@link RuleEncoder.windowOf} computed it (0 for an algorithm without windows);
+   * - `refilled`: the refunded take's `until` (its time plus its decision's `resetMs`) in the
+   *   script's time, by which a token bucket had refilled the take's units (windows ignore it).
+   * It sets `na`, `nb`, `nc` and `ttl` as the decision does when the state changes (`na` false:
+   * unchanged, nothing written), except that `ttl` may be 0 (a refund that leaves the state as
+   * good as new); and `status` to -3 when it could not be evaluated (the time lies outside
+   * what Node sent). A lockout's fields are the script's, never the module's.
+   */
+  readonly adjustLua: string;
+  /**
    * A Lua expression read after a refusal that wrote nothing, in the scope of {@link lua}: the
    * ms after `now` until which the state as read (`sa`, `sb`, `sc`) may still decide something.
    * A lockout that starts then writes that state back with its block, with a TTL of at least
@@ -55,9 +71,9 @@ export interface RedisAlgorithm {
    */
   readonly held: string;
   /**
-   * Local functions the decision calls, defined once at the top of each script (their names
-   * must not collide with another module's). Library functions available there as locals:
-   * `floor`, `ceil`.
+   * Local functions the decision or the adjustment calls, defined once at the top of each
+   * script (their names must not collide with another module's). Library functions available
+   * there as locals: `floor`, `ceil`.
    */
   readonly luaFunctions?: string;
   /**
@@ -79,6 +95,12 @@ export interface RuleEncoder {
   spec(now: number): readonly string[];
   /** Whether {@link spec} depends on `now` (a calendar's period bounds): otherwise `now` is ignored. */
   readonly timed: boolean;
+  /**
+   * The start of the window (calendar period) holding the instant `at` (ms since the Unix
+   * epoch), as the core rule's `adjust` finds a refunded take's window; 0 for an algorithm
+   * without windows. Computed in Node: Lua has no time-zone database.
+   */
+  windowOf(at: number): number;
   /** The decision from the script's numbers (`windowMs` 0 when the reply has no window). */
   decision(
     allowed: boolean,

@@ -28,14 +28,7 @@ export const calendarQuotaAlgorithm: RedisAlgorithm = {
   replyWidth: 4,
   lua: `  -- core/quota.ts, decide(): the local period holding now, among the four sent.
   local q = limit or ruleLimit
-  local s, f
-  if now >= b1 and now < b2 then
-    s, f = b1, b2
-  elseif now >= b0 and now < b1 then
-    s, f = b0, b1
-  elseif now >= b2 and now < b3 then
-    s, f = b2, b3
-  end
+  local s, f = quotaPeriod(now, b0, b1, b2, b3)
   remaining, reset, window = 0, 0, 0
   retry = -3
   if s then
@@ -77,6 +70,53 @@ export const calendarQuotaAlgorithm: RedisAlgorithm = {
 `,
   // A refusal means a count in the period, spent when the period ends, after reset.
   held: 'reset',
+  adjustLua: `  -- core/quota.ts, adjust(), and core/window-count.ts: a refund comes off the count only
+  -- while the stored period is the take's (Node sends the take's period start), never below 0;
+  -- a charge goes to the period that counts now (the one holding now among the four sent, or
+  -- the stored one when it is later), saturating as a penalty does.
+  if delta < 0 then
+    if sa == taken and sb > 0 then
+      local left = sb + delta
+      if left < 0 then left = 0 end
+      na, nb, nc = sa, left, sc
+    end
+  else
+    local s, f = quotaPeriod(now, b0, b1, b2, b3)
+    if not s then
+      status = -3
+    else
+      local charged = delta
+      if sa == s then
+        charged = sb + delta
+      elseif sa and sa > s then
+        s, f, charged = sa, quotaEnd(sa, sc, b0, b1, b2, b3), sb + delta
+      end
+      if charged > MAX_PENALTY then charged = MAX_PENALTY end
+      na, nb, nc = s, charged, f
+    end
+  end
+  if na then
+    -- The horizon: the end of the stored period while it holds a count.
+    local e = quotaEnd(na, nc, b0, b1, b2, b3)
+    ttl = 0
+    if nb > 0 and e > now then ttl = e - now end
+  end
+`,
+  // The period holding now among the four sent (false, false when none does); the end of the
+  // stored period starting at sa: the stored end, or for a value written before ends were
+  // stored, the next start among those sent, else a period of the current length on.
+  luaFunctions: `local function quotaPeriod(now, b0, b1, b2, b3)
+  if now >= b1 and now < b2 then return b1, b2 end
+  if now >= b0 and now < b1 then return b0, b1 end
+  if now >= b2 and now < b3 then return b2, b3 end
+  return false, false
+end
+local function quotaEnd(sa, sc, b0, b1, b2, b3)
+  if sc then return sc end
+  if sa == b0 then return b1 elseif sa == b1 then return b2 elseif sa == b2 then return b3 end
+  return sa + b2 - b1
+end
+`,
   encoder(rule: Rule, name: string, tag: number): RuleEncoder {
     const fields = rule as unknown as { timeZone?: unknown; per?: unknown; weekStart?: unknown };
     const ruleLimit = wholeField(rule, 'limit');
@@ -110,6 +150,7 @@ export const calendarQuotaAlgorithm: RedisAlgorithm = {
         ];
         return spec;
       },
+      windowOf: (at) => periods.startOf(at),
       decision(allowed, remaining, retryAfterMs, resetMs, windowMs, cost, limit): Decision {
         const quota = limit === undefined ? ruleLimit : limit;
         return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);

@@ -47,6 +47,28 @@ export const fixedWindowAlgorithm: RedisAlgorithm = {
 `,
   // A refusal means a count in the window, spent when the window ends, after reset.
   held: 'reset',
+  adjustLua: `  -- core/fixed-window.ts, adjust(), and core/window-count.ts: a refund comes off the count
+  -- only while the stored window is the take's, never below 0; a charge goes to the window that
+  -- counts now, saturating as a penalty does.
+  if delta < 0 then
+    if sa == taken and sb > 0 then
+      local left = sb + delta
+      if left < 0 then left = 0 end
+      na, nb = sa, left
+    end
+  else
+    local s = floor(now / w) * w
+    if sa and sa > s then s = sa end
+    local charged = delta
+    if sa == s then charged = sb + delta end
+    if charged > MAX_PENALTY then charged = MAX_PENALTY end
+    na, nb = s, charged
+  end
+  if na then
+    ttl = 0
+    if nb > 0 and na + w > now then ttl = na + w - now end
+  end
+`,
   encoder(rule: Rule, name: string, tag: number): RuleEncoder {
     const ruleLimit = wholeField(rule, 'limit');
     const windowMs = wholeField(rule, 'windowMs');
@@ -54,6 +76,7 @@ export const fixedWindowAlgorithm: RedisAlgorithm = {
     return {
       timed: false,
       spec: () => spec,
+      windowOf: (at) => Math.floor(at / windowMs) * windowMs,
       decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
         const quota = limit === undefined ? ruleLimit : limit;
         return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);

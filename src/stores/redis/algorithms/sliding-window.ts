@@ -80,6 +80,41 @@ export const slidingWindowAlgorithm: RedisAlgorithm = {
 `,
   // A count weighs until the end of the window after its own: reset, then one more window.
   held: 'reset + w',
+  adjustLua: `  -- core/sliding-window.ts, adjust(): a refund comes off the stored window's count while it
+  -- is the take's window, or off the previous count while that is the take's, never below 0;
+  -- a charge goes to the window that counts now, rolling the state into it as a take does.
+  local prev = sc or 0
+  if delta < 0 then
+    if sa == taken and sb > 0 then
+      local left = sb + delta
+      if left < 0 then left = 0 end
+      na, nb, nc = sa, left, prev
+    elseif sa == taken + w and prev > 0 then
+      local left = prev + delta
+      if left < 0 then left = 0 end
+      na, nb, nc = sa, sb, left
+    end
+  else
+    local s = floor(now / w) * w
+    if sa and sa > s then s = sa end
+    if sa == s then
+      local charged = sb + delta
+      if charged > MAX_PENALTY then charged = MAX_PENALTY end
+      na, nb, nc = s, charged, prev
+    else
+      na, nb, nc = s, delta, 0
+      if sa == s - w then nc = sb end
+    end
+  end
+  if na then
+    -- The horizon: a count weighs until the end of the window after its own, a previous count
+    -- alone until the end of the stored window.
+    local e = now
+    if nb > 0 then e = na + 2 * w elseif nc > 0 then e = na + w end
+    ttl = 0
+    if e > now then ttl = e - now end
+  end
+`,
   // The functions of the retry advice: core/sliding-window.ts's weigh() and earliest(), the
   // least elapsed in [from, w) at which the previous count's weight fits in room, or w.
   luaFunctions: `local function weigh(prev, w, elapsed)
@@ -104,6 +139,7 @@ end
     return {
       timed: false,
       spec: () => spec,
+      windowOf: (at) => Math.floor(at / windowMs) * windowMs,
       decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
         const quota = limit === undefined ? ruleLimit : limit;
         return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);

@@ -82,6 +82,35 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
 `,
   // A refused bucket is full again after reset, its time to full.
   held: 'reset',
+  adjustLua: `  -- core/gcra.ts, adjust(): the time queued ahead of now moves back by a refund, by the
+  -- take's units not refilled yet (those left between now and refilled, at most -delta tokens),
+  -- never below 0 (a bucket already full, or a take refilled already, gets nothing); or forward
+  -- by a charge, the debt capped at one extra full refill as for a penalty. Divisions exact as
+  -- in the decision.
+  local queued = 0
+  if sa and sa >= now then queued = (sa - now) * rate + sb end
+  local q = false
+  if delta < 0 then
+    local left = (refilled - now) * rate
+    if queued > 0 and left > 0 then
+      local give = -delta * unit
+      if give > left then give = left end
+      q = queued - give
+      if q < 0 then q = 0 end
+    end
+  else
+    q = queued + delta * unit
+    if q > 2 * burst * unit then q = 2 * burst * unit end
+  end
+  if q then
+    local r = q % rate
+    if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+    local whole = (q - r) / rate
+    na, nb = now + whole, r
+    ttl = whole
+    if r > 0 then ttl = whole + 1 end
+  end
+`,
   encoder(rule: Rule, name: string, tag: number): RuleEncoder {
     const limit = wholeField(rule, 'limit');
     const periodMs = wholeField(rule, 'periodMs');
@@ -90,6 +119,7 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
     return {
       timed: false,
       spec: () => spec,
+      windowOf: () => 0,
       decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost): Decision {
         return makeDecision(allowed, name, limit, burst, remaining, cost, retryAfterMs, resetMs, periodMs);
       },
