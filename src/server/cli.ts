@@ -56,7 +56,11 @@ export function createProgram(
     .option('--config <file>', 'the policy file', 'sluice.yaml')
     .option('--host <host>', 'the address to listen on; without auth tokens, loopback only', '127.0.0.1')
     .option('--port <port>', 'the port to listen on (0: any free port)', portArgument, 8411)
-    .action(async (options: { config: string; host: string; port: number }) => {
+    .option(
+      '--echo-upstream',
+      "also run a built-in echo application at the policy's upstream (an http:// URL on loopback), to try gateway mode",
+    )
+    .action(async (options: { config: string; host: string; port: number; echoUpstream?: boolean }) => {
       try {
         const running = await serve({ ...options, env: io.env, out: io.out });
         // Stop listening, let requests in flight finish, then close the store.

@@ -93,7 +93,10 @@ describe('sluice serve: without tokens', () => {
 
   it('npm start serves the example policy with the CLI', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    assert.equal(pkg.scripts.start, 'node --import tsx src/server/bin.ts serve --config sluice.example.yaml');
+    assert.equal(
+      pkg.scripts.start,
+      'node --import tsx src/server/bin.ts serve --config sluice.example.yaml --echo-upstream',
+    );
     assert.equal(pkg.bin.sluice, './dist/sluice.js');
   });
 

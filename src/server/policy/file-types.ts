@@ -117,6 +117,8 @@ export interface PolicyFile {
   clients?: ClientsFile;
   defaults?: DefaultsFile;
   auth?: AuthFile;
+  /** Gateway mode: where admitted requests are forwarded. */
+  upstream?: string;
   rules: RuleFile[];
 }
 
@@ -128,7 +130,15 @@ type StoreFields<T extends StoreFile['type']> = Fields<Extract<StoreFile, { type
  * checks each list against its type, a test checks it against `sluice.schema.json`.
  */
 export const fileFields = {
-  policy: { version: true, store: true, clients: true, defaults: true, auth: true, rules: true },
+  policy: {
+    version: true,
+    store: true,
+    clients: true,
+    defaults: true,
+    auth: true,
+    upstream: true,
+    rules: true,
+  },
   block: { duration: true, factor: true, max: true, forgetAfter: true },
   tokenBucket: { algorithm: true, limit: true, period: true, burst: true, penalty: true, block: true },
   fixedWindow: { algorithm: true, limit: true, window: true, penalty: true, block: true },

@@ -94,6 +94,10 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
 
   const policyFile = data as PolicyFile;
   issues.push(...duplicateNames(policyFile, issue));
+  if (policyFile.upstream !== undefined && !URL.canParse(policyFile.upstream))
+    issues.push(
+      issue(['upstream'], 'must be a URL whose host and port can be reached (a port is at most 65535)'),
+    );
   if (issues.length > 0) throw new PolicyError(file, issues);
   const policy = normalizePolicy(policyFile);
   return {

@@ -59,6 +59,8 @@ export interface Policy {
   };
   /** Bearer tokens; empty when the file has no `auth` (the server then serves loopback only). */
   readonly tokens: readonly TokenModel[];
+  /** Gateway mode's upstream URL; undefined when the server answers decisions only. */
+  readonly upstream: string | undefined;
   readonly rules: readonly RuleModel[];
 }
 

@@ -36,6 +36,7 @@ export function normalizePolicy(file: PolicyFile): Policy {
     },
     defaults,
     tokens: file.auth?.tokens ?? [],
+    upstream: file.upstream,
     rules: file.rules.map((rule) => normalizeRule(rule, defaults)),
   };
 }

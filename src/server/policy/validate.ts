@@ -134,6 +134,10 @@ const patternNames = new Map<string, string>([
   [defs.match.properties.methods.items.pattern, 'an HTTP method in capitals, such as "POST"'],
   [defs.match.properties.paths.items.pattern, 'a path starting with "/"'],
   [defs.match.properties.exceptPaths.items.pattern, 'a path starting with "/"'],
+  [
+    schema.properties.upstream.pattern,
+    'an http:// or https:// URL without credentials, query or fragment, such as "http://127.0.0.1:3000"',
+  ],
 ]);
 
 const typeNames: Record<string, string> = {

@@ -180,7 +180,7 @@ const listHeaders = new Set(['RateLimit', 'RateLimit-Policy']);
  * limit, joined), `Access-Control-Expose-Headers` is merged, and the legacy `X-RateLimit-*`
  * describe one limit: the one with the fewest units left, as the library chooses.
  */
-function mergeHeaders(sent: HeaderValues, next: HeaderValues): HeaderValues {
+export function mergeHeaders(sent: HeaderValues, next: HeaderValues): HeaderValues {
   const merged: HeaderValues = { ...sent };
   const legacyWins =
     next['X-RateLimit-Remaining'] !== undefined &&

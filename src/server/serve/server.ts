@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { HttpResponse } from '../../http/problem.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { ScopeName } from '../policy/model.js';
 import { apiValidator, bodyErrors } from './api-schemas.js';
 import { clear, decide, peek, type Item } from './decide.js';
+import { isForwarded, type Gateway } from './gateway.js';
 import { BodyError, json, problem, readJson, send, unexpected } from './http-io.js';
 import { openApiDocument } from './openapi.js';
 
@@ -66,15 +68,26 @@ const openApiBody = JSON.stringify(openApiDocument);
 
 /**
  * The decision API on node:http (no framework): POST /v1/decisions, /v1/peek, /v1/reset,
- * /v1/forget; GET /healthz, /readyz, /openapi.json. Every error is problem+json.
+ * /v1/forget; GET /healthz, /readyz, /openapi.json. Every error is problem+json. With a gateway,
+ * every other path of a policy that names an upstream is the gateway's (WebSocket upgrades too).
  */
-export function createDecisionServer(holder: PolicyHolder): Server {
-  return createServer((req, res) => {
-    handle(holder.current(), req, res).catch((error: unknown) => {
+export function createDecisionServer(holder: PolicyHolder, gateway?: Gateway): Server {
+  const server = createServer((req, res) => {
+    const served = holder.current();
+    const work =
+      gateway !== undefined && isForwarded(served.compiled, req.url)
+        ? gateway.web(served.compiled, req, res)
+        : handle(served, req, res);
+    work.catch((error: unknown) => {
       if (!res.headersSent) send(res, unexpected(error));
       else res.destroy();
     });
   });
+  if (gateway !== undefined)
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      gateway.upgrade(holder.current().compiled, req, socket, head).catch(() => socket.destroy());
+    });
+  return server;
 }
 
 async function handle(served: ServedPolicy, req: IncomingMessage, res: ServerResponse): Promise<void> {

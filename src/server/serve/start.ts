@@ -3,6 +3,8 @@ import type { Server } from 'node:http';
 import { compilePolicy } from '../policy/compile.js';
 import { loadPolicyFile } from '../policy/load.js';
 import { authorizer, isLoopbackHost } from './auth.js';
+import { createEchoServer } from './echo.js';
+import { createGateway } from './gateway.js';
 import { createDecisionServer, type ServedPolicy } from './server.js';
 import { StartError } from './start-error.js';
 import { openStore } from './store.js';
@@ -15,6 +17,8 @@ export interface ServeOptions {
   host: string;
   port: number;
   env?: Readonly<Record<string, string | undefined>>;
+  /** Also run the built-in echo application at the policy's upstream (a loopback http:// URL). */
+  echoUpstream?: boolean;
   /** Where the start-up lines go. */
   out(text: string): void;
 }
@@ -39,12 +43,14 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       `sluice serve: the policy has no auth tokens, so the server listens on loopback only (127.0.0.1, ::1, localhost), not on ${options.host}; add auth.tokens to the policy to listen there`,
     );
   }
+  const echo = options.echoUpstream === true ? await startEcho(policy.upstream) : undefined;
   const opened = await openStore(policy.store);
   let compiled;
   try {
     compiled = compilePolicy(loaded, { store: opened.store });
   } catch (error) {
     await opened.close();
+    await echo?.close();
     throw error;
   }
   const served: ServedPolicy = {
@@ -53,18 +59,17 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     storeType: opened.type,
     ready: opened.ready,
   };
-  const server = createDecisionServer({ current: () => served });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  const gateway = createGateway();
+  const server = createDecisionServer({ current: () => served }, gateway);
+  await listen(server, options.port, options.host);
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;
-  options.out(startupText(url, options.config, compiled.rules.length, opened.type, policy.tokens.length > 0));
+  // One write: a reader that waits for the address gets every line at once.
+  options.out(
+    startupText(url, options.config, compiled.rules.length, opened.type, policy.tokens.length > 0) +
+      (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo !== undefined)),
+  );
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -74,9 +79,13 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
+          // A WebSocket tunnel may last for hours: it is cut, not waited for.
+          gateway.closeTunnels();
         });
+        gateway.close();
         compiled.close();
         await opened.close();
+        await echo?.close();
       })()),
   };
 }
@@ -92,5 +101,46 @@ function startupText(url: string, config: string, rules: number, store: string, 
       ? ''
       : 'sluice: the policy has no auth tokens: listening on loopback only, without authentication\n') +
     `Try a decision:\n  curl -s ${url}/v1/decisions -H 'content-type: application/json'${auth} -d '${example}'\n`
+  );
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** The echo application on the upstream's own address, which must be this machine's. */
+async function startEcho(upstream: string | undefined): Promise<{ close(): Promise<void> }> {
+  const target = upstream === undefined ? undefined : new URL(upstream);
+  const host = target?.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (target === undefined || target.protocol !== 'http:' || !isLoopbackHost(host!) || target.port === '')
+    throw new StartError(
+      "sluice serve: --echo-upstream runs the echo application at the policy's upstream, which must then be an http:// URL on loopback with a port, such as http://127.0.0.1:8412",
+    );
+  const echo = createEchoServer();
+  try {
+    await listen(echo, Number(target.port), host!);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new StartError(`sluice serve: the echo upstream cannot listen at the policy's upstream (${code})`);
+  }
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        echo.close(() => resolve());
+        echo.closeAllConnections();
+      }),
+  };
+}
+
+function gatewayText(url: string, upstream: string, echo: boolean): string {
+  return (
+    `sluice: gateway to ${upstream}${echo ? ' (the built-in echo application)' : ''}: every other path is limited by the rules and forwarded\n` +
+    `Try the gateway:\n  curl -si ${url}/\n`
   );
 }

@@ -1,0 +1,203 @@
+/**
+ * Gateway mode: with `upstream` in the policy, every request the server does not answer itself
+ * is decided by the rules it matches (the same guards the decision API uses) and, admitted,
+ * forwarded to the upstream by http-proxy-3; a refused one gets the library's response (429,
+ * 403, 503 …) without reaching the upstream.
+ */
+import { Agent as HttpAgent, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { createProxyServer } from 'http-proxy-3';
+import { AddressList } from '../../http/address-list.js';
+import type { HeaderValues } from '../../http/headers.js';
+import { isPreflight } from '../../http/guard.js';
+import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
+import { normalizePath, pathOf } from '../../http/path.js';
+import type { HttpResponse } from '../../http/problem.js';
+import type { CompiledPolicy } from '../policy/compile.js';
+import { withLoopback } from '../policy/request.js';
+import { mergeHeaders } from './decide.js';
+import { problem, send } from './http-io.js';
+
+/** Paths the server answers itself, in the one spelling the rules see (never forwarded). */
+const ownPaths = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/v1']);
+
+/**
+ * True when the request is the gateway's: the policy names an upstream and the path is none of
+ * the server's own (`/v1` and below, the health endpoints, `/metrics`, `/openapi.json`). Paths
+ * are compared as the rules compare them, so no spelling of an own path is ever forwarded.
+ */
+export function isForwarded(policy: CompiledPolicy, url: string | undefined): boolean {
+  if (policy.policy.upstream === undefined) return false;
+  const path = normalizePath(pathOf(url));
+  return !ownPaths.has(path) && !path.startsWith('/v1/');
+}
+
+/** The gateway of a server: one proxy and one pool of upstream connections for its whole life. */
+export interface Gateway {
+  /** Decides and forwards (or refuses) a request that {@link isForwarded} says is the gateway's. */
+  web(policy: CompiledPolicy, req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** The same for a protocol upgrade (WebSocket): limited at upgrade time, then a tunnel. */
+  upgrade(policy: CompiledPolicy, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
+  /** Ends the open tunnels (they would hold a closing server open for as long as they last). */
+  closeTunnels(): void;
+  /** Closes the idle upstream connections; call once no request is in flight. */
+  close(): void;
+}
+
+/** What the rules say of a request: the response that refuses it, or the headers that admit it. */
+type Admission = { response: HttpResponse } | { headers: HeaderValues };
+
+export function createGateway(): Gateway {
+  // Keep-alive pools: a connection per request to the upstream would cost a handshake each.
+  const agents = {
+    'http:': new HttpAgent({ keepAlive: true, scheduling: 'lifo' }),
+    'https:': new HttpsAgent({ keepAlive: true, scheduling: 'lifo' }),
+  };
+  const proxy = createProxyServer({ xfwd: false, ws: true });
+  // Every call passes its own error callback; this keeps a stray event from throwing.
+  proxy.on('error', () => {});
+  // Our exposed headers (Retry-After, RateLimit …) and the application's are one list.
+  proxy.on('proxyRes', (upstreamRes, _req, res) => {
+    const theirs = upstreamRes.headers[EXPOSE_HEADER.toLowerCase()];
+    const ours = res.getHeader(EXPOSE_HEADER);
+    if (theirs !== undefined && typeof ours === 'string')
+      upstreamRes.headers[EXPOSE_HEADER.toLowerCase()] = mergeExposed(theirs, ours);
+  });
+  const targets = new Map<string, URL>();
+  const targetOf = (upstream: string): URL => {
+    let target = targets.get(upstream);
+    if (target === undefined) targets.set(upstream, (target = new URL(upstream)));
+    return target;
+  };
+  const trust = new WeakMap<CompiledPolicy, AddressList>();
+  const trustOf = (policy: CompiledPolicy): AddressList => {
+    let list = trust.get(policy);
+    if (list === undefined) {
+      list = new AddressList(withLoopback(policy.policy.clients.trustedProxies), 'clients trustedProxies');
+      trust.set(policy, list);
+    }
+    return list;
+  };
+  // Both ends of every tunnel: a client that left may leave the upstream's end half open.
+  const tunnels = new Set<Duplex>();
+  const track = (socket: Duplex) => {
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
+  };
+  proxy.on('open', track);
+
+  return {
+    async web(policy, req, res) {
+      const admission = await admit(policy, req);
+      if ('response' in admission) return send(res, admission.response);
+      for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);
+      forwardedHeaders(req, trustOf(policy));
+      const target = targetOf(policy.policy.upstream!);
+      proxy.web(req, res, { target, agent: agents[target.protocol as 'http:' | 'https:'] }, () => {
+        if (res.headersSent) res.destroy();
+        else send(res, badGateway());
+      });
+    },
+
+    async upgrade(policy, req, socket, head) {
+      socket.on('error', () => socket.destroy());
+      if (!isForwarded(policy, req.url))
+        return writeRaw(
+          socket,
+          problem(404, 'not_found', 'Not Found', 'No such endpoint; see /openapi.json.'),
+        );
+      const admission = await admit(policy, req);
+      if ('response' in admission) return writeRaw(socket, admission.response);
+      forwardedHeaders(req, trustOf(policy));
+      track(socket);
+      // No pooled agent: an upgraded connection is never given back to a pool.
+      proxy.ws(req, socket, head, { target: targetOf(policy.policy.upstream!), agent: false }, () => {
+        // Before the upstream answered, the client still reads HTTP; after, only a close will do.
+        if (socket.writable && !socket.destroyed && (socket as Socket).bytesWritten === 0)
+          writeRaw(socket, badGateway());
+        else socket.destroy();
+      });
+    },
+
+    closeTunnels() {
+      for (const socket of tunnels) socket.destroy();
+    },
+
+    close() {
+      agents['http:'].destroy();
+      agents['https:'].destroy();
+    },
+  };
+}
+
+/**
+ * The rules the request matches, in file order, each by its guard; the first that answers
+ * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do.
+ */
+async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admission> {
+  const request = policy.read({
+    method: req.method ?? 'GET',
+    path: req.url ?? '/',
+    headers: flatHeaders(req.headers),
+    address: req.socket.remoteAddress ?? '',
+  });
+  const facts = {
+    method: request.method,
+    path: request.path,
+    preflight: isPreflight(req.method, req.headers['access-control-request-method']),
+  };
+  let headers: HeaderValues = {};
+  for (const rule of policy.matching(request)) {
+    const outcome = await rule.guard.check(request, facts);
+    if (outcome.action === 'respond') return { response: outcome.response };
+    headers = mergeHeaders(headers, outcome.headers);
+  }
+  return { headers };
+}
+
+/** Node joins repeated request headers into one value, but for a few it keeps a list. */
+function flatHeaders(headers: IncomingMessage['headers']): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}
+
+/** Headers a client could write to pass for someone else; only a trusted proxy's are kept. */
+const spoofable = ['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'forwarded'];
+
+/**
+ * X-Forwarded-For as the policy's `clients` say: a trusted proxy's chain is kept and the peer
+ * appended to it; from any other peer, what it wrote is dropped (it could name anyone) and the
+ * chain starts at the peer. X-Forwarded-Proto and -Host are kept from a trusted proxy, else set.
+ */
+function forwardedHeaders(req: IncomingMessage, trusted: AddressList): void {
+  const headers = req.headers;
+  const peer = plainAddress(req.socket.remoteAddress ?? '');
+  if (!trusted.has(peer)) for (const name of spoofable) delete headers[name];
+  const chain = headers['x-forwarded-for'];
+  headers['x-forwarded-for'] = chain === undefined || chain === '' ? peer : `${chain}, ${peer}`;
+  headers['x-forwarded-proto'] ??= 'http';
+  if (headers.host !== undefined) headers['x-forwarded-host'] ??= headers.host;
+}
+
+/** An IPv4 client of a dual-stack listener is written as itself, not as its mapped IPv6 form. */
+function plainAddress(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+function badGateway(): HttpResponse {
+  return problem(502, 'bad_gateway', 'Bad Gateway', 'The upstream did not answer.');
+}
+
+/** An HTTP response written on a socket that has not been upgraded, then the end of it. */
+function writeRaw(socket: Duplex, response: HttpResponse): void {
+  const lines = [`HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? ''}`];
+  for (const [name, value] of Object.entries(response.headers)) lines.push(`${name}: ${value}`);
+  lines.push(`Content-Length: ${Buffer.byteLength(response.body)}`, 'Connection: close');
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${response.body}`);
+}
