@@ -16,7 +16,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
   storeConformance({
     name: 'postgres (pg)',
     skip,
-    refunds: false, // until the store settles takes (in progress)
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
     timeout: '10s',
     async setup() {
@@ -37,7 +36,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
   storeConformance({
     name: 'postgres (postgres.js)',
     skip,
-    refunds: false, // until the store settles takes (in progress)
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
     timeout: '10s',
     async setup() {

@@ -6,7 +6,9 @@
  * rule's row holds after each operation must also equal the state the core rule keeps (run on
  * its own beside them): a wrong write can hide behind equal decisions for a while (a count past
  * the limit still reads "0 remaining"). Rules with a lockout (`block`) too, whose block a row
- * must hold as the core does, and takes coalesced on one row while a block starts.
+ * must hold as the core does, and takes coalesced on one row while a block starts. Refunds and
+ * settlements of admitted takes (`RuleBuckets.adjust`, with each take's own time and `until`)
+ * mix in, later or after a reset, on every kind, with and without lockouts.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -57,7 +59,9 @@ type Op =
   | { kind: 'take'; rule: number; key: number; cost: number; limit: number | undefined }
   | { kind: 'reset'; rule: number; key: number }
   | { kind: 'step'; ms: number }
-  | { kind: 'all'; entries: { rule: number; key: number; cost: number; limit: number | undefined }[] };
+  | { kind: 'all'; entries: { rule: number; key: number; cost: number; limit: number | undefined }[] }
+  /** Settles the `take`-th admitted take still open (modulo their number): a refund, or a real cost. */
+  | { kind: 'adjust'; take: number; actual: number | undefined };
 
 const penalty = fc.boolean();
 const small = fc.integer({ min: 1, max: 6 });
@@ -124,6 +128,8 @@ interface OpShape {
   readonly minLength: number;
   readonly maxLength: number;
   readonly size?: fc.SizeForArbitrary;
+  /** The weight of refunds and settlements among operations (takes weigh 6). */
+  readonly adjusts?: number;
 }
 
 const anyOps: OpShape = {
@@ -186,6 +192,16 @@ function ops(rules: readonly Rule[], shape: OpShape = anyOps): fc.Arbitrary<Op[]
         arbitrary: fc
           .uniqueArray(take, { minLength: 1, maxLength: 4, selector: (t) => `${t.rule}/${t.key}` })
           .map((entries) => ({ kind: 'all' as const, entries })),
+      },
+      {
+        weight: shape.adjusts ?? 2,
+        arbitrary: fc
+          .record({
+            take: fc.nat(),
+            // A refund, or a settlement for less or more than the take's cost.
+            actual: fc.option(fc.integer({ min: 0, max: 9 }), { nil: undefined, freq: 2 }),
+          })
+          .map((a) => ({ kind: 'adjust' as const, ...a })),
       },
     ),
     {
@@ -277,6 +293,12 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
         cost: e.cost,
         limit: e.limit,
       }));
+    // Admitted takes not settled yet, as a limiter's receipts hold them.
+    const open: { rule: number; key: number; cost: number; at: number; until: number }[] = [];
+    const admitted = (rule: number, key: number, cost: number, decision: Decision) => {
+      if (decision.allowed && cost > 0)
+        open.push({ rule, key, cost, at: now, until: now + decision.resetMs });
+    };
     try {
       for (const [i, op] of list.entries()) {
         const where = `op ${i} (${op.kind}) at ${new Date(now).toISOString()}`;
@@ -292,13 +314,36 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           const want: Decision = await (memBuckets[op.rule] as RuleBuckets).take(...args);
           assert.deepEqual(got, want, where);
           decideShadow(op.rule, op.key, op.cost, op.limit, true);
+          admitted(op.rule, op.key, op.cost, want);
           await compareRows([op], where);
+        } else if (op.kind === 'adjust') {
+          if (open.length === 0) continue;
+          const [take] = open.splice(op.take % open.length, 1) as [(typeof open)[number]];
+          const delta = (op.actual ?? 0) - take.cost;
+          if (delta === 0) continue;
+          const args = [`k${take.key}`, delta, now, take.at, take.until] as const;
+          await (pgBuckets[take.rule] as RuleBuckets).adjust(...args);
+          await (memBuckets[take.rule] as RuleBuckets).adjust(...args);
+          const id = `${take.rule}/${take.key}`;
+          const state = shadow.get(id) ?? { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
+          (rules[take.rule] as Rule).adjust(state, now, 0, delta, take.at, take.until);
+          shadow.set(id, state);
+          const peek = [`k${take.key}`, 0, now, undefined] as const;
+          assert.deepEqual(
+            await (pgBuckets[take.rule] as RuleBuckets).take(...peek),
+            await (memBuckets[take.rule] as RuleBuckets).take(...peek),
+            `${where}: ${delta < 0 ? 'refund' : 'settlement'} of ${-delta} taken at ${new Date(take.at).toISOString()}`,
+          );
+          await compareRows([take], where);
         } else {
           const got = await store.takeAll(entries(pgBuckets, op.entries), now);
           const want = await memory.takeAll(entries(memBuckets, op.entries), now);
           assert.deepEqual(got, want, where);
           if (want.every((d) => d.allowed))
-            for (const e of op.entries) if (e.cost > 0) decideShadow(e.rule, e.key, e.cost, e.limit, true);
+            for (const [n, e] of op.entries.entries()) {
+              if (e.cost > 0) decideShadow(e.rule, e.key, e.cost, e.limit, true);
+              admitted(e.rule, e.key, e.cost, want[n] as Decision);
+            }
           await compareRows(op.entries, where);
         }
       }
@@ -341,6 +386,19 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
       quotaRule(someLockout),
     );
     await fc.assert(property(fc.array(rule, { minLength: 1, maxLength: 3 }), lockoutOps), runs);
+  });
+
+  it('refunds and settlements on every kind, with and without lockouts', async () => {
+    const rule = fc.oneof(
+      bucketRule(fc.option(lockout, { nil: undefined })),
+      windowRule(fixedWindow, fc.option(lockout, { nil: undefined })),
+      windowRule(slidingWindow, fc.option(lockout, { nil: undefined })),
+      quotaRule(fc.option(lockout, { nil: undefined })),
+    );
+    await fc.assert(
+      property(fc.array(rule, { minLength: 1, maxLength: 3 }), { ...lockoutOps, adjusts: 5 }),
+      runs,
+    );
   });
 
   it('takes coalesced on a row decide as one by one when a block starts among them', async () => {

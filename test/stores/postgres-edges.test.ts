@@ -32,6 +32,7 @@ import {
   runSchema,
   testPool,
   waitForLockWaiters,
+  waitOnServerClock,
   openAppSchema,
   closeAppSchema,
 } from '../support/postgres.js';
@@ -350,12 +351,7 @@ describe('PostgresStore at the edges', { skip }, () => {
           assert.ok(most <= 6, `at most 6 outstanding, saw ${most}`);
           if (poolMax > 2) await waitForLockWaiters(pool, 1, app);
           // Release the lock only once every deadline has passed on the server's clock.
-          const { rows } = await pool.query(`SELECT clock_timestamp() + interval '300 milliseconds' AS t`);
-          for (let polls = 0; polls < 1000; polls++) {
-            const late = await pool.query(`SELECT clock_timestamp() > $1::timestamptz AS late`, [rows[0].t]);
-            if (late.rows[0].late === true) break;
-            await new Promise((r) => setTimeout(r, 20));
-          }
+          await waitOnServerClock(pool, 300);
         } finally {
           await blocker.query('ROLLBACK');
           blocker.release();

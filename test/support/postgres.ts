@@ -46,6 +46,22 @@ export async function waitForLockWaiters(pool: pg.Pool, n: number, app?: string)
 }
 
 /**
+ * Waits until `ms` have passed on the server's clock (no sleeping on a guess: polls
+ * `clock_timestamp()`), e.g. for a deadline a statement measures there to be over.
+ */
+export async function waitOnServerClock(pool: pg.Pool, ms: number): Promise<void> {
+  const { rows } = await pool.query(`SELECT clock_timestamp() + $1::float8 * interval '1 millisecond' AS t`, [
+    ms,
+  ]);
+  for (let polls = 0; polls < 1000; polls++) {
+    const late = await pool.query(`SELECT clock_timestamp() > $1::timestamptz AS late`, [rows[0].t]);
+    if (late.rows[0].late === true) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`the server's clock did not pass ${ms} ms within the polls`);
+}
+
+/**
  * A pool on the test database, and `schema` holding the application's users table and sluice's
  * migrated tables (with the account mapping to `users`). Undo with {@link closeAppSchema}.
  */

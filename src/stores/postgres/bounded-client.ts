@@ -65,3 +65,25 @@ export class TimeLeft {
     return String(Math.max(0, Math.floor(this.deadline - performance.now())));
   }
 }
+
+/**
+ * A statement parameter whose text is `offsetMs` less the time since `since` (ms, on the
+ * monotonic clock), read when the driver sends the statement, as {@link TimeLeft} is: a time
+ * the application measured back from its `now` becomes one measured back from the moment the
+ * statement leaves, so the wait for a connection in between does not move it (rounded down:
+ * earlier, never later).
+ */
+export class OffsetAtSend {
+  constructor(
+    private readonly offsetMs: number,
+    private readonly since: number,
+  ) {}
+
+  toPostgres(): string {
+    return this.toString();
+  }
+
+  toString(): string {
+    return String(Math.floor(this.offsetMs - (performance.now() - this.since)));
+  }
+}

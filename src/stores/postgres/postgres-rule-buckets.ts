@@ -18,7 +18,7 @@ import {
 } from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
-import { TimeLeft } from './bounded-client.js';
+import { OffsetAtSend, TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
 
 /** What a rule's buckets share with their store. */
@@ -124,17 +124,41 @@ export class PostgresRuleBuckets implements RuleBuckets {
     );
   }
 
-  /** Refunds and settlements are not kept by the PostgreSQL store yet: the limiter is told so. */
-  async adjust(
-    _key: string,
-    _delta: number,
-    _now: number,
-    _takenAt: number,
-    _until: number,
-  ): Promise<void> {
-    throw new SluiceError(
-      'SLUICE_CONFIG',
-      'refunds and settlements are not available on the PostgreSQL store yet',
+  /**
+   * A refund or settlement: one statement that locks the bucket's row and writes what the
+   * rule's `adjust` leaves (see `adjustText` in statements.ts). On the application's time the
+   * take's times are sent as they are; on the store's, as offsets from the caller's `now`,
+   * measured when the statement leaves, which the statement adds to its own time (the edge is
+   * in docs/postgres.md: a refund may give back less, never more). Bounded and checked against
+   * its deadline as a take: a call answered as timed out never applies afterwards.
+   */
+  async adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
+    if (!this.bound) throw this.unboundError();
+    if (delta === 0) return;
+    const context = this.context;
+    const account = context.accountKeys?.parse(key);
+    const statement = account === undefined ? this.statements.adjust : this.statements.accountAdjust;
+    if (statement === undefined) throw new Error('unreachable: account keys need the users option');
+    const since = performance.now();
+    const expected = context.storeTime.at(now);
+    const params = (at: number) => this.binding.adjustParams(at, at + (takenAt - now));
+    const values: unknown[] = [
+      ...params(expected),
+      bucketId(account === undefined ? key : account.bucket),
+      delta,
+    ];
+    if (context.timeSource === 'store')
+      values.push(new OffsetAtSend(takenAt - now, since), new OffsetAtSend(until - now, since));
+    else values.push(takenAt - now, until - now);
+    if (account !== undefined) values.push(account.userId);
+    if (context.timeSource === 'app') values.push(now);
+    values.push(new TimeLeft(since + context.timeoutMs));
+    await withDeadline(
+      this.execute(statement, values, params).catch((error: unknown) => {
+        throw this.takeError(error);
+      }),
+      context.timeoutMs,
+      TIMEOUT_SUBJECT,
     );
   }
 
@@ -285,10 +309,15 @@ export class PostgresRuleBuckets implements RuleBuckets {
   }
 
   /**
-   * Runs a take statement. When the rule's parameters depended on the time (calendar periods)
-   * and the store's time proved to lie outside them, sends them again around the store's time.
+   * Runs a statement. When the rule's parameters (`params`: a take's unless told) depended on
+   * the time (calendar periods) and the store's time proved to lie outside them, sends them
+   * again around the store's time.
    */
-  private async execute(statement: Statement, values: unknown[]): Promise<readonly PostgresRow[]> {
+  private async execute(
+    statement: Statement,
+    values: unknown[],
+    params: (now: number) => unknown[] = this.binding.ruleParams,
+  ): Promise<readonly PostgresRow[]> {
     const client = this.context.client;
     try {
       return await client.query(statement.text, values, statement.name);
@@ -296,7 +325,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       const storeNow = stalePeriodsAt(error);
       if (storeNow === undefined) throw error;
       this.context.storeTime.learn(storeNow);
-      const fresh = this.binding.ruleParams(storeNow);
+      const fresh = params(storeNow);
       for (let i = 0; i < fresh.length; i++) values[i] = fresh[i];
       return client.query(statement.text, values, statement.name);
     }

@@ -52,6 +52,10 @@ export interface RuleStatements {
   readonly single: Statement;
   readonly account: Statement | undefined;
   readonly reset: Statement;
+  /** A refund or settlement of one bucket (see {@link adjustText}). */
+  readonly adjust: Statement;
+  /** A refund or settlement of an account key's bucket, written only while the user exists. */
+  readonly accountAdjust: Statement | undefined;
 }
 
 /** A statement of `text`, prepared under a name derived from it. */
@@ -105,7 +109,66 @@ export function ruleStatements(
             ),
           ),
     reset: statement(`DELETE FROM ${sql.table} WHERE rule = $1 AND bucket = $2`),
+    adjust: statement(adjustText(sql, names, timeSource, undefined)),
+    accountAdjust: account === undefined ? undefined : statement(adjustText(sql, names, timeSource, account)),
   };
+}
+
+/**
+ * One refund or settlement (`RuleBuckets.adjust`): one statement that upserts the bucket's row
+ * with the state its algorithm's `adjust` SQL derives from the row it locked, and writes
+ * nothing when that state does not move. A refund inserts no row (a bucket never seen, or
+ * forgotten, has nothing to give back); a charge inserts one as a take would. An account key's
+ * statement locks the user's row as an account take does and writes only while the user
+ * exists, linking a row it inserts to the user.
+ *
+ * Parameters: the algorithm's adjust values (`params` of them, $1 the rule's name), then bucket,
+ * delta, the take's time and its `until` as offsets in ms from the caller's now (the statement
+ * adds the first to its own time; the second is the time left to `until`), the user id (an
+ * account key), the application's time (timeSource "app") and the time left before the
+ * deadline, checked after the write as a take's.
+ */
+function adjustText(
+  sql: RuleSql,
+  names: SchemaNames,
+  timeSource: TimeSource,
+  account: AccountSql | undefined,
+): string {
+  const a = sql.adjust;
+  const k = a.params;
+  const [bucket, delta, taken, until, user] = [k + 1, k + 2, k + 3, k + 4, k + 5];
+  const nowParam = account === undefined ? k + 5 : k + 6;
+  const now = timeSource === 'store' ? storeNow : `$${nowParam}::bigint`;
+  const onTime = beforeDeadline(names.schema, timeSource === 'store' ? nowParam : nowParam + 1);
+  const columns = a.columns;
+  const fresh = a.derive(columns.map(() => 'NULL::bigint'));
+  const locked = a.derive(columns.map((c) => `t.${c}`));
+  const values = columns.map((_, i) => `d.n${i}`).join(', ');
+  const assign =
+    columns.length === 1
+      ? `${columns[0] as string} = (SELECT ${values}`
+      : `(${columns.join(', ')}) = (SELECT ${values}`;
+  const ctes = account === undefined ? '' : accountCtes(account, names, bucket, user);
+  const session = account === undefined ? '' : ' CROSS JOIN f WHERE f.session';
+  const linked = account === undefined ? 'NULL::text' : `$${bucket}::text`;
+  return `WITH p AS (SELECT p0.*, ${now} AS adj_now FROM (${a.prelude(now)}) p0),
+${ctes}s AS (
+  SELECT p.*, $${bucket}::text AS bucket, $${delta}::bigint AS delta, p.adj_now + $${taken}::bigint AS taken_ms,
+    $${until}::bigint AS left_ms, ${linked} AS account
+  FROM p${session}
+),
+w AS (
+  INSERT INTO ${sql.table} AS t (rule, bucket, ${columns.join(', ')}, account_bucket)
+  SELECT $1::text, s.bucket, ${values}, s.account FROM s CROSS JOIN LATERAL (${fresh}) d
+  WHERE s.delta > 0 OR EXISTS (SELECT 1 FROM ${sql.table} o WHERE o.rule = $1::text AND o.bucket = s.bucket)
+  ON CONFLICT (rule, bucket) DO UPDATE SET
+    ${assign} FROM s CROSS JOIN LATERAL (${locked}) d),
+    account_bucket = COALESCE(t.account_bucket, excluded.account_bucket)
+  WHERE (SELECT d.changed FROM s CROSS JOIN LATERAL (${locked}) d)
+  RETURNING 1
+)
+-- Checked once, after the write (counting w runs it to the end).
+SELECT ${onTime} AS on_time FROM (SELECT count(*) FROM w) x`;
 }
 
 /**

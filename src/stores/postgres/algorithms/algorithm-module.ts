@@ -51,6 +51,35 @@ export interface RuleSql {
   readonly expiry?: number;
   /** The answer's columns (`AS` named, float8) from the state the take saw. */
   output(state: readonly string[]): string;
+  /** The refund and settlement statement's part (the same for a rule with a lockout). */
+  readonly adjust: AdjustSql;
+}
+
+/**
+ * The SQL of a refund or settlement (`RuleBuckets.adjust`), as the statement builder assembles
+ * it: one statement locks the bucket's row and writes the state the core rule's `adjust` would
+ * leave, inserting a row only for a charge (a refund of a bucket never seen gives nothing back).
+ * A lockout's columns are never read nor written: a refund does not lift a block.
+ *
+ * Every fragment reads the call's inputs as `s.delta` (units: below 0 a refund, above 0 a
+ * charge), `s.taken_ms` (the take's time, ms on the statement's clock), `s.left_ms` (ms from the
+ * statement's time to the take's `until`), and the per-statement values of {@link prelude} as
+ * `s.<column>`.
+ */
+export interface AdjustSql {
+  /** How many parameters the rule's own values take ($1 is the rule's name), before the per-call ones. */
+  readonly params: number;
+  /** Per-statement values from the statement's time `now` (a SQL expression in ms). */
+  prelude(now: string): string;
+  /** The state columns the statement writes (bigint), in the order {@link derive} answers them. */
+  readonly columns: readonly string[];
+  /**
+   * The state after the refund or charge, from a stored state (`old`: one expression per
+   * column, NULL when the bucket has no row), as a FROM-less SELECT list: columns `n0`, `n1`, …
+   * (one per {@link columns}, never NULL) and `changed`, whether the state moves (not true when
+   * nothing is to be given back: then nothing is written).
+   */
+  derive(old: readonly string[]): string;
 }
 
 /**
@@ -60,6 +89,12 @@ export interface RuleSql {
 export interface AlgorithmBinding {
   /** The rule's parameters for a statement deciding at `now` (ms): $1 is always the rule's name. */
   ruleParams(now: number): unknown[];
+  /**
+   * The rule's parameters for a refund or settlement ({@link AdjustSql}) deciding at `now` of a
+   * take made at `takenAt` (both ms, as the statement is expected to see them): $1 is always the
+   * rule's name. A lockout adds none.
+   */
+  adjustParams(now: number, takenAt: number): unknown[];
   /** The kind's own values of an all-or-nothing entry (after ord, rule, bucket, cost, limit). */
   entryParams(now: number): readonly unknown[];
   /**

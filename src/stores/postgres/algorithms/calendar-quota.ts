@@ -2,7 +2,7 @@ import type { Rule } from '../../../core/algorithm.js';
 import { CalendarPeriods } from '../../../core/calendar.js';
 import type { CalendarQuotaRule } from '../../../core/quota.js';
 import type { AlgorithmModule } from './algorithm-module.js';
-import { readWindowRow, windowFamily, windowRuleSql } from './window-counts.js';
+import { readWindowRow, windowAdjustSql, windowFamily, windowRuleSql } from './window-counts.js';
 
 /** The SQLSTATE `period_now` raises when the periods sent do not hold the store's time. */
 const STALE_PERIODS = 'SLB01';
@@ -45,13 +45,26 @@ class PeriodBounds {
 }
 
 /**
+ * The start of a refunded take's period from its time `taken` (ms) and the four boundaries
+ * around it ($3, as `bounds` of the rule's statements): NULL outside them (a time the
+ * application did not expect, on a store clock far from its own), which gives nothing back.
+ */
+function takenPeriod(taken: string): string {
+  return `CASE WHEN ${taken} < ($3::bigint[])[1] THEN NULL::bigint
+      WHEN ${taken} < ($3::bigint[])[2] THEN ($3::bigint[])[1]
+      WHEN ${taken} < ($3::bigint[])[3] THEN ($3::bigint[])[2]
+      WHEN ${taken} < ($3::bigint[])[4] THEN ($3::bigint[])[3] END`;
+}
+
+/**
  * Calendar quota (src/core/quota.ts) of any period in any zone, in `window_counters` (see
  * window-counts.ts): the window is the local period, its start and end computed by the core in
  * the application and sent as four boundaries (the previous, current and next period around the
  * time the statement is expected to decide at). PostgreSQL picks the period holding the
  * statement's time from them; when none does (a store clock far from the application's), the
  * statement raises and the store sends the periods around the store's time. Rule parameters: $1
- * rule, $2 the four boundaries (bigint[]), $3 penalty.
+ * rule, $2 the four boundaries (bigint[]), $3 penalty; a refund's: $1 rule, $2 the boundaries
+ * around the statement's time, $3 those around the take's.
  */
 export const calendarQuotaModule: AlgorithmModule = {
   kind: 'calendar-quota',
@@ -63,22 +76,24 @@ export const calendarQuotaModule: AlgorithmModule = {
     // platform's time-zone data, which takes milliseconds that a take's deadline should not pay.
     bounds.around(Date.now());
     rule.periods.startOf(Date.now());
+    // The periods around a refunded take's time, kept apart: takes and refunds move both.
+    const taken = new PeriodBounds(new CalendarPeriods(rule.timeZone, rule.per, rule.weekStart));
     return {
       ruleParams: (now) => [name, bounds.around(now), rule.penalty],
+      adjustParams: (now, takenAt) => [name, bounds.around(now), taken.around(takenAt)],
       entryParams: (now) => bounds.around(now),
       read: readWindowRow,
       prune: () => undefined,
     };
   },
-  ruleSql: (names) =>
-    windowRuleSql(
-      names,
-      (now) => `SELECT a.now_ms,
+  ruleSql: (names) => {
+    const prelude = (now: string) => `SELECT a.now_ms,
     CASE WHEN a.now_ms < a.b[2] THEN a.b[1] WHEN a.now_ms < a.b[3] THEN a.b[2] ELSE a.b[3] END AS a_start,
     CASE WHEN a.now_ms < a.b[2] THEN a.b[2] WHEN a.now_ms < a.b[3] THEN a.b[3] ELSE a.b[4] END AS a_end,
     0::bigint AS w, false AS slides, 0::bigint AS tail
-  FROM (SELECT ${names.schema}.period_now(${now}, $2::bigint[]) AS now_ms, $2::bigint[] AS b) a`,
-    ),
+  FROM (SELECT ${names.schema}.period_now(${now}, $2::bigint[]) AS now_ms, $2::bigint[] AS b) a`;
+    return windowRuleSql(names, prelude, windowAdjustSql(prelude, 3, takenPeriod));
+  },
   family: windowFamily,
   entryTypes: ['bigint', 'bigint', 'bigint', 'bigint'],
   entrySource: (first, names) => `SELECT y.ord, y.rule, y.bucket, y.cost, y.quota, y.now_ms,

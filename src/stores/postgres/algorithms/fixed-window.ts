@@ -1,12 +1,24 @@
 import type { Rule } from '../../../core/algorithm.js';
 import type { FixedWindowRule } from '../../../core/fixed-window.js';
 import type { AlgorithmModule } from './algorithm-module.js';
-import { alignedStart, readWindowRow, windowFamily, windowRuleSql } from './window-counts.js';
+import {
+  alignedPrelude,
+  alignedStart,
+  readWindowRow,
+  windowAdjustSql,
+  windowFamily,
+  windowRuleSql,
+} from './window-counts.js';
+
+const prelude = alignedPrelude(false);
+
+/** Refunds and settlements: the take's window is the aligned one holding its time. */
+const adjust = windowAdjustSql(prelude, 2, (taken) => alignedStart(taken, '$2::bigint'));
 
 /**
  * Fixed window (src/core/fixed-window.ts): a count per window of `windowMs` aligned to the Unix
  * epoch, in `window_counters` (see window-counts.ts). Rule parameters: $1 rule, $2 the window's
- * length in ms, $3 penalty. A count outlives its window by nothing.
+ * length in ms, $3 penalty (a refund's: $1 and $2). A count outlives its window by nothing.
  */
 export const fixedWindowModule: AlgorithmModule = {
   kind: 'fixed-window',
@@ -14,21 +26,16 @@ export const fixedWindowModule: AlgorithmModule = {
     const rule = bound as FixedWindowRule;
     const params = [name, rule.windowMs, rule.penalty];
     const entry = [rule.windowMs];
+    const adjusting = [name, rule.windowMs];
     return {
       ruleParams: () => params,
+      adjustParams: () => adjusting,
       entryParams: () => entry,
       read: readWindowRow,
       prune: () => undefined,
     };
   },
-  ruleSql: (names) =>
-    windowRuleSql(
-      names,
-      (now) => `SELECT a.now_ms, ${alignedStart('a.now_ms', '$2::bigint')} AS a_start,
-    ${alignedStart('a.now_ms', '$2::bigint')} + $2::bigint AS a_end,
-    $2::bigint AS w, false AS slides, 0::bigint AS tail
-  FROM (SELECT ${now} AS now_ms) a`,
-    ),
+  ruleSql: (names) => windowRuleSql(names, prelude, adjust),
   family: windowFamily,
   entryTypes: ['bigint'],
   entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,

@@ -6,7 +6,7 @@ import { fixedWindowModule } from './fixed-window.js';
 import { slidingWindowModule } from './sliding-window.js';
 import { tokenBucketModule } from './token-bucket.js';
 
-export type { AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
+export type { AdjustSql, AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
 export type { TakeAllFamily } from './take-all-family.js';
 export { stalePeriodsAt } from './calendar-quota.js';
 export { windowPruneText } from './window-counts.js';

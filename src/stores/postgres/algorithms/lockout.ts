@@ -91,6 +91,8 @@ export function lockoutRuleSql(sql: RuleSql): RuleSql {
     ...(sql.expiry === undefined ? {} : { expiry: sql.expiry + skip }),
     output: (state) =>
       `${sql.output(own(state))}, ${lockoutOutput(state[0] as string, state[1] as string, 's.blk_now')}`,
+    // A refund or settlement leaves the block as it is: the algorithm's own statement.
+    adjust: sql.adjust,
   };
 }
 
@@ -116,6 +118,7 @@ export function lockoutBinding(binding: AlgorithmBinding, policy: BlockPolicy): 
   const forget = [forgetAfterMs];
   return {
     ruleParams: (now) => [...binding.ruleParams(now), ...values],
+    adjustParams: binding.adjustParams,
     entryParams: binding.entryParams,
     read(row: PostgresRow, state: BucketState): number {
       const now = binding.read(row, state);

@@ -1,13 +1,26 @@
 import type { Rule } from '../../../core/algorithm.js';
 import type { SlidingWindowRule } from '../../../core/sliding-window.js';
 import type { AlgorithmModule } from './algorithm-module.js';
-import { alignedStart, readWindowRow, windowFamily, windowRuleSql } from './window-counts.js';
+import {
+  alignedPrelude,
+  alignedStart,
+  readWindowRow,
+  windowAdjustSql,
+  windowFamily,
+  windowRuleSql,
+} from './window-counts.js';
+
+const prelude = alignedPrelude(true);
+
+/** Refunds and settlements: the take's window is the aligned one holding its time. */
+const adjust = windowAdjustSql(prelude, 2, (taken) => alignedStart(taken, '$2::bigint'));
 
 /**
  * Sliding window (src/core/sliding-window.ts): counts of the current and the previous window of
  * `windowMs`, aligned to the Unix epoch, in `window_counters` (see window-counts.ts, which
  * weighs the previous count exactly as the core does). Rule parameters: $1 rule, $2 the window's
- * length in ms, $3 penalty. A count weighs until the end of the window after its own.
+ * length in ms, $3 penalty (a refund's: $1 and $2). A count weighs until the end of the window
+ * after its own.
  */
 export const slidingWindowModule: AlgorithmModule = {
   kind: 'sliding-window',
@@ -15,21 +28,16 @@ export const slidingWindowModule: AlgorithmModule = {
     const rule = bound as SlidingWindowRule;
     const params = [name, rule.windowMs, rule.penalty];
     const entry = [rule.windowMs];
+    const adjusting = [name, rule.windowMs];
     return {
       ruleParams: () => params,
+      adjustParams: () => adjusting,
       entryParams: () => entry,
       read: readWindowRow,
       prune: () => undefined,
     };
   },
-  ruleSql: (names) =>
-    windowRuleSql(
-      names,
-      (now) => `SELECT a.now_ms, ${alignedStart('a.now_ms', '$2::bigint')} AS a_start,
-    ${alignedStart('a.now_ms', '$2::bigint')} + $2::bigint AS a_end,
-    $2::bigint AS w, true AS slides, $2::bigint AS tail
-  FROM (SELECT ${now} AS now_ms) a`,
-    ),
+  ruleSql: (names) => windowRuleSql(names, prelude, adjust),
   family: windowFamily,
   entryTypes: ['bigint'],
   entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,

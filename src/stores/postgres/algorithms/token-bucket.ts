@@ -5,7 +5,7 @@ import type { TokenBucketRule } from '../../../core/gcra.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../migrations.js';
 import type { PostgresRow } from '../postgres-client.js';
-import type { AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
+import type { AdjustSql, AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
 
@@ -49,8 +49,34 @@ function ruleSql(names: SchemaNames): RuleSql {
       ELSE ${d}.q END`,
     ],
     output: ([tat]) => `${queued(tat as string)}::float8 AS q`,
+    adjust: adjustSql,
   };
 }
+
+/**
+ * A refund or settlement of a token bucket, as `TokenBucketRule.adjust` in reduced units.
+ * Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance. A refund moves the arrival time back by
+ * the take's units not refilled yet (`s.left_ms` × rate, at most `-delta` tokens), never before
+ * now, and only while the bucket is not full; a charge moves it forward from now or the queue,
+ * the debt capped at twice the tolerance. Each product is capped first at a size past which the
+ * result cannot change (a refund is at most the burst, the queue at most twice the tolerance),
+ * so none can overflow a bigint.
+ */
+const adjustSql: AdjustSql = {
+  params: 4,
+  prelude: (now) => `SELECT (${now} - ${SCALED_EPOCH_MS}) * $2::bigint AS sn`,
+  columns: ['tat'],
+  derive: ([tat]) => `SELECT CASE
+      WHEN x.refunds THEN GREATEST(x.tat - LEAST(
+        LEAST(-s.delta, 2 * $4::bigint / $3::bigint + 1) * $3::bigint,
+        LEAST(s.left_ms, 2 * $4::bigint / $2::bigint + 1) * $2::bigint), s.sn)
+      WHEN s.delta > 0 THEN s.sn + LEAST(GREATEST(x.tat - s.sn, 0)
+        + LEAST(s.delta, 2 * $4::bigint / $3::bigint + 1) * $3::bigint, 2 * $4::bigint)
+      ELSE x.tat END AS n0,
+    x.refunds OR s.delta > 0 AS changed
+  FROM (SELECT y.tat, s.delta < 0 AND y.tat > s.sn AND s.left_ms > 0 AS refunds
+    FROM (SELECT COALESCE(${tat as string}, s.sn) AS tat) y) x`,
+};
 
 const family: TakeAllFamily = {
   id: 't',
@@ -108,9 +134,11 @@ function bind(name: string, bound: Rule): AlgorithmBinding {
   }
   const tolerance = rule.burst * unit;
   const params = [name, rate, unit, tolerance, rule.penalty];
+  const adjust = [name, rate, unit, tolerance];
   const entry = [rate, unit, tolerance];
   return {
     ruleParams: () => params,
+    adjustParams: () => adjust,
     entryParams: () => entry,
     read(row: PostgresRow, state: BucketState): number {
       // Reduced units → the core's units.

@@ -2,7 +2,7 @@ import { MAX_PENALTY_COUNT } from '../../../core/bounds.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../migrations.js';
 import type { PostgresRow } from '../postgres-client.js';
-import type { RuleSql } from './algorithm-module.js';
+import type { AdjustSql, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
 
@@ -48,12 +48,59 @@ export function windowDerive([W, C, P, X]: readonly string[], e: string): string
 }
 
 /**
+ * A refund or settlement of a window kind, as the core's (`adjustWindowCount`, and the sliding
+ * window's own): `takenStart` is the start of the take's window from its time (a SQL expression;
+ * NULL when unknown, which gives nothing back). A refund comes off the count while the take's
+ * window is the row's, for a sliding window off the previous count while the row's window is
+ * the one after the take's, never below 0; a charge goes to the later of the row's window and
+ * the current one, rolling the row into it as a take would (counts stop at MAX_PENALTY_COUNT),
+ * and keeps the row at least until that window's horizon. Rule parameters: $1 rule, $2 the
+ * kind's own, then `params − 2` more (a calendar quota's periods around the take).
+ */
+export function windowAdjustSql(
+  prelude: (now: string) => string,
+  params: number,
+  takenStart: (taken: string) => string,
+): AdjustSql {
+  return {
+    params,
+    prelude,
+    columns: ['window_start', 'count', 'previous', 'expires_at'],
+    derive: ([W, C, P, X]) => `SELECT CASE WHEN x.charges AND NOT x.same THEN x.st ELSE x.w0 END AS n0,
+    CASE WHEN x.cur THEN GREATEST(x.c0 + s.delta, 0)
+      WHEN x.charges THEN LEAST(CASE WHEN x.same THEN x.c0 ELSE 0 END + s.delta, ${MAX_PENALTY_COUNT})
+      ELSE x.c0 END AS n1,
+    CASE WHEN x.prv THEN GREATEST(x.p0 + s.delta, 0)
+      WHEN x.charges AND s.slides AND NOT x.same THEN CASE WHEN x.w0 = x.st - s.w THEN x.c0 ELSE 0 END
+      ELSE x.p0 END AS n2,
+    CASE WHEN x.charges THEN GREATEST(x.x0, s.a_end + s.tail) ELSE x.x0 END AS n3,
+    x.cur OR x.prv OR x.charges AS changed
+  FROM (
+    SELECT y.*, y.w0 = y.st AS same, s.delta > 0 AS charges,
+      COALESCE(s.delta < 0 AND y.w0 = y.tk AND y.c0 > 0, false) AS cur,
+      COALESCE(s.delta < 0 AND s.slides AND NOT (y.w0 = y.tk AND y.c0 > 0) AND y.w0 = y.tk + s.w AND y.p0 > 0, false) AS prv
+    FROM (
+      SELECT COALESCE(${W}, s.a_start) AS w0, COALESCE(${C}, 0) AS c0, COALESCE(${P}, 0) AS p0,
+        COALESCE(${X}, s.a_end + s.tail) AS x0, GREATEST(COALESCE(${W}, s.a_start), s.a_start) AS st,
+        ${takenStart('s.taken_ms')} AS tk
+    ) y
+  ) x`,
+  };
+}
+
+/**
  * The rule statements' SQL of a window kind, given its prelude: per-statement columns `now_ms`,
  * `a_start`, `a_end`, `w`, `slides`, `tail`. Rule parameters: $1 rule, $2 the kind's own, $3
- * penalty. Answers the state the take saw and the statement's time.
+ * penalty. Answers the state the take saw and the statement's time. Refunds and settlements
+ * are `adjust`, made by the kind with {@link windowAdjustSql}.
  */
-export function windowRuleSql(names: SchemaNames, prelude: (now: string) => string): RuleSql {
+export function windowRuleSql(
+  names: SchemaNames,
+  prelude: (now: string) => string,
+  adjust: AdjustSql,
+): RuleSql {
   return {
+    adjust,
     table: names.windowCounters,
     ruleParams: 3,
     prelude,
@@ -76,6 +123,17 @@ export function windowRuleSql(names: SchemaNames, prelude: (now: string) => stri
     output: ([W, C, P]) =>
       `COALESCE(${W}, 0)::float8 AS window_start, COALESCE(${C}, 0)::float8 AS count, COALESCE(${P}, 0)::float8 AS previous, s.now_ms::float8 AS now_ms`,
   };
+}
+
+/**
+ * The prelude of a window aligned to the Unix epoch ($2 its length in ms) around the statement's
+ * time `now`: a sliding window's counts outlive their window by one more (`tail`).
+ */
+export function alignedPrelude(slides: boolean): (now: string) => string {
+  return (now) => `SELECT a.now_ms, ${alignedStart('a.now_ms', '$2::bigint')} AS a_start,
+    ${alignedStart('a.now_ms', '$2::bigint')} + $2::bigint AS a_end,
+    $2::bigint AS w, ${String(slides)} AS slides, ${slides ? '$2::bigint' : '0::bigint'} AS tail
+  FROM (SELECT ${now} AS now_ms) a`;
 }
 
 /** The start of the aligned window of length `w` holding `now` (SQL, both bigint), as Math.floor. */
