@@ -52,7 +52,9 @@ export function createProgram(
 
   program
     .command('serve')
-    .description('Serve decisions from a policy file over HTTP (see /openapi.json)')
+    .description(
+      'Serve decisions from a policy file over HTTP (see /openapi.json); reload it on SIGHUP or when it changes, stop on SIGTERM',
+    )
     .option('--config <file>', 'the policy file', 'sluice.yaml')
     .option('--host <host>', 'the address to listen on; without auth tokens, loopback only', '127.0.0.1')
     .option('--port <port>', 'the port to listen on (0: any free port)', portArgument, 8411)
@@ -60,19 +62,33 @@ export function createProgram(
       '--echo-upstream',
       "also run a built-in echo application at the policy's upstream (an http:// URL on loopback), to try gateway mode",
     )
-    .action(async (options: { config: string; host: string; port: number; echoUpstream?: boolean }) => {
-      try {
-        const running = await serve({ ...options, env: io.env, out: io.out });
-        // Stop listening, let requests in flight finish, then close the store.
-        const stop = () => void running.close().then(() => setExitCode(0));
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      } catch (error) {
-        if (error instanceof StartError) io.err(`${error.message}\n`);
-        else reportPolicyError(error, io);
-        setExitCode(1);
-      }
-    });
+    .option('--no-watch', 'reload on SIGHUP only, not when the policy file changes')
+    .action(
+      async (options: {
+        config: string;
+        host: string;
+        port: number;
+        echoUpstream?: boolean;
+        watch: boolean;
+      }) => {
+        try {
+          const running = await serve({ ...options, env: io.env, out: io.out });
+          const reload = () => void running.reload('signal');
+          process.on('SIGHUP', reload);
+          // Stop listening, let requests in flight finish, then close the store.
+          const stop = () => {
+            process.off('SIGHUP', reload);
+            void running.close().then(() => setExitCode(0));
+          };
+          process.once('SIGTERM', stop);
+          process.once('SIGINT', stop);
+        } catch (error) {
+          if (error instanceof StartError) io.err(`${error.message}\n`);
+          else reportPolicyError(error, io);
+          setExitCode(1);
+        }
+      },
+    );
 
   return program;
 }

@@ -5,14 +5,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { bin, policyFile, root } from './cli-support.js';
+import { leaks, requestValues } from './log-scan.js';
 
 export interface RunningSluice {
   url: string;
+  /** The policy file it serves. */
+  config: string;
   child: ChildProcess;
   /** Everything the server printed so far. */
   output(): string;
-  /** Stops it with SIGTERM and waits for its exit (at most 10 s, then SIGKILL). */
+  /**
+   * Stops it with SIGTERM and waits for its exit (at most 10 s, then SIGKILL); then fails when a
+   * line of its log carries a request value it was sent (see {@link RunningSluice.sensitive}).
+   */
   stop(): Promise<number | null>;
+  /**
+   * Values the log must never carry: those of the bodies sent with `post` are added by
+   * themselves; a test that talks to the server by other means adds its own here.
+   */
+  sensitive(...values: string[]): void;
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<Reply>;
   get(path: string): Promise<Reply>;
 }
@@ -57,6 +68,7 @@ export async function startSluice(
       reject(new Error(`sluice serve exited:\n${output}`));
     });
   });
+  const used = new Set<string>();
   const call = async (path: string, init: RequestInit): Promise<Reply> => {
     const response = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(10_000) });
     const text = await response.text();
@@ -68,17 +80,35 @@ export async function startSluice(
   };
   return {
     url,
+    config,
     child,
     output: () => output,
-    stop: () => stopChild(child),
-    post: (path, body, headers = {}) =>
-      call(path, {
+    stop: async () => {
+      const code = await stopChild(child);
+      // The server logs its own listening address, which tests also use as a client's.
+      const found = leaks(output, used, [new URL(url).hostname]);
+      if (found.length > 0) throw new Error(`the server's log carries request values:\n${found.join('\n')}`);
+      return code;
+    },
+    sensitive: (...values) => values.forEach((v) => used.add(v)),
+    post: (path, body, headers = {}) => {
+      for (const value of requestValues(typeof body === 'string' ? safeJson(body) : body)) used.add(value);
+      return call(path, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
-      }),
+      });
+    },
     get: (path) => call(path, { method: 'GET' }),
   };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Stops a child with SIGTERM, then SIGKILL after 10 s; resolves with its exit code. */

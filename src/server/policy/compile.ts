@@ -8,6 +8,7 @@ import { AddressList } from '../../http/address-list.js';
 import { createGuard, type Guard } from '../../http/guard.js';
 import { createCascade } from '../../limiter/cascade.js';
 import type { Logger } from '../../limiter/failure.js';
+import type { DecisionEvents } from '../../limiter/events.js';
 import { createLimiter, type Limiter } from '../../limiter/limiter.js';
 import type { Store } from '../../store.js';
 import { PolicyError, type PolicyIssue } from './errors.js';
@@ -55,8 +56,11 @@ export interface CompiledPolicy {
   /** A caller-built key as a request: its bucket key under the current secret. */
   keyed(key: string, cost?: number): DecisionRequest;
   readonly keys: BucketKeys;
-  /** Closes every limiter (the store stays open: it is the caller's). */
-  close(): void;
+  /**
+   * Closes every limiter (the store stays open: it is the caller's), but those in `kept`: the
+   * limiters a reloaded policy carried over.
+   */
+  close(kept?: ReadonlySet<Limiter>): void;
 }
 
 /** Options of {@link compilePolicy}. */
@@ -69,6 +73,13 @@ export interface CompileOptions {
   logger?: Logger;
   /** Where the guards report errors that became a 500. @default console.error */
   onError?: (error: unknown) => void;
+  /** The channel a rule's limiters and guard report their decisions to (for metrics). */
+  events?: (rule: string) => DecisionEvents;
+  /**
+   * The limiters to use for a rule instead of building new ones: a reload passes those of an
+   * unchanged rule of the previous policy, so that its buckets keep their state.
+   */
+  reuse?: (rule: RuleModel) => readonly Limiter[] | undefined;
 }
 
 /**
@@ -81,6 +92,8 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
   const { policy } = loaded;
   const issues: PolicyIssue[] = [];
   const built: Limiter[] = [];
+  /** Of those, the ones built here (not reused): a policy that fails to build closes only these. */
+  const created: Limiter[] = [];
   /** Runs one library call; a refusal becomes an issue at `path`. */
   const attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path): T | undefined => {
     try {
@@ -109,28 +122,33 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       checkAddresses(loaded, ['rules', i, 'deny'], rule.deny, issues),
       checkAddresses(loaded, ['rules', i, 'match', 'sourceCidrs'], rule.match.sourceCidrs ?? [], issues),
     ].every(Boolean);
-    const limiters: Limiter[] = [];
-    rule.limits.forEach((limit, j) => {
-      const path = origin.limits[j]!;
-      const algorithm = attempt(path, () => algorithmOf(limit), optionPath);
-      if (algorithm === undefined) return;
-      const limiter = attempt(
-        origin.rule,
-        () =>
-          createLimiter({
-            name: limit.name,
-            rule: algorithm,
-            store: options.store,
-            failure: rule.failure,
-            mode: rule.mode,
-            ...(options.clock === undefined ? {} : { clock: options.clock }),
-            ...(options.logger === undefined ? {} : { logger: options.logger }),
-          }),
-        // The limiter's own options (failure, mode) are written in the rule.
-        (message) => /^limiter "[^"]*" (failure|mode)\b/.exec(message)?.slice(1) ?? [],
-      );
-      if (limiter !== undefined) limiters.push(limiter);
-    });
+    const events = options.events?.(rule.name);
+    const reused = options.reuse?.(rule);
+    const limiters: Limiter[] = reused === undefined ? [] : [...reused];
+    if (reused === undefined)
+      rule.limits.forEach((limit, j) => {
+        const path = origin.limits[j]!;
+        const algorithm = attempt(path, () => algorithmOf(limit), optionPath);
+        if (algorithm === undefined) return;
+        const limiter = attempt(
+          origin.rule,
+          () =>
+            createLimiter({
+              name: limit.name,
+              rule: algorithm,
+              store: options.store,
+              failure: rule.failure,
+              mode: rule.mode,
+              ...(options.clock === undefined ? {} : { clock: options.clock }),
+              ...(options.logger === undefined ? {} : { logger: options.logger }),
+              ...(events === undefined ? {} : { events }),
+            }),
+          // The limiter's own options (failure, mode) are written in the rule.
+          (message) => /^limiter "[^"]*" (failure|mode)\b/.exec(message)?.slice(1) ?? [],
+        );
+        if (limiter !== undefined) limiters.push(limiter);
+      });
+    if (reused === undefined) created.push(...limiters);
     built.push(...limiters);
     // A rule whose parts were refused above is not built: its lists would be refused again.
     if (limiters.length !== rule.limits.length || !listsRead) return;
@@ -151,6 +169,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
         ...(rule.allow.length > 0 ? { allow: withLoopback(rule.allow) } : {}),
         ...(rule.deny.length > 0 ? { deny: withLoopback(rule.deny) } : {}),
         ...(options.onError === undefined ? {} : { onError: options.onError }),
+        ...(events === undefined ? {} : { events }),
       }),
     );
     if (guard === undefined || matches === undefined) return;
@@ -158,7 +177,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
   });
 
   if (issues.length > 0 || read === undefined) {
-    for (const limiter of built) limiter.close();
+    for (const limiter of created) limiter.close();
     throw new PolicyError(loaded.file, issues);
   }
   const byName = new Map(rules.map((r) => [r.name, r]));
@@ -171,8 +190,8 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     read,
     keyed: (key, cost) => keyedRequest(keys.current(key), cost),
     keys,
-    close: () => {
-      for (const limiter of built) limiter.close();
+    close: (kept) => {
+      for (const limiter of built) if (kept?.has(limiter) !== true) limiter.close();
     },
   };
 }

@@ -114,15 +114,18 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
 
 /** Reads and loads the policy file at `path`; a file that cannot be read is a PolicyError too. */
 export function loadPolicyFile(path: string, env?: LoadOptions['env']): LoadedPolicy {
-  let text: string;
+  return loadPolicyText(readPolicyFile(path), { file: path, env });
+}
+
+/** The text of the policy file at `path`; one that cannot be read is a PolicyError at its first line. */
+export function readPolicyFile(path: string): string {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'there is no such file' : `the file cannot be read (${code ?? 'error'})`;
     throw new PolicyError(path, [{ line: 1, column: 1, path: '', message: why }]);
   }
-  return loadPolicyText(text, { file: path, env });
 }
 
 function yamlIssue(error: YAMLError, lines: LineCounter): PolicyIssue {

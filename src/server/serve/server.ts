@@ -27,6 +27,13 @@ export interface ServedPolicy {
  */
 export interface PolicyHolder {
   current(): ServedPolicy;
+  /**
+   * Marks `served` as in use by one request until the function returned is called: a policy a
+   * reload replaced is closed only once no request uses it.
+   */
+  hold?(served: ServedPolicy): () => void;
+  /** The Prometheus text exposition of GET /metrics. */
+  metrics?(): Promise<{ contentType: string; body: string }>;
 }
 
 type Batch = { items: Item[] };
@@ -74,23 +81,36 @@ const openApiBody = JSON.stringify(openApiDocument);
 export function createDecisionServer(holder: PolicyHolder, gateway?: Gateway): Server {
   const server = createServer((req, res) => {
     const served = holder.current();
+    const release = holder.hold?.(served);
     const work =
       gateway !== undefined && isForwarded(served.compiled, req.url)
         ? gateway.web(served.compiled, req, res)
-        : handle(served, req, res);
-    work.catch((error: unknown) => {
-      if (!res.headersSent) send(res, unexpected(error));
-      else res.destroy();
-    });
+        : handle(holder, served, req, res);
+    work
+      .catch((error: unknown) => {
+        if (!res.headersSent) send(res, unexpected(error));
+        else res.destroy();
+      })
+      .finally(release);
   });
   if (gateway !== undefined)
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      gateway.upgrade(holder.current().compiled, req, socket, head).catch(() => socket.destroy());
+      const served = holder.current();
+      const release = holder.hold?.(served);
+      gateway
+        .upgrade(served.compiled, req, socket, head)
+        .catch(() => socket.destroy())
+        .finally(release);
     });
   return server;
 }
 
-async function handle(served: ServedPolicy, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(
+  holder: PolicyHolder,
+  served: ServedPolicy,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const path = new URL(req.url ?? '/', 'http://sluice').pathname;
   const route = routes[path];
   if (route !== undefined) {
@@ -111,9 +131,14 @@ async function handle(served: ServedPolicy, req: IncomingMessage, res: ServerRes
     if (unknown.length > 0) return send(res, invalid(unknown));
     return send(res, json(200, await route.run(served.compiled, body as Batch)));
   }
-  if (path === '/healthz' || path === '/readyz' || path === '/openapi.json') {
+  const metrics = path === '/metrics' ? holder.metrics : undefined;
+  if (path === '/healthz' || path === '/readyz' || path === '/openapi.json' || metrics !== undefined) {
     if (req.method !== 'GET' && req.method !== 'HEAD') return refuseMethod(req, res, 'GET, HEAD');
     if (path === '/healthz') return send(res, json(200, { status: 'ok' }));
+    if (metrics !== undefined) {
+      const { contentType, body } = await metrics.call(holder);
+      return send(res, { status: 200, headers: { 'Content-Type': contentType }, body });
+    }
     if (path === '/openapi.json')
       return send(res, { status: 200, headers: { 'Content-Type': 'application/json' }, body: openApiBody });
     const ready = await served.ready();

@@ -1,11 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { compilePolicy } from '../policy/compile.js';
-import { loadPolicyFile } from '../policy/load.js';
-import { authorizer, isLoopbackHost } from './auth.js';
+import { loadPolicyText, readPolicyFile } from '../policy/load.js';
+import { isLoopbackHost } from './auth.js';
 import { createEchoServer } from './echo.js';
 import { createGateway } from './gateway.js';
-import { createDecisionServer, type ServedPolicy } from './server.js';
+import { LivePolicy, type ReloadTrigger } from './live-policy.js';
+import { createServerLog, type ServerLog } from './log.js';
+import { ServerMetrics } from './metrics.js';
+import { createDecisionServer } from './server.js';
 import { StartError } from './start-error.js';
 import { openStore } from './store.js';
 
@@ -21,12 +23,18 @@ export interface ServeOptions {
   echoUpstream?: boolean;
   /** Where the start-up lines go. */
   out(text: string): void;
+  /** The JSON log. @default one on standard output */
+  log?: ServerLog;
+  /** Reload when the policy file changes. @default false */
+  watch?: boolean;
 }
 
 /** A running server: its address, and how to stop it (in-flight requests finish first). */
 export interface RunningServer {
   readonly url: string;
   readonly server: Server;
+  /** Reads the policy file again and serves it if it is valid; true when it was applied. */
+  reload(trigger: ReloadTrigger): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -36,7 +44,9 @@ export interface RunningServer {
  * server may not listen where asked: without tokens, only on loopback.
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
-  const loaded = loadPolicyFile(options.config, options.env);
+  const log = options.log ?? createServerLog();
+  const text = readPolicyFile(options.config);
+  const loaded = loadPolicyText(text, { file: options.config, env: options.env });
   const { policy } = loaded;
   if (policy.tokens.length === 0 && !isLoopbackHost(options.host)) {
     throw new StartError(
@@ -45,37 +55,49 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   }
   const echo = options.echoUpstream === true ? await startEcho(policy.upstream) : undefined;
   const opened = await openStore(policy.store);
-  let compiled;
+  let live: LivePolicy;
   try {
-    compiled = compilePolicy(loaded, { store: opened.store });
+    live = LivePolicy.start(
+      { config: options.config, env: options.env, opened, log, metrics: new ServerMetrics() },
+      loaded,
+      text,
+    );
   } catch (error) {
     await opened.close();
     await echo?.close();
     throw error;
   }
-  const served: ServedPolicy = {
-    compiled,
-    authorize: authorizer(policy.tokens),
-    storeType: opened.type,
-    ready: opened.ready,
-  };
   const gateway = createGateway();
-  const server = createDecisionServer({ current: () => served }, gateway);
-  await listen(server, options.port, options.host);
+  const server = createDecisionServer(live, gateway);
+  try {
+    await listen(server, options.port, options.host);
+  } catch (error) {
+    live.close();
+    await opened.close();
+    await echo?.close();
+    throw error;
+  }
+  if (options.watch === true) live.watchFile();
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;
   // One write: a reader that waits for the address gets every line at once.
   options.out(
-    startupText(url, options.config, compiled.rules.length, opened.type, policy.tokens.length > 0) +
+    startupText(url, options.config, policy.rules.length, opened.type, policy.tokens.length > 0) +
       (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo !== undefined)),
+  );
+  log.info(
+    { event: 'start', url, rules: policy.rules.length, store: opened.type, auth: policy.tokens.length > 0 },
+    'sluice serve listening',
   );
   let closing: Promise<void> | undefined;
   return {
     url,
     server,
+    reload: (trigger) => live.reload(trigger),
     close: () =>
       (closing ??= (async () => {
+        log.info({ event: 'stopping' }, 'stopping: no new connections; requests in flight finish');
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
@@ -83,9 +105,10 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
           gateway.closeTunnels();
         });
         gateway.close();
-        compiled.close();
+        live.close();
         await opened.close();
         await echo?.close();
+        log.info({ event: 'stopped' }, 'stopped');
       })()),
   };
 }

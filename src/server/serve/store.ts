@@ -10,6 +10,12 @@ import { StartError } from './start-error.js';
 export interface OpenedStore {
   readonly store: Store;
   readonly type: StoreFile['type'];
+  /**
+   * Another store object on the same connection (and prefix or schema): a reload binds the
+   * limits it builds anew there, beside the limits it keeps, which stay bound to theirs. On a
+   * shared store a limit of the same name finds the same buckets; in memory it starts afresh.
+   */
+  view(): Store;
   /** True when the store answers now (for /readyz). */
   ready(): Promise<boolean>;
   close(): Promise<void>;
@@ -26,7 +32,13 @@ const READY_TIMEOUT_MS = 1000;
  */
 export async function openStore(config: StoreFile): Promise<OpenedStore> {
   if (config.type === 'memory') {
-    return { store: new MemoryStore(), type: 'memory', ready: async () => true, close: async () => {} };
+    return {
+      store: new MemoryStore(),
+      type: 'memory',
+      view: () => new MemoryStore(),
+      ready: async () => true,
+      close: async () => {},
+    };
   }
   return config.type === 'redis' ? openRedis(config) : openPostgres(config);
 }
@@ -45,14 +57,16 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
   // Connection errors are what /readyz reports; logging each retry would flood the output.
   client.on('error', () => {});
   client.connect().catch(() => {});
-  const store = new RedisStore({
-    client,
-    ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
-    ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
-  });
+  const view = () =>
+    new RedisStore({
+      client,
+      ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
+      ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
+    });
   return {
-    store,
+    store: view(),
     type: 'redis',
+    view,
     ready: () => answers(async () => (await client.ping()) === 'PONG'),
     close: async () => {
       client.disconnect();
@@ -65,11 +79,13 @@ async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): P
   const { PostgresStore } = await import('../../stores/postgres/index.js');
   const pool = new driverPg.Pool({ connectionString: config.url, max: 10, connectionTimeoutMillis: 2000 });
   pool.on('error', () => {});
-  const store = new PostgresStore({
-    client: pool,
-    ...(config.schema === undefined ? {} : { schema: config.schema }),
-    ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
-  });
+  const view = () =>
+    new PostgresStore({
+      client: pool,
+      ...(config.schema === undefined ? {} : { schema: config.schema }),
+      ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
+    });
+  const store = view();
   // The tables are created (or brought up to date) once the database answers: at start, or at
   // the first readiness check after it comes up.
   let migrated: Promise<unknown> | undefined;
@@ -82,6 +98,7 @@ async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): P
   return {
     store,
     type: 'postgres',
+    view,
     ready: () =>
       answers(async () => {
         await migrate();

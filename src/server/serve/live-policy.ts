@@ -1,0 +1,235 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { Limiter } from '../../limiter/limiter.js';
+import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
+import { PolicyError } from '../policy/errors.js';
+import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
+import type { RuleModel } from '../policy/model.js';
+import { authorizer } from './auth.js';
+import { errorFields, limiterLogger, logPolicyIssues, type ServerLog } from './log.js';
+import type { ServerMetrics } from './metrics.js';
+import type { PolicyHolder, ServedPolicy } from './server.js';
+import type { OpenedStore } from './store.js';
+
+/** What made a reload happen. */
+export type ReloadTrigger = 'signal' | 'file';
+
+/** Waits this long after a change of the file for the writes that follow (an editor saves in steps). */
+const SETTLE_MS = 100;
+
+interface Generation {
+  readonly served: ServedPolicy;
+  /** The file's text it was loaded from. */
+  readonly text: string;
+  /** Requests using it now. */
+  users: number;
+}
+
+interface Retired {
+  readonly generation: Generation;
+  /** Its limiters that the next policy carried over: left open. */
+  readonly kept: ReadonlySet<Limiter>;
+}
+
+/**
+ * The policy a server serves, replaced as a whole by a reload: each request reads it once, so it
+ * sees the old policy or the new one, never half of each. A reload that fails (the file has
+ * errors, or names another store) keeps the policy served and logs every error at its line.
+ *
+ * A rule whose limits, failure policy and mode did not change keeps its limiters, so its buckets
+ * keep their state; the others are built anew on another object of the same store (in memory
+ * their buckets start afresh; on a shared store a limit of the same name finds its buckets). A
+ * replaced policy's own limiters are closed once the requests using it (and any older one) end.
+ */
+export class LivePolicy implements PolicyHolder {
+  private generation: Generation;
+  private readonly retired: Retired[] = [];
+  private reloading: Promise<boolean> = Promise.resolve(true);
+  private watcher: FSWatcher | undefined;
+  private settle: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly options: LivePolicyOptions,
+    first: { loaded: LoadedPolicy; text: string },
+  ) {
+    this.generation = this.build(first.loaded, first.text, undefined).generation;
+    this.announce(first.loaded, false);
+  }
+
+  /** Builds the first policy (throws its PolicyError: the server does not start). */
+  static start(options: LivePolicyOptions, loaded: LoadedPolicy, text: string): LivePolicy {
+    return new LivePolicy(options, { loaded, text });
+  }
+
+  current(): ServedPolicy {
+    return this.generation.served;
+  }
+
+  hold(served: ServedPolicy): () => void {
+    const generation = this.generation.served === served ? this.generation : this.find(served);
+    if (generation === undefined) return () => {};
+    generation.users++;
+    return () => {
+      generation.users--;
+      this.closeDrained();
+    };
+  }
+
+  metrics(): Promise<{ contentType: string; body: string }> {
+    return this.options.metrics.render();
+  }
+
+  /** Reads the file again and serves it if it is valid; true when it was applied. One at a time. */
+  reload(trigger: ReloadTrigger): Promise<boolean> {
+    this.reloading = this.reloading.then(() => this.reloadNow(trigger));
+    return this.reloading;
+  }
+
+  /** Reloads whenever the file changes (its folder is watched: editors replace files by renaming). */
+  watchFile(): void {
+    const { config, log } = this.options;
+    const name = basename(config);
+    try {
+      this.watcher = watch(dirname(config), { persistent: false }, (_event, changed) => {
+        if (changed !== null && changed !== name) return;
+        clearTimeout(this.settle);
+        this.settle = setTimeout(() => void this.reloadIfChanged(), SETTLE_MS);
+      });
+      this.watcher.on('error', (error) =>
+        log.warn({ event: 'watch-error', ...errorFields(error) }, 'the policy file is no longer watched'),
+      );
+    } catch (error) {
+      log.warn({ event: 'watch-error', ...errorFields(error) }, 'the policy file cannot be watched');
+    }
+  }
+
+  /** Stops watching; closes every policy's limiters (call once no request runs). */
+  close(): void {
+    this.watcher?.close();
+    clearTimeout(this.settle);
+    for (const { generation, kept } of this.retired.splice(0)) generation.served.compiled.close(kept);
+    this.generation.served.compiled.close();
+  }
+
+  private async reloadIfChanged(): Promise<void> {
+    let text: string;
+    try {
+      text = readFileSync(this.options.config, 'utf8');
+    } catch {
+      // Removed or being replaced: the rename that follows is a change of its own.
+      return;
+    }
+    if (text !== this.generation.text) await this.reload('file');
+  }
+
+  private async reloadNow(trigger: ReloadTrigger): Promise<boolean> {
+    const { config, env, log, metrics } = this.options;
+    try {
+      const text = readPolicyFile(config);
+      const loaded = loadPolicyText(text, { file: config, env });
+      const previous = this.generation.served.compiled.policy.store;
+      if (JSON.stringify(loaded.policy.store) !== JSON.stringify(previous)) {
+        const place = loaded.issue(
+          ['store'],
+          'cannot change while the server runs: restart it to use another store',
+        );
+        throw new PolicyError(config, [place]);
+      }
+      const built = this.build(loaded, text, this.generation);
+      this.retire(this.generation, built.kept);
+      this.generation = built.generation;
+      this.announce(loaded, true, trigger, built.kept.size);
+      return true;
+    } catch (error) {
+      metrics.rejected();
+      if (error instanceof PolicyError) logPolicyIssues(log, error, 'reload rejected');
+      // Last: a reader that sees this line has seen every error line before it.
+      log.error(
+        {
+          event: 'reload-rejected',
+          trigger,
+          issues: error instanceof PolicyError ? error.issues.length : 0,
+          ...errorFields(error),
+        },
+        'reload rejected: the policy served stays',
+      );
+      return false;
+    }
+  }
+
+  private build(
+    loaded: LoadedPolicy,
+    text: string,
+    previous: Generation | undefined,
+  ): { generation: Generation; kept: Set<Limiter> } {
+    const { opened, log, metrics } = this.options;
+    const kept = new Set<Limiter>();
+    const before = previous?.served.compiled;
+    const compiled: CompiledPolicy = compilePolicy(loaded, {
+      // The first policy binds the store opened; every later one binds its new limits beside.
+      store: before === undefined ? opened.store : opened.view(),
+      logger: limiterLogger(log),
+      onError: (error) => log.error({ event: 'decision-error', ...errorFields(error) }, 'a decision failed'),
+      events: (rule) => metrics.channel(rule),
+      reuse: (rule) => {
+        const old = before?.rule(rule.name);
+        if (old === undefined || limitsOf(old.model) !== limitsOf(rule)) return undefined;
+        for (const limiter of old.limiters) kept.add(limiter);
+        return old.limiters;
+      },
+    });
+    const served: ServedPolicy = {
+      compiled,
+      authorize: authorizer(loaded.policy.tokens),
+      storeType: opened.type,
+      ready: opened.ready,
+    };
+    return { generation: { served, text, users: 0 }, kept };
+  }
+
+  private announce(loaded: LoadedPolicy, reloaded: boolean, trigger?: ReloadTrigger, kept = 0): void {
+    const { policy } = loaded;
+    const hash = createHash('sha256').update(JSON.stringify(loaded.printable())).digest('hex').slice(0, 16);
+    this.options.metrics.served(hash, policy.store.type, policy.rules.length, reloaded);
+    if (reloaded)
+      this.options.log.info(
+        { event: 'reload', trigger, rules: policy.rules.length, keptLimits: kept, hash },
+        'policy reloaded',
+      );
+  }
+
+  private retire(generation: Generation, kept: ReadonlySet<Limiter>): void {
+    this.retired.push({ generation, kept });
+    this.closeDrained();
+  }
+
+  /**
+   * Closes replaced policies in the order they were replaced, each once no request uses it: a
+   * limiter a newer policy carried over may still be used by an older one until it drains.
+   */
+  private closeDrained(): void {
+    while (this.retired.length > 0 && this.retired[0]!.generation.users === 0) {
+      const { generation, kept } = this.retired.shift()!;
+      generation.served.compiled.close(kept);
+    }
+  }
+
+  private find(served: ServedPolicy): Generation | undefined {
+    return this.retired.find((r) => r.generation.served === served)?.generation;
+  }
+}
+
+/** What {@link LivePolicy} needs. */
+export interface LivePolicyOptions {
+  config: string;
+  env: Readonly<Record<string, string | undefined>> | undefined;
+  opened: OpenedStore;
+  log: ServerLog;
+  metrics: ServerMetrics;
+}
+
+/** What a rule's limiters are made of: equal, they can be kept as they are. */
+function limitsOf(rule: RuleModel): string {
+  return JSON.stringify({ limits: rule.limits, failure: rule.failure, mode: rule.mode });
+}

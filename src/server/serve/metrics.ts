@@ -1,0 +1,147 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { DecisionEvents, type DecisionEvent, type DecisionOutcome } from '../../limiter/events.js';
+
+/** What stands for the limit of a guard's own outcome (allow and deny lists): none ran. */
+const NO_LIMIT = '-';
+
+/** The failure policy each store-failure outcome stands for. */
+const failurePolicies: Partial<Record<DecisionOutcome, string>> = {
+  'failed-open': 'open',
+  'failed-closed': 'closed',
+  insurance: 'insurance',
+};
+
+/**
+ * Store latency buckets in seconds: from 50 µs (the memory store) through a shared store's round
+ * trip on the same host or network to a second (a store in trouble, or its timeout).
+ */
+const LATENCY_BUCKETS_S = [
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+];
+
+type Child = { inc(value?: number): void };
+
+/**
+ * The server's Prometheus metrics, in a registry of its own (never prom-client's global one, which
+ * an embedding program may use). Every label is bounded by the policy: the rule's and limit's
+ * names, the store's kind, an outcome or a policy from a closed set. Never a key, an address, a
+ * header or a path: those would make a series per client.
+ */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly decisions: Counter<'rule' | 'limit' | 'outcome'>;
+  private readonly units: Counter<'rule' | 'limit'>;
+  private readonly failures: Counter<'rule' | 'limit' | 'policy'>;
+  private readonly latency: Histogram<'store'>;
+  private readonly reloads: Counter<'result'>;
+  private readonly info: Gauge<'hash' | 'store'>;
+  private readonly rules: Gauge;
+  private readonly lastReload: Gauge;
+  /** One channel per rule name, kept across reloads: a kept limiter reports to the one it was built with. */
+  private readonly channels = new Map<string, DecisionEvents>();
+
+  constructor() {
+    const registers = [this.registry];
+    this.decisions = new Counter({
+      name: 'sluice_decisions_total',
+      help: 'Decisions, by rule, limit (- for the allow and deny lists) and outcome',
+      labelNames: ['rule', 'limit', 'outcome'],
+      registers,
+    });
+    this.units = new Counter({
+      name: 'sluice_admitted_units_total',
+      help: 'Units (cost) charged by admitted requests, by rule and limit',
+      labelNames: ['rule', 'limit'],
+      registers,
+    });
+    this.failures = new Counter({
+      name: 'sluice_failure_policy_activations_total',
+      help: "Decisions made by a rule's failure policy because its store failed, by rule, limit and policy",
+      labelNames: ['rule', 'limit', 'policy'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'sluice_store_latency_seconds',
+      help: 'Time the store took to answer a decision (also when it failed), by store',
+      labelNames: ['store'],
+      buckets: LATENCY_BUCKETS_S,
+      registers,
+    });
+    this.reloads = new Counter({
+      name: 'sluice_policy_reloads_total',
+      help: 'Policy reloads, by result: applied, or rejected (the previous policy stays)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.info = new Gauge({
+      name: 'sluice_policy_info',
+      help: 'The policy served: a hash of its normalized form (secrets left out) and its store; always 1',
+      labelNames: ['hash', 'store'],
+      registers,
+    });
+    this.rules = new Gauge({ name: 'sluice_policy_rules', help: 'Rules in the policy served', registers });
+    this.lastReload = new Gauge({
+      name: 'sluice_policy_loaded_timestamp_seconds',
+      help: 'When the policy served was loaded (Unix time)',
+      registers,
+    });
+    for (const result of ['applied', 'rejected']) this.reloads.labels(result).inc(0);
+    collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });
+  }
+
+  /** The decision channel of a rule: its limiters and its guard report to it. */
+  channel(rule: string): DecisionEvents {
+    let channel = this.channels.get(rule);
+    if (channel === undefined) {
+      channel = new DecisionEvents({ onListenerError: () => {} });
+      channel.subscribe(this.recorder(rule));
+      this.channels.set(rule, channel);
+    }
+    return channel;
+  }
+
+  /** A policy is served: from the start, or after a reload (`reloaded`). */
+  served(hash: string, store: string, rules: number, reloaded: boolean): void {
+    this.info.reset();
+    this.info.labels(hash, store).set(1);
+    this.rules.set(rules);
+    this.lastReload.set(Date.now() / 1000);
+    if (reloaded) this.reloads.labels('applied').inc();
+  }
+
+  /** A reload was refused: the previous policy stays. */
+  rejected(): void {
+    this.reloads.labels('rejected').inc();
+  }
+
+  /** The text exposition, and its content type. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  /** Records a rule's events; the label sets are looked up once and their children reused. */
+  private recorder(rule: string): (event: DecisionEvent) => void {
+    const children = new Map<string, Child>();
+    const child = (id: string, make: () => Child): Child => {
+      let found = children.get(id);
+      if (found === undefined) {
+        found = make();
+        children.set(id, found);
+      }
+      return found;
+    };
+    return (event) => {
+      const limit = event.rule ?? NO_LIMIT;
+      const { outcome } = event;
+      child(`d\0${limit}\0${outcome}`, () => this.decisions.labels(rule, limit, outcome)).inc();
+      if (outcome === 'admitted' && event.cost > 0)
+        child(`u\0${limit}`, () => this.units.labels(rule, limit)).inc(event.cost);
+      const policy = failurePolicies[outcome];
+      if (policy !== undefined)
+        child(`f\0${limit}\0${policy}`, () => this.failures.labels(rule, limit, policy)).inc();
+      // A cost the rule can never hold is refused without asking the store.
+      if (event.storeLatencyMs > 0 && event.retryAfterMs !== Infinity && event.store !== undefined)
+        this.latency.labels(event.store).observe(event.storeLatencyMs / 1000);
+    };
+  }
+}
