@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { isSluiceError } from '../core/errors.js';
 import { checkPolicyFile, formatPolicy } from './check.js';
+import { explainRequest, formatExplanation } from './explain.js';
 import { PolicyError } from './policy/errors.js';
 import { StartError, serve } from './serve/start.js';
 
@@ -49,6 +50,46 @@ export function createProgram(
         setExitCode(1);
       }
     });
+
+  program
+    .command('explain')
+    .description(
+      'Show which rules of a policy file match a request, with which keys (as stored: pseudonyms) and what each would decide for a first such request (fresh buckets; nothing is connected)',
+    )
+    .argument('<file>', 'the policy file (YAML)')
+    .argument('<request>', "the request's method and path, as 'POST /api/login'", requestArgument)
+    .option('-H, --header <header>', "a request header, as 'name: value' (repeat it)", headerArgument)
+    .option(
+      '--address <address>',
+      'the TCP peer of the request (your proxy, or the client itself)',
+      '127.0.0.1',
+    )
+    .addOption(new Option('--format <format>', 'how to print it').choices(['text', 'json']).default('text'))
+    .addHelpText(
+      'after',
+      "\nExample:\n  sluice explain sluice.yaml 'POST /api/login' -H 'x-forwarded-for: 203.0.113.7' -H 'x-nick: ann'",
+    )
+    .action(
+      async (
+        file: string,
+        request: { method: string; path: string },
+        options: { header?: [string, string][]; address: string; format: 'text' | 'json' },
+      ) => {
+        try {
+          const headers = Object.fromEntries(options.header ?? []);
+          const explanation = await explainRequest(
+            file,
+            { ...request, headers, address: options.address },
+            io.env,
+          );
+          io.out(formatExplanation(explanation, options.format));
+          setExitCode(0);
+        } catch (error) {
+          reportPolicyError(error, io);
+          setExitCode(1);
+        }
+      },
+    );
 
   program
     .command('serve')
@@ -106,6 +147,22 @@ export function portArgument(value: string): number {
   if (!/^\d+$/.test(value) || port > 65535)
     throw new InvalidArgumentError('a port is a whole number from 0 to 65535');
   return port;
+}
+
+/** `METHOD /path` from the command line. */
+export function requestArgument(value: string): { method: string; path: string } {
+  const parts = /^\s*([A-Za-z]+)\s+(\/\S*)\s*$/.exec(value);
+  if (parts === null)
+    throw new InvalidArgumentError("a request is a method and a path, as 'POST /api/login'");
+  return { method: parts[1]!.toUpperCase(), path: parts[2]! };
+}
+
+/** `name: value`, added to the headers given so far. */
+export function headerArgument(value: string, given: [string, string][] = []): [string, string][] {
+  const colon = value.indexOf(':');
+  if (colon < 1 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value.slice(0, colon)))
+    throw new InvalidArgumentError("a header is a name, a colon and a value, as 'x-nick: ann'");
+  return [...given, [value.slice(0, colon).toLowerCase(), value.slice(colon + 1).trim()]];
 }
 
 /** Runs the CLI with `argv` (as `process.argv`); commander's own exits become exit codes. */
