@@ -3,7 +3,7 @@ import { isSluiceError } from '../core/errors.js';
 import { checkPolicyFile, formatPolicy } from './check.js';
 import { explainRequest, formatExplanation } from './explain.js';
 import { PolicyError } from './policy/errors.js';
-import { StartError, serve } from './serve/start.js';
+import { StartError, serve, type RunningServer } from './serve/start.js';
 
 /** Where the CLI writes; a test passes its own. */
 export interface CliIo {
@@ -112,18 +112,28 @@ export function createProgram(
         echoUpstream?: boolean;
         watch: boolean;
       }) => {
+        // Listened for from the start: SIGHUP's default would end the process. One that comes
+        // while the server starts reloads once it listens.
+        let running: RunningServer | undefined;
+        let pending = false;
+        const reload = () => {
+          if (running === undefined) pending = true;
+          else void running.reload('signal');
+        };
+        process.on('SIGHUP', reload);
         try {
-          const running = await serve({ ...options, env: io.env, out: io.out });
-          const reload = () => void running.reload('signal');
-          process.on('SIGHUP', reload);
+          running = await serve({ ...options, env: io.env, out: io.out });
+          if (pending) reload();
           // Stop listening, let requests in flight finish, then close the store.
+          const stopping = running;
           const stop = () => {
             process.off('SIGHUP', reload);
-            void running.close().then(() => setExitCode(0));
+            void stopping.close().then(() => setExitCode(0));
           };
           process.once('SIGTERM', stop);
           process.once('SIGINT', stop);
         } catch (error) {
+          process.off('SIGHUP', reload);
           if (error instanceof StartError) io.err(`${error.message}\n`);
           else reportPolicyError(error, io);
           setExitCode(1);

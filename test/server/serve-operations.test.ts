@@ -8,7 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { DECISION_OUTCOMES } from '../../src/limiter/events.js';
 import { logOf, metricsOf, replacePolicy, valueOf, waitForLog } from './ops-support.js';
-import { fromAddress, startSluice, type RunningSluice } from './serve-support.js';
+import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fromAddress, startSluice, startSluiceAt, type RunningSluice } from './serve-support.js';
 
 const rules = (searchLimit: number, extra = '') => `version: 1
 rules:
@@ -202,6 +205,57 @@ describe('sluice serve: hot reload', () => {
     assert.equal(last.line, 2);
     assert.match(last.msg, /store cannot change while the server runs/);
     assert.deepEqual(await statuses(search('cy')), [[200, 4]]);
+  });
+});
+
+describe('sluice serve: reloads in other settings', () => {
+  it('a policy mounted as a Kubernetes ConfigMap: a swap of its folder of links is a change of the file', async () => {
+    // dir/sluice.yaml -> ..data/sluice.yaml, ..data -> a folder of the version: an update
+    // writes a new folder and renames a new ..data link over the old one.
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-configmap-'));
+    const version = (name: string, text: string) => {
+      mkdirSync(join(dir, name));
+      writeFileSync(join(dir, name, 'sluice.yaml'), text);
+      symlinkSync(name, join(dir, '..data_tmp'));
+      renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+    };
+    version('..v1', rules(5));
+    symlinkSync('..data/sluice.yaml', join(dir, 'sluice.yaml'));
+    const sluice = await startSluiceAt(join(dir, 'sluice.yaml'));
+    try {
+      version('..v2', rules(9));
+      await waitForLog(sluice, 'reload');
+      const reply = await sluice.post('/v1/decisions', { items: [search('dee')] });
+      assert.equal(reply.body.results[0].decisions[0].limit, 9);
+    } finally {
+      assert.equal(await sluice.stop(), 0);
+    }
+  });
+
+  it('a server listening beyond loopback refuses a reload without tokens', async () => {
+    const token = 'decide-token-0123456789';
+    const withTokens = `${rules(5)}auth:\n  tokens:\n    - { token: "\${TOKEN}", scopes: [decide] }\n`;
+    const sluice = await startSluice(withTokens, ['--host', '0.0.0.0'], { TOKEN: token });
+    try {
+      replacePolicy(sluice.config, rules(5));
+      const [rejected] = await waitForLog(sluice, 'reload-rejected');
+      assert.equal(rejected!.issues, 1);
+      const error = logOf(sluice).find((e) => e.event === 'policy-error')!;
+      assert.match(error.msg, /has no auth tokens, but the server listens beyond loopback/);
+      const url = sluice.url.replace('0.0.0.0', '127.0.0.1');
+      const body = JSON.stringify({ items: [search('eve')] });
+      const post = (headers: Record<string, string>) =>
+        fetch(`${url}/v1/decisions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+        });
+      assert.equal((await post({})).status, 401);
+      assert.equal((await post({ authorization: `Bearer ${token}` })).status, 200);
+      sluice.sensitive('eve');
+    } finally {
+      assert.equal(await sluice.stop(), 0);
+    }
   });
 });
 

@@ -35,12 +35,20 @@ export interface Reply {
 }
 
 /** Starts `sluice serve` with this policy text; resolves once it listens (at most 20 s). */
-export async function startSluice(
+export function startSluice(
   policy: string,
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<RunningSluice> {
-  const config = policyFile(policy);
+  return startSluiceAt(policyFile(policy), args, env);
+}
+
+/** Starts `sluice serve` on the policy file at `config`. */
+export async function startSluiceAt(
+  config: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<RunningSluice> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', bin, 'serve', '--config', config, '--port', '0', ...args],

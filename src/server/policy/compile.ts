@@ -71,8 +71,11 @@ export interface CompileOptions {
   clock?: Clock;
   /** Where the limiters log store failures. @default console */
   logger?: Logger;
-  /** Where the guards report errors that became a 500. @default console.error */
-  onError?: (error: unknown) => void;
+  /**
+   * Where the guards report errors that became a 500 (at most once a minute per rule, with the
+   * number of failures since). @default console.error
+   */
+  onError?: (error: unknown, details: { failures: number }) => void;
   /** The channel a rule's limiters and guard report their decisions to (for metrics). */
   events?: (rule: string) => DecisionEvents;
   /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { dirname } from 'node:path';
 import type { Limiter } from '../../limiter/limiter.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { PolicyError } from '../policy/errors.js';
@@ -17,6 +17,7 @@ export type ReloadTrigger = 'signal' | 'file';
 
 /** Waits this long after a change of the file for the writes that follow (an editor saves in steps). */
 const SETTLE_MS = 100;
+const FAILURE_LOG_INTERVAL_MS = 60_000;
 
 interface Generation {
   readonly served: ServedPolicy;
@@ -48,6 +49,8 @@ export class LivePolicy implements PolicyHolder {
   private reloading: Promise<boolean> = Promise.resolve(true);
   private watcher: FSWatcher | undefined;
   private settle: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private lastFailureLog = -Infinity;
 
   private constructor(
     private readonly options: LivePolicyOptions,
@@ -76,6 +79,20 @@ export class LivePolicy implements PolicyHolder {
     };
   }
 
+  failed(error: unknown): void {
+    // At most a line a minute, with the count since the last: an outage must not flood the log.
+    this.failures++;
+    const now = performance.now();
+    if (now - this.lastFailureLog < FAILURE_LOG_INTERVAL_MS) return;
+    this.lastFailureLog = now;
+    const failures = this.failures;
+    this.failures = 0;
+    this.options.log.error(
+      { event: 'request-error', failures, ...errorFields(error) },
+      'requests failed (answered 500)',
+    );
+  }
+
   metrics(): Promise<{ contentType: string; body: string }> {
     return this.options.metrics.render();
   }
@@ -89,10 +106,11 @@ export class LivePolicy implements PolicyHolder {
   /** Reloads whenever the file changes (its folder is watched: editors replace files by renaming). */
   watchFile(): void {
     const { config, log } = this.options;
-    const name = basename(config);
     try {
-      this.watcher = watch(dirname(config), { persistent: false }, (_event, changed) => {
-        if (changed !== null && changed !== name) return;
+      // Any change in the folder is looked at: the file may be a link whose target is swapped
+      // (a Kubernetes ConfigMap renames a folder of links), which names no event after the file.
+      // The file is read again only after the changes settle, and served only if its text changed.
+      this.watcher = watch(dirname(config), { persistent: false }, () => {
         clearTimeout(this.settle);
         this.settle = setTimeout(() => void this.reloadIfChanged(), SETTLE_MS);
       });
@@ -136,6 +154,14 @@ export class LivePolicy implements PolicyHolder {
         );
         throw new PolicyError(config, [place]);
       }
+      if (this.options.tokensRequired && loaded.policy.tokens.length === 0) {
+        // Without tokens the server answers everyone: it listens beyond loopback only with them.
+        const place = loaded.issue(
+          [],
+          'has no auth tokens, but the server listens beyond loopback: keep auth.tokens, or restart it on loopback',
+        );
+        throw new PolicyError(config, [place]);
+      }
       const built = this.build(loaded, text, this.generation);
       this.retire(this.generation, built.kept);
       this.generation = built.generation;
@@ -170,7 +196,11 @@ export class LivePolicy implements PolicyHolder {
       // The first policy binds the store opened; every later one binds its new limits beside.
       store: before === undefined ? opened.store : opened.view(),
       logger: limiterLogger(log),
-      onError: (error) => log.error({ event: 'decision-error', ...errorFields(error) }, 'a decision failed'),
+      onError: (error, { failures }) =>
+        log.error(
+          { event: 'decision-error', failures, ...errorFields(error) },
+          'decisions failed (answered 500)',
+        ),
       events: (rule) => metrics.channel(rule),
       reuse: (rule) => {
         const old = before?.rule(rule.name);
@@ -227,6 +257,8 @@ export interface LivePolicyOptions {
   opened: OpenedStore;
   log: ServerLog;
   metrics: ServerMetrics;
+  /** True when the server listens beyond loopback: a policy without tokens is then refused. */
+  tokensRequired: boolean;
 }
 
 /** What a rule's limiters are made of: equal, they can be kept as they are. */

@@ -32,6 +32,8 @@ export interface PolicyHolder {
    * reload replaced is closed only once no request uses it.
    */
   hold?(served: ServedPolicy): () => void;
+  /** Told of an error that became a 500 (to log it). */
+  failed?(error: unknown): void;
   /** The Prometheus text exposition of GET /metrics. */
   metrics?(): Promise<{ contentType: string; body: string }>;
 }
@@ -88,6 +90,7 @@ export function createDecisionServer(holder: PolicyHolder, gateway?: Gateway): S
         : handle(holder, served, req, res);
     work
       .catch((error: unknown) => {
+        holder.failed?.(error);
         if (!res.headersSent) send(res, unexpected(error));
         else res.destroy();
       })

@@ -58,7 +58,14 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   let live: LivePolicy;
   try {
     live = LivePolicy.start(
-      { config: options.config, env: options.env, opened, log, metrics: new ServerMetrics() },
+      {
+        config: options.config,
+        env: options.env,
+        opened,
+        log,
+        metrics: new ServerMetrics(),
+        tokensRequired: !isLoopbackHost(options.host),
+      },
       loaded,
       text,
     );
