@@ -20,6 +20,12 @@ const rules = (windowLimit: number) => `rules:
 async function reloadKeepsBuckets(store: string, env: Record<string, string>): Promise<void> {
   const sluice = await startSluice(`version: 1\nstore: ${store}\n${rules(5)}`, [], env);
   try {
+    // The store's client connects after the server listens: decide once it is ready.
+    const deadline = Date.now() + 15_000;
+    while ((await sluice.get('/readyz')).status !== 200) {
+      if (Date.now() > deadline) throw new Error('/readyz never answered 200');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const take = async (rule: string) => {
       const reply = await sluice.post('/v1/decisions', { items: [{ rule, key: 'reload-key' }] });
       assert.equal(reply.status, 200);
