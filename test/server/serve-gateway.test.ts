@@ -87,7 +87,7 @@ describe('sluice serve: gateway mode', () => {
     });
     sluice = await startSluice(policy, [], { UPSTREAM: upstream.url });
     // The client addresses sent through the gateway, which its log must never show.
-    sluice.sensitive('203.0.113.7', '203.0.113.8', '203.0.113.9', '10.1.2.3', '198.51.100.4');
+    sluice.sensitive('203.0.113.7', '203.0.113.8', '203.0.113.9', '10.1.2.3', '198.51.100.4', 'kept');
   });
   after(async () => {
     assert.equal(await sluice.stop(), 0);
@@ -245,7 +245,7 @@ rules:
       [],
       { UPSTREAM: upstream.url },
     );
-    sluice.sensitive('203.0.113.7', '203.0.113.8');
+    sluice.sensitive('203.0.113.7', '203.0.113.8', 'elsewhere.example');
     try {
       const first = await call(`${sluice.url}/a`, {
         headers: {
@@ -269,7 +269,7 @@ rules:
     }
   });
 
-  it('answers 502 problem+json when the upstream is down, for requests and upgrades alike', async () => {
+  it('answers 502 problem+json when the upstream is down, for requests and upgrades alike, and logs it', async () => {
     const sluice = await startSluice(
       'version: 1\nupstream: ${UPSTREAM}\nrules: [{ name: all, algorithm: token-bucket, limit: 100, period: 1m }]\n',
       [],
@@ -291,6 +291,17 @@ rules:
       assert.equal(upgrade.status, 502);
       assert.equal(JSON.parse(upgrade.body).code, 'bad_gateway');
       assert.equal((await call(`${sluice.url}/healthz`)).status, 200);
+      // One log line for both failures (at most one a minute), by code, without the message.
+      const failures = sluice
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line))
+        .filter((entry) => entry.event === 'upstream-failure');
+      assert.deepEqual(
+        failures.map((entry) => [entry.level, entry.error, entry.failures, entry.msg]),
+        [['warn', 'ECONNREFUSED', 1, 'the upstream did not answer: 502 to the client']],
+      );
     } finally {
       assert.equal(await sluice.stop(), 0);
     }
@@ -318,6 +329,7 @@ rules:
     const example = readFileSync(new URL('../../sluice.example.yaml', import.meta.url), 'utf8');
     assert.match(example, /^upstream: http:\/\/127\.0\.0\.1:8412$/m);
     const sluice = await startSluice(example.replace(':8412', `:${echoPort}`), ['--echo-upstream']);
+    sluice.sensitive('ann', 'hunter2');
     try {
       assert.match(sluice.output(), /gateway to http:\/\/127\.0\.0\.1:\d+ \(the built-in echo application\)/);
       const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');

@@ -49,7 +49,14 @@ export interface Gateway {
 /** What the rules say of a request: the response that refuses it, or the headers that admit it. */
 type Admission = { response: HttpResponse } | { headers: HeaderValues };
 
-export function createGateway(): Gateway {
+/** Options of {@link createGateway}. */
+export interface GatewayOptions {
+  /** Told of each request or upgrade the upstream could not take (each answered 502). */
+  onUpstreamError?: (error: unknown) => void;
+}
+
+export function createGateway(options: GatewayOptions = {}): Gateway {
+  const upstreamFailed = options.onUpstreamError ?? (() => {});
   // Keep-alive pools: a connection per request to the upstream would cost a handshake each.
   const agents = {
     'http:': new HttpAgent({ keepAlive: true, scheduling: 'lifo' }),
@@ -95,7 +102,8 @@ export function createGateway(): Gateway {
       for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);
       forwardedHeaders(req, trustOf(policy));
       const target = targetOf(policy.policy.upstream!);
-      proxy.web(req, res, { target, agent: agents[target.protocol as 'http:' | 'https:'] }, () => {
+      proxy.web(req, res, { target, agent: agents[target.protocol as 'http:' | 'https:'] }, (error) => {
+        upstreamFailed(error);
         if (res.headersSent) res.destroy();
         else send(res, badGateway());
       });
@@ -113,7 +121,8 @@ export function createGateway(): Gateway {
       forwardedHeaders(req, trustOf(policy));
       track(socket);
       // No pooled agent: an upgraded connection is never given back to a pool.
-      proxy.ws(req, socket, head, { target: targetOf(policy.policy.upstream!), agent: false }, () => {
+      proxy.ws(req, socket, head, { target: targetOf(policy.policy.upstream!), agent: false }, (error) => {
+        upstreamFailed(error);
         // Before the upstream answered, the client still reads HTTP; after, only a close will do.
         if (socket.writable && !socket.destroyed && (socket as Socket).bytesWritten === 0)
           writeRaw(socket, badGateway());

@@ -74,7 +74,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     await echo?.close();
     throw error;
   }
-  const gateway = createGateway();
+  const gateway = createGateway({ onUpstreamError: upstreamReporter(log) });
   const server = createDecisionServer(live, gateway);
   try {
     await listen(server, options.port, options.host);
@@ -165,6 +165,30 @@ async function startEcho(upstream: string | undefined): Promise<{ close(): Promi
         echo.close(() => resolve());
         echo.closeAllConnections();
       }),
+  };
+}
+
+/** How often at most a failing upstream is logged: a down upstream under load fails every request. */
+const UPSTREAM_REPORT_MS = 60_000;
+
+/**
+ * Upstream failures on the log, the first at once, then at most one line a minute with how many
+ * failed since; by error code only (the message names the upstream's address, not needed here).
+ */
+function upstreamReporter(log: ServerLog): (error: unknown) => void {
+  let last = -Infinity;
+  let failed = 0;
+  return (error) => {
+    failed++;
+    const now = Date.now();
+    if (now - last < UPSTREAM_REPORT_MS) return;
+    last = now;
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    log.warn(
+      { event: 'upstream-failure', error: typeof code === 'string' ? code : 'unknown', failures: failed },
+      'the upstream did not answer: 502 to the client',
+    );
+    failed = 0;
   };
 }
 
