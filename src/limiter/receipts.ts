@@ -46,7 +46,13 @@ export class ReceiptBook {
   /** The receipt of `decision`, when it charged the store. */
   issue(name: string, key: string, decision: Decision, at: number): Receipt | undefined {
     if (!decision.allowed || decision.cost === 0 || decision.source !== 'store') return undefined;
-    const receipt: Receipt = Object.freeze({ rule: name, key, cost: decision.cost, at, until: at + decision.resetMs });
+    const receipt: Receipt = Object.freeze({
+      rule: name,
+      key,
+      cost: decision.cost,
+      at,
+      until: at + decision.resetMs,
+    });
     this.open.add(receipt);
     return receipt;
   }
