@@ -11,6 +11,7 @@ export const entries = {
   fastify: 'src/adapters/fastify.ts',
   hono: 'src/adapters/hono.ts',
   node: 'src/adapters/node.ts',
+  koa: 'src/adapters/koa.ts',
   client: 'src/client/index.ts',
   otel: 'src/otel/index.ts',
   // The `sluice` executable (package.json "bin"), not an import path.
