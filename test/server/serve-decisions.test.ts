@@ -201,6 +201,29 @@ describe('sluice serve: decisions', () => {
     assert.equal((await peek()).remaining, 3);
   });
 
+  it('peek reads the address lists as a decision does: denied is refused, allowed is not limited', async () => {
+    const { body } = conforms(
+      await sluice.post('/v1/peek', {
+        items: [fromAddress('198.51.100.9'), fromAddress('192.0.2.1'), fromAddress('203.0.113.90')],
+      }),
+      'verdicts',
+    );
+    const [denied, allowed, other] = body.results;
+    assert.deepEqual(
+      [denied.allowed, denied.rules, denied.decisions],
+      [false, ['login-ip'], []],
+      'a denied client is refused by the rule that denies it, before any limit',
+    );
+    assert.deepEqual(
+      [allowed.allowed, allowed.rules, allowed.decisions.map((d: { name: string }) => d.name)],
+      [true, ['login-ip', 'login'], ['login']],
+      'an allowed client is not limited by the listing rule, and still by the others',
+    );
+    assert.deepEqual(
+      other.decisions.map((d: { name: string }) => d.name),
+      ['login-ip', 'login'],
+    );
+  });
   it('forget clears a key in every rule; a request in the rules it matches', async () => {
     const eve = fromAddress('203.0.113.80', 'POST', '/api/login', { 'x-nick': 'eve' });
     await decide(eve, eve);

@@ -37,6 +37,12 @@ export interface CompiledRule {
   matches(request: DecisionRequest): boolean;
   /** The text of the request's key, before pseudonymization. */
   keyText(request: DecisionRequest): string;
+  /**
+   * What the rule's address lists say of a client, as its guard decides them (deny first):
+   * `'denied'`, `'allowed'`, or undefined when neither lists it (or the rule has no lists). For
+   * answers that do not run the guard, such as a peek.
+   */
+  listed(address: string | undefined): 'denied' | 'allowed' | undefined;
 }
 
 /**
@@ -176,7 +182,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       }),
     );
     if (guard === undefined || matches === undefined) return;
-    rules.push({ name: rule.name, model: rule, limiters, guard, matches, keyText });
+    rules.push({ name: rule.name, model: rule, limiters, guard, matches, keyText, listed: listsOf(rule) });
   });
 
   if (issues.length > 0 || read === undefined) {
@@ -196,6 +202,17 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     close: (kept) => {
       for (const limiter of built) if (kept?.has(limiter) !== true) limiter.close();
     },
+  };
+}
+
+/** A rule's allow and deny lists as its guard reads them (`loopback` included, deny first). */
+function listsOf(rule: RuleModel): CompiledRule['listed'] {
+  const deny = rule.deny.length > 0 ? new AddressList(withLoopback(rule.deny), 'deny') : undefined;
+  const allow = rule.allow.length > 0 ? new AddressList(withLoopback(rule.allow), 'allow') : undefined;
+  return (address) => {
+    if (deny?.has(address) === true) return 'denied';
+    if (allow?.has(address) === true) return 'allowed';
+    return undefined;
   };
 }
 

@@ -94,7 +94,11 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
   return { ...verdict(asked, decisions, enforcing), status: 200, headers };
 }
 
-/** What a decision would say now, charging nothing (peeks of every limit; lists not consulted). */
+/**
+ * What a decision would say now, charging nothing: the rules' address lists as the guard reads
+ * them (a denied client is refused by that rule, a listed one is not limited by it), then peeks
+ * of every limit.
+ */
 export async function peek(policy: CompiledPolicy, item: Item): Promise<Verdict> {
   const { rules, request } = targetsOf(policy, item);
   const asked: CompiledRule[] = [];
@@ -102,6 +106,9 @@ export async function peek(policy: CompiledPolicy, item: Item): Promise<Verdict>
   const enforcing: Decision[] = [];
   for (const rule of rules) {
     asked.push(rule);
+    const listed = rule.listed(request.address);
+    if (listed === 'denied') return { ...verdict(asked, decisions, enforcing), allowed: false };
+    if (listed === 'allowed') continue;
     const key = request.key ?? policy.keys.current(rule.keyText(request));
     let refused = false;
     for (const limiter of rule.limiters) {
