@@ -79,6 +79,51 @@ describe('sluice serve on Redis', async () => {
   });
 });
 
+describe('sluice serve starting on Redis', async () => {
+  const skip = await skipUnlessReachable('Redis', redisUrl);
+  const prefix = `sluice-serve-start-${runId}:`;
+
+  after(async () => {
+    if (skip) return;
+    const client = await ioredisClient(redisUrl);
+    await deleteKeys(client, `${prefix}*`);
+    client.disconnect();
+  });
+
+  it('decides on the store from the first request after it prints its address', { skip }, async () => {
+    const policy = `version: 1\nstore: { type: redis, url: "${redisUrl}", prefix: "${prefix}" }\n${rules}`;
+    // Several starts: the connection is made in a few ms, so a server that did not wait for it
+    // would fail (503, closed) some first request right after its address line.
+    for (let i = 0; i < 4; i++) {
+      const sluice = await startSluice(policy);
+      try {
+        const [first] = (await sluice.post('/v1/decisions', take(`first-${i}`))).body.results;
+        assert.deepEqual([first.status, first.remaining], [200, 2], `start ${i}`);
+      } finally {
+        await sluice.stop();
+      }
+    }
+  });
+
+  it(
+    'starts while Redis is down: /readyz says so and decisions fail closed',
+    { skip: skip || redisBinariesMissing() },
+    async () => {
+      // A port nothing listens on (a private server started and stopped there).
+      const redis = await startRedis();
+      await redis.kill();
+      const sluice = await startSluice(`version: 1\nstore: { type: redis, url: "${redis.url}" }\n${rules}`);
+      try {
+        assert.deepEqual((await sluice.get('/readyz')).body, { status: 'unavailable', store: 'redis' });
+        assert.equal((await sluice.post('/v1/decisions', take('k'))).body.results[0].status, 503);
+      } finally {
+        await sluice.stop();
+        await redis.stop();
+      }
+    },
+  );
+});
+
 describe('sluice serve while Redis is down', async () => {
   const skip = redisBinariesMissing();
   let redis: PrivateRedis | undefined;

@@ -23,6 +23,8 @@ export interface OpenedStore {
 
 /** How long /readyz waits for the store before it says "unavailable". */
 const READY_TIMEOUT_MS = 1000;
+/** How long the start waits for a shared store's first connection (the pool's connection timeout). */
+const FIRST_CONNECTION_MS = 2000;
 
 /**
  * Opens the policy's store. A shared store that is down does not stop the server: it starts,
@@ -56,7 +58,13 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
   });
   // Connection errors are what /readyz reports; logging each retry would flood the output.
   client.on('error', () => {});
-  client.connect().catch(() => {});
+  // The first connection is waited for (at most as long as PostgreSQL's), so that a server that
+  // prints its address decides on Redis from its first request instead of failing it while the
+  // connection is still being made; a Redis that is down does not stop the start.
+  await within(
+    client.connect().catch(() => {}),
+    FIRST_CONNECTION_MS,
+  );
   const view = () =>
     new RedisStore({
       client,
@@ -77,7 +85,11 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
 async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): Promise<OpenedStore> {
   const { default: driverPg } = await driver<{ default: typeof pg }>('pg', 'postgres');
   const { PostgresStore } = await import('../../stores/postgres/index.js');
-  const pool = new driverPg.Pool({ connectionString: config.url, max: 10, connectionTimeoutMillis: 2000 });
+  const pool = new driverPg.Pool({
+    connectionString: config.url,
+    max: 10,
+    connectionTimeoutMillis: FIRST_CONNECTION_MS,
+  });
   pool.on('error', () => {});
   const view = () =>
     new PostgresStore({
@@ -111,12 +123,20 @@ async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): P
 
 /** True when `check` says so within the readiness timeout; false when it fails or takes longer. */
 async function answers(check: () => Promise<boolean>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<boolean>(
-    (resolve) => (timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS)),
+  return (
+    (await within(
+      check().catch(() => false),
+      READY_TIMEOUT_MS,
+    )) ?? false
   );
+}
+
+/** What `work` resolves to within `ms`, else undefined (the work goes on unwatched). */
+async function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
   try {
-    return await Promise.race([check().catch(() => false), late]);
+    return await Promise.race([work, late]);
   } finally {
     clearTimeout(timer);
   }
