@@ -33,6 +33,22 @@ export {
   type LimiterMode,
 } from './limiter/limiter.js';
 export type { RefusalCacheOptions } from './limiter/refusal-cache.js';
+export {
+  concurrencyLimit,
+  type ConcurrencyLimiter,
+  type ConcurrencyLimitOptions,
+  type LeaseDecision,
+  type Lease,
+} from './limiter/concurrency.js';
+export { acquireAfter, type RateStep, type CascadeLease } from './limiter/lease-cascade.js';
+export {
+  isLeaseStore,
+  checkLeaseId,
+  MAX_LEASES,
+  type LeaseStore,
+  type LeaseBuckets,
+  type LeaseGrant,
+} from './stores/lease-store.js';
 export type { Receipt, ReceiptedDecision } from './limiter/receipts.js';
 export type { FailurePolicy, LimiterStats, Logger } from './limiter/failure.js';
 export {

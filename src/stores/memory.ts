@@ -6,6 +6,8 @@ import { assertDistinctEntries, type SyncRuleBuckets, type SyncStore, type TakeE
 import { EvictedSummary } from './memory/evicted-summary.js';
 import { KeyHasher, randomSeeds } from './memory/key-hash.js';
 import { newBucket, resetBucket, type MemoryBucket } from './memory/memory-bucket.js';
+import { MemoryLeaseBuckets } from './memory/memory-leases.js';
+import { checkLeaseGroup, type LeaseStore } from './lease-store.js';
 import { bucketId } from './shared/bucket-id.js';
 import { checkRuleName } from './shared/rule-name.js';
 
@@ -69,7 +71,7 @@ const memoryStoreKeys = ['maxKeysPerGeneration', 'summaryDepth', 'summaryWidth']
  * const store = new MemoryStore();
  * const login = createLimiter({ name: 'login', rule: tokenBucket({ limit: 10, period: '10m' }), store });
  */
-export class MemoryStore implements SyncStore {
+export class MemoryStore implements SyncStore, LeaseStore {
   readonly kind = 'memory';
   /** Keys per generation and rule. */
   readonly maxKeysPerGeneration: number;
@@ -78,6 +80,7 @@ export class MemoryStore implements SyncStore {
   /** Cells per row of each rule's evicted-bucket summary. */
   readonly summaryWidth: number;
   private readonly rules = new Map<string, MemoryRuleBuckets>();
+  private readonly leaseGroups = new Map<string, MemoryLeaseBuckets>();
   /** One seed per store, drawn at random, so that nobody outside can aim hash collisions. */
   private readonly hasher = new KeyHasher(randomSeeds());
 
@@ -100,12 +103,7 @@ export class MemoryStore implements SyncStore {
 
   bind(name: string, rule: Rule): MemoryRuleBuckets {
     checkRuleName(name, 'MemoryStore rule name');
-    if (this.rules.has(name)) {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        `a rule named ${JSON.stringify(name)} is already bound to this MemoryStore; every limit needs its own name`,
-      );
-    }
+    this.checkFree(name);
     // A sliding window's summary ages its counts window by window, so it needs the length.
     const slidingMs = rule.shape === 'sliding-count' ? rule.windowMs : 0;
     if (
@@ -122,6 +120,30 @@ export class MemoryStore implements SyncStore {
     return buckets;
   }
 
+  /**
+   * Binds a lease group (see `concurrencyLimit`): per key the leases held, at most `max`, each
+   * expiring `ttlMs` after it was granted; bounded like the buckets (two generations of N keys,
+   * and a fixed-size summary of the keys that left them holding leases).
+   */
+  bindLeases(name: string, max: number, ttlMs: number): MemoryLeaseBuckets {
+    checkRuleName(name, 'MemoryStore lease group name');
+    checkLeaseGroup('MemoryStore', max, ttlMs);
+    this.checkFree(name);
+    const group = new MemoryLeaseBuckets(name, max, ttlMs, this.maxKeysPerGeneration, this.hasher);
+    this.leaseGroups.set(name, group);
+    return group;
+  }
+
+  /** Rules and lease groups share one namespace: a name is bound once. */
+  private checkFree(name: string): void {
+    if (this.rules.has(name) || this.leaseGroups.has(name)) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        `a rule named ${JSON.stringify(name)} is already bound to this MemoryStore; every limit needs its own name`,
+      );
+    }
+  }
+
   /** How many buckets a rule holds now (both generations): at most 2 × maxKeysPerGeneration. */
   bucketCount(name: string): number {
     const buckets = this.rules.get(name);
@@ -136,6 +158,11 @@ export class MemoryStore implements SyncStore {
 
   /** Frees a rule: its maps and its summary are dropped, and its buckets answer SLUICE_CONFIG. */
   unbind(name: string): void {
+    const group = this.leaseGroups.get(name);
+    if (group !== undefined) {
+      this.leaseGroups.delete(name);
+      group.free();
+    }
     const buckets = this.rules.get(name);
     if (buckets === undefined) return;
     this.rules.delete(name);
@@ -180,7 +207,7 @@ export class MemoryStore implements SyncStore {
   }
 
   async close(): Promise<void> {
-    for (const name of [...this.rules.keys()]) this.unbind(name);
+    for (const name of [...this.rules.keys(), ...this.leaseGroups.keys()]) this.unbind(name);
   }
 
   private bucketsOf(entry: TakeEntry): MemoryRuleBuckets {

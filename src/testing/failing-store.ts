@@ -5,8 +5,9 @@
  */
 import type { Decision } from '../core/decision.js';
 import type { Rule } from '../core/rule.js';
-import type { RuleBuckets, Store, SyncRuleBuckets, TakeEntry } from '../store.js';
+import type { RuleBuckets, SyncRuleBuckets, TakeEntry } from '../store.js';
 import { MemoryStore } from '../stores/memory.js';
+import type { LeaseBuckets, LeaseStore } from '../stores/lease-store.js';
 
 /**
  * How the store answers: normally, rejecting, never, throwing synchronously, with a driver's own
@@ -28,7 +29,7 @@ export type FailMode = 'ok' | 'reject' | 'hang' | 'throw' | 'driver-error' | 'er
  * const api = createLimiter({ name: 'api', rule: tokenBucket({ limit: 5, period: '1m' }), store });
  * store.mode = 'reject'; // takes now fail: the limit answers 503 (or admits, under failure: 'open')
  */
-export class FailingStore implements Store {
+export class FailingStore implements LeaseStore {
   readonly kind = 'flaky';
   mode: FailMode = 'ok';
   /** What mode `error` rejects with. */
@@ -55,6 +56,17 @@ export class FailingStore implements Store {
       reset: (key) => this.run(() => buckets.resetSync(key)),
       adjust: (key, delta, now, takenAt, until) =>
         this.run(() => buckets.adjustSync(key, delta, now, takenAt, until)),
+    };
+  }
+
+  bindLeases(name: string, max: number, ttlMs: number): LeaseBuckets {
+    const group = this.inner.bindLeases(name, max, ttlMs);
+    return {
+      name,
+      max,
+      ttlMs,
+      acquire: (key, id, now) => this.run(() => group.acquireSync(key, id, now)),
+      release: (key, id, now) => this.run(() => group.releaseSync(key, id, now)),
     };
   }
 

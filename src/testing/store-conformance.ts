@@ -25,6 +25,7 @@ import { slidingWindow } from '../core/sliding-window.js';
 import { createCascade } from '../limiter/cascade.js';
 import { createLimiter, type Limiter } from '../limiter/limiter.js';
 import type { Store } from '../store.js';
+import { leaseConformance } from './lease-conformance.js';
 
 /**
  * What the suite needs from a store under test: how to make a fresh one, and which rules it
@@ -77,6 +78,12 @@ export interface ConformanceTarget {
    * @default true
    */
   readonly refunds?: boolean;
+  /**
+   * Whether the store keeps leases (concurrency limits). Tests of them are skipped, saying so,
+   * when false, and for a store without `bindLeases`.
+   * @default true
+   */
+  readonly leases?: boolean;
 }
 
 const HOUR = 3_600_000;
@@ -1265,6 +1272,16 @@ export function storeConformance(target: ConformanceTarget): void {
         assert.deepEqual(refused.refusedBy, [wide.name]);
         assert.equal((await narrow.peek('k')).remaining, 3);
       });
+    });
+
+    leaseConformance({
+      name: target.name,
+      skip: target.leases === false ? `${target.name} keeps no leases` : false,
+      timeout: target.timeout,
+      fresh: () => fresh(),
+      store: () => store,
+      clock: () => clock,
+      nextName: () => `r${++counter}`,
     });
   });
 }
