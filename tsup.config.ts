@@ -12,6 +12,7 @@ export const entries = {
   hono: 'src/adapters/hono.ts',
   node: 'src/adapters/node.ts',
   koa: 'src/adapters/koa.ts',
+  fetch: 'src/adapters/fetch.ts',
   client: 'src/client/index.ts',
   otel: 'src/otel/index.ts',
   // The `sluice` executable (package.json "bin"), not an import path.

@@ -1,13 +1,17 @@
 /**
- * The default client address of the adapters that see a socket (node, Express, Fastify): what
- * `clientAddress` finds with the route's `proxies`, so that `allow` and `deny` lists work behind
- * proxies exactly as an `ipKey(clientAddress(req, proxies).address)` key does.
+ * The default client address of the adapters that see a peer (node, Express, Fastify from the
+ * socket; fetch from the address the server hands over): what `clientAddress` finds with the
+ * route's `proxies`, so that `allow` and `deny` lists work behind proxies exactly as an
+ * `ipKey(clientAddress(req, proxies).address)` key does.
  */
-import type { IncomingMessage } from 'node:http';
 import { optionError } from '../core/errors.js';
 import type { RateLimitOptions } from '../http/guard.js';
 import { AddressList } from '../http/address-list.js';
-import { createClientAddress, type ClientAddressOptions } from '../keys/client-address.js';
+import {
+  createClientAddress,
+  type ClientAddressInput,
+  type ClientAddressOptions,
+} from '../keys/client-address.js';
 
 /**
  * The options as the guard takes them: `proxies` read here and replaced by an `address`
@@ -16,10 +20,11 @@ import { createClientAddress, type ClientAddressOptions } from '../keys/client-a
  * @example
  * createGuard(withSocketAddress(options, (req) => req)) // node:http and Express
  * createGuard(withSocketAddress(options, (req) => req.raw)) // Fastify
+ * createGuard(withSocketAddress(options, (request) => ({ request, peer: peerOf(request) }))) // fetch
  */
 export function withSocketAddress<Request>(
   options: RateLimitOptions<Request>,
-  messageOf: (request: Request) => IncomingMessage,
+  inputOf: (request: Request) => ClientAddressInput,
 ): RateLimitOptions<Request> {
   if (typeof options !== 'object' || options === null) return options; // the guard says why
   const { proxies, ...rest } = options;
@@ -33,7 +38,7 @@ export function withSocketAddress<Request>(
     return rest;
   }
   const resolve = compile(proxies ?? {});
-  return { ...rest, address: (request) => resolve(messageOf(request)).address };
+  return { ...rest, address: (request) => resolve(inputOf(request)).address };
 }
 
 /**

@@ -125,12 +125,13 @@ export interface RateLimitOptions<Request> {
    * The client address `allow` and `deny` are matched against, as text (`clientAddress(…).address`).
    * An address that is missing or not an IP address is on neither list. Decided here, from the
    * request itself: never looked up over the network.
-   * @default node, Express and Fastify: `clientAddress` of the request with `proxies`; elsewhere
-   * (Hono, `createGuard`) there is no socket to read, so it is required with a list
+   * @default node, Express and Fastify: `clientAddress` of the request with `proxies`; fetch: the
+   * same from the peer address its server handed over; elsewhere (Hono, `createGuard`) there is
+   * no socket to read, so it is required with a list
    */
   address?: (request: Request) => string | undefined;
   /**
-   * Node, Express and Fastify adapters only: the `clientAddress` options (`trustedProxies`,
+   * Node, Express, Fastify and fetch adapters only: the `clientAddress` options (`trustedProxies`,
    * `header`, `hops`, `trustUnixSocket`) with which the default `address` reads the client
    * address behind your proxies. Without it only a proxy on the same machine is trusted.
    * @default `{ trustedProxies: LOOPBACK, header: 'x-forwarded-for' }`

@@ -1,6 +1,6 @@
 /**
  * A {@link RunningApp} over a real socket on 127.0.0.1 (port 0), for adapters that run on a
- * `node:http` server: requests go through `fetch`, the open-body request (a body that never
+ * `node:http` server or on another runtime's server: requests go through `fetch`, the open-body request (a body that never
  * finishes) through a raw socket, as a slow or hostile client would send it.
  */
 import { once } from 'node:events';
@@ -19,6 +19,23 @@ export async function socketApp(server: Server): Promise<RunningApp> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
+  return portApp(port, async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+}
+
+/**
+ * The app the HTTP conformance suite drives, for a server of any kind already listening on
+ * 127.0.0.1:`port` (`Bun.serve`, `Deno.serve`): requests through `fetch`, the open-body and
+ * abandoned requests through raw sockets. `close` stops the server.
+ *
+ * @example
+ * const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: handler });
+ * return portApp(server.port, () => server.stop(true));
+ */
+export function portApp(port: number, close: () => Promise<void> | void): RunningApp {
   const base = `http://127.0.0.1:${port}`;
   return {
     async request(method, path, headers = {}) {
@@ -37,9 +54,7 @@ export async function socketApp(server: Server): Promise<RunningApp> {
       return abandonRequest(port, path, headers);
     },
     async close() {
-      server.closeAllConnections();
-      server.close();
-      await once(server, 'close');
+      await close();
     },
   };
 }

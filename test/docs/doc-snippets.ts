@@ -42,8 +42,13 @@ export function documents(): string[] {
   return ['README.md', ...docs];
 }
 
-/** The ```ts and ```typescript blocks of one Markdown text. An unclosed block is an error. */
-export function extractSnippets(doc: string, markdown: string): Snippet[] {
+/**
+ * The ```ts and ```typescript blocks of one Markdown text, or with `runtime` the blocks marked
+ * for that runtime (```ts bun, ```ts deno, ```ts worker), which test/runtimes/ runs there. An
+ * unclosed block is an error.
+ */
+export function extractSnippets(doc: string, markdown: string, runtime?: string): Snippet[] {
+  const opening = runtime === undefined ? OPENING : new RegExp(`^\`\`\`ts ${runtime}\\s*$`);
   const lines = markdown.split('\n');
   const found: Snippet[] = [];
   let open: { fenceLine: number; body: string[] } | undefined;
@@ -56,7 +61,7 @@ export function extractSnippets(doc: string, markdown: string): Snippet[] {
       } else open.body.push(line);
     } else if (otherFence) {
       if (CLOSING.test(line)) otherFence = false;
-    } else if (OPENING.test(line)) open = { fenceLine: index + 1, body: [] };
+    } else if (opening.test(line)) open = { fenceLine: index + 1, body: [] };
     else if (line.startsWith('```')) otherFence = true;
   }
   if (open !== undefined) throw new Error(`${doc}:${open.fenceLine}: a \`\`\`ts block is never closed`);

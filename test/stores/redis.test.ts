@@ -1,9 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
-import { storeConformance } from '../../src/testing/index.js';
 import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient, nodeRedisClient } from '../support/redis-clients.js';
+import { redisConformance } from '../support/redis-conformance.js';
 import {
   RedisStore,
   redisClient,
@@ -39,40 +39,11 @@ const skip = await skipUnlessReachable('redis', redisUrl);
 const prefixRoot = `sluice-test:${runId}:`;
 const silent = { warn() {} };
 
-let stores = 0;
-function conformanceOn(name: string, connect: () => Promise<{ client: unknown; quit(): Promise<unknown> }>) {
-  let connection: { client: unknown; quit(): Promise<unknown> } | undefined;
-  let cleaner: Redis | undefined;
-  storeConformance({
-    name,
-    skip,
-    // A loaded 2-core CI machine can take longer than the 100 ms production default.
-    timeout: '2s',
-    async setup() {
-      connection = await connect();
-      cleaner = await ioredisClient(redisUrl);
-    },
-    async create() {
-      return new RedisStore({
-        client: connection!.client as never,
-        timeSource: 'app',
-        timeout: '2s',
-        prefix: `${prefixRoot}c${++stores}:`,
-      });
-    },
-    async teardown() {
-      await deleteKeys(cleaner!, `${prefixRoot}*`);
-      await connection?.quit();
-      await cleaner?.quit();
-    },
-  });
-}
-
-conformanceOn('redis (ioredis, app time)', async () => {
+redisConformance('redis (ioredis, app time)', skip, async () => {
   const client = await ioredisClient(redisUrl);
   return { client, quit: () => client.quit() };
 });
-conformanceOn('redis (node-redis, app time)', async () => {
+redisConformance('redis (node-redis, app time)', skip, async () => {
   const client = await nodeRedisClient(redisUrl);
   return { client, quit: () => client.quit() };
 });

@@ -1,0 +1,50 @@
+/**
+ * When a Fetch response is over: a `Response` is only a promise of bytes, and the handler returns
+ * it before the server has sent them. For `countOnly`, a request is settled once its body has
+ * been read to the end (by its status) or cancelled (the client went away: failed).
+ */
+
+/**
+ * `response` with a body that calls `settle` once, when the server has read it all (with the
+ * status) or cancelled it (with undefined). A response without a body is settled at once.
+ *
+ * @example
+ * return settledBody(response, (status) => guard.settle(outcome, status));
+ */
+export function settledBody(response: Response, settle: (status: number | undefined) => void): Response {
+  const source = response.body;
+  if (source === null) {
+    settle(response.status);
+    return response;
+  }
+  let settled = false;
+  const once = (status: number | undefined): void => {
+    if (settled) return;
+    settled = true;
+    settle(status);
+  };
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          once(response.status);
+        } else controller.enqueue(value);
+      } catch (error) {
+        once(undefined);
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      once(undefined);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}
