@@ -50,6 +50,8 @@ export {
   type LeaseGrant,
 } from './stores/lease-store.js';
 export type { Receipt, ReceiptedDecision } from './limiter/receipts.js';
+export type { WaitOptions, WaitedDecision } from './limiter/wait-for-slot.js';
+export { MAX_WAIT_MS, reserverOf, type Reserver } from './core/reservation.js';
 export type { FailurePolicy, LimiterStats, Logger } from './limiter/failure.js';
 export {
   createCascade,

@@ -42,6 +42,14 @@ export interface RuleBuckets {
    * is settled once and never for more than it charged.
    */
   adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void>;
+  /**
+   * Reserves the earliest slot for a take of `cost` (at least 1) on `key`, atomically and in one
+   * round trip as a take: the rule's `reserve` (present only for rules that can reserve, the
+   * token bucket without a lockout), charged at once when the slot is at most `maxWaitMs` away.
+   * The store orders reservations: each one queues behind those it saw. Optional: a store
+   * without it cannot serve `limiter.takeOrWait`.
+   */
+  reserve?(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision>;
 }
 
 /** Buckets that can also answer synchronously (the memory store). */
@@ -52,6 +60,8 @@ export interface SyncRuleBuckets extends RuleBuckets {
   resetSync(key: string): void;
   /** Synchronous {@link RuleBuckets.adjust}. */
   adjustSync(key: string, delta: number, now: number, takenAt: number, until: number): void;
+  /** Synchronous {@link RuleBuckets.reserve}. */
+  reserveSync?(key: string, cost: number, now: number, maxWaitMs: number): Decision;
 }
 
 /** One entry of an all-or-nothing take: a key of one bound rule and its cost. */

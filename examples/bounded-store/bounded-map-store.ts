@@ -15,6 +15,7 @@
 import {
   SluiceError,
   assertDistinctEntries,
+  reserverOf,
   type BucketState,
   type Decision,
   type Rule,
@@ -152,6 +153,19 @@ class BoundedMapBuckets implements RuleBuckets {
       this.makeRoom(1, now);
       this.states.set(key, state);
     }
+  }
+
+  async reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+    // SLUICE_CONFIG for a rule that cannot reserve (a window, a lockout).
+    const reserve = reserverOf(this.rule);
+    const known = this.states.has(key);
+    const state = this.stateOf(key, now);
+    const decision = reserve.call(this.rule, state, now, this.epoch, this.name, cost, maxWaitMs);
+    if (decision.allowed && !known) {
+      this.makeRoom(1, now);
+      this.states.set(key, state);
+    }
+    return decision;
   }
 
   /** The state `key` is decided on: its bucket, or a new one that is not stored yet. */

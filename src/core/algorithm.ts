@@ -107,6 +107,21 @@ export interface Rule {
     until: number,
   ): boolean;
   /**
+   * Reserves the earliest slot the rule gives a take of `cost` (at least 1), charging it at once
+   * even when the slot is up to `maxWaitMs` in the future (see `limiter.takeOrWait`): an admitted
+   * decision whose `retryAfterMs` is the ms until the slot (0: now). A slot further away is a
+   * refusal that charges nothing. Only rules whose state is a schedule have it (the token
+   * bucket): a window counts its own window and cannot hold a place in the next one.
+   */
+  reserve?(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    maxWaitMs: number,
+  ): Decision;
+  /**
    * Decides a take of `cost` units (0 = peek: report whether a take of 1 would succeed, change
    * nothing). With `commit`, an admitted take is charged (and a refused one too when the rule
    * has `penalty`). `epoch` is a fixed origin the caller keeps per set of states, so that scaled

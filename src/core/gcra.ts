@@ -157,6 +157,45 @@ export class TokenBucketRule implements Rule {
     return true;
   }
 
+  /**
+   * A reservation (`limiter.takeOrWait`): the take is admitted with its arrival time up to
+   * `maxWaitMs` past the burst tolerance, so it holds the earliest slot the bucket gives and
+   * later reservations queue behind it. The admitted decision carries in `retryAfterMs` the ms
+   * until that slot (0: now). A slot further than `maxWaitMs` is a refusal that charges nothing,
+   * penalty or not. Not for a rule with a lockout (the limiter refuses it before).
+   */
+  reserve(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    maxWaitMs: number,
+  ): Decision {
+    const rate = this.limit;
+    const unit = this.unit;
+    const tolerance = this.tolerance;
+    const scaledNow = (now - epoch) * rate;
+    const queued = state.value > scaledNow ? state.value - scaledNow : 0;
+    const after = queued + cost * unit;
+    if (cost < 1 || cost > this.burst || after > tolerance + maxWaitMs * rate)
+      return this.decideBucket(state, now, epoch, name, cost, undefined, false);
+    state.value = scaledNow + after;
+    const wait = after > tolerance ? Math.ceil((after - tolerance) / rate) : 0;
+    const remaining = after < tolerance ? Math.floor((tolerance - after) / unit) : 0;
+    return makeDecision(
+      true,
+      name,
+      rate,
+      this.burst,
+      remaining,
+      cost,
+      wait,
+      Math.ceil(after / rate),
+      this.periodMs,
+    );
+  }
+
   decide(
     state: BucketState,
     now: number,

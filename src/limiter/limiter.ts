@@ -14,6 +14,14 @@ import { DecisionEvents } from './events.js';
 import { reportDecision, reportFailure } from './decision-report.js';
 import { resolveRefusalCache, type RefusalCache, type RefusalCacheOptions } from './refusal-cache.js';
 import { ReceiptBook, type Receipt, type ReceiptedDecision } from './receipts.js';
+import { reserverOf } from '../core/reservation.js';
+import {
+  arrived,
+  readWaitOptions,
+  sleepUnlessAborted,
+  type WaitOptions,
+  type WaitedDecision,
+} from './wait-for-slot.js';
 import {
   FailureHandler,
   consoleLogger,
@@ -162,6 +170,19 @@ export interface Limiter {
    * if (receipt) await tokens.settle(receipt, usage.totalTokens);
    */
   settle(receipt: Receipt, actualCost: number): Promise<void>;
+  /**
+   * Waits for a slot instead of being refused: reserves the earliest slot the rule gives, in the
+   * same single store step as a take (the store orders reservations, so waiters of every process
+   * are served in the order they reserved), and resolves when it arrives: one timer per call.
+   * A slot further than `maxWait` is refused at once, charging nothing. Aborting `signal` gives
+   * the reservation back and rejects with the signal's reason. Token buckets without a lockout
+   * only (others are `SLUICE_CONFIG`); a store that fails decides as for a take, without waiting.
+   * See docs/accounting.md.
+   * @example
+   * const { decision } = await api.takeOrWait(key, { maxWait: '2s', signal: request.signal });
+   * if (!decision.allowed) return reply429(decision.retryAfterSeconds);
+   */
+  takeOrWait(key: string, options: WaitOptions): Promise<WaitedDecision>;
   /** What a take of 1 would get now, charging nothing. */
   peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision>;
   /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket. */
@@ -432,6 +453,71 @@ class RuleLimiter implements LimiterInternals {
     }
   }
 
+  takeOrWait(key: string, options: WaitOptions): Promise<WaitedDecision> {
+    let maxWaitMs: number;
+    let signal: AbortSignal | undefined;
+    let cost: number;
+    let now: number;
+    try {
+      if (this.closed) throw closedError(this.name);
+      checkKey(key);
+      ({ maxWaitMs, signal, cost } = readWaitOptions(options));
+      reserverOf(this.rule);
+      if (this.mode === 'shadow')
+        throw new SluiceError(
+          'SLUICE_CONFIG',
+          `limiter ${JSON.stringify(this.name)} is in shadow mode, which never refuses: it has nothing to wait for`,
+        );
+      if (this.buckets.reserve === undefined)
+        throw new SluiceError(
+          'SLUICE_CONFIG',
+          `the ${this.store.kind} store of limiter ${JSON.stringify(this.name)} cannot reserve slots (its buckets have no reserve)`,
+        );
+      if (signal?.aborted === true) return Promise.reject(signal.reason);
+      now = readClock(this.clock);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const started = this.events.listening ? performance.now() : 0;
+    return this.reserveSlot(key, cost, now, maxWaitMs).then((decision) => {
+      const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
+      const answer = wait > 0 ? arrived(decision, wait) : decision;
+      if (this.events.listening) this[reportTake](key, cost, answer, undefined, performance.now() - started);
+      const receipt = this.receipts.issue(this.name, key, decision, now);
+      if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
+      return sleepUnlessAborted(wait, signal).then(
+        () => ({ decision: answer, receipt, waitedMs: wait }),
+        (reason: unknown) => this.giveBack(receipt, reason),
+      );
+    });
+  }
+
+  /** An aborted wait: its reservation refunded (a failed refund is logged), then `reason` rejected. */
+  private giveBack(receipt: Receipt | undefined, reason: unknown): Promise<never> {
+    const refunded = receipt === undefined ? Promise.resolve() : this.refund(receipt);
+    return refunded.then(
+      () => Promise.reject(reason),
+      () => Promise.reject(reason),
+    );
+  }
+
+  /**
+   * A reservation in the store, bounded by the store timeout; a store that fails decides as for
+   * a take (the failure policy), without waiting.
+   */
+  protected reserveSlot(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+    if (cost > this.rule.capacityFor(undefined))
+      return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, undefined));
+    let pending: Promise<Decision>;
+    try {
+      pending = this.buckets.reserve!(key, cost, now, maxWaitMs);
+    } catch (error) {
+      return settle(() => this.handler.decide(error, key, cost, now, undefined));
+    }
+    const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
+    return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, undefined));
+  }
+
   refund(receipt: Receipt): Promise<void> {
     return this.adjustBy(receipt, undefined);
   }
@@ -635,6 +721,22 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     try {
       this.resetSync(key);
       return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  // The memory store reserves synchronously and cannot hang: no timer, no failure policy.
+  protected override reserveSlot(
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+  ): Promise<Decision> {
+    try {
+      if (cost > this.rule.capacityFor(undefined))
+        return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, undefined));
+      return Promise.resolve(this.buckets.reserveSync!(key, cost, now, maxWaitMs));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -2,6 +2,7 @@ import type { Decision } from '../core/decision.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Rule } from '../core/rule.js';
+import { checkReservation, reserverOf } from '../core/reservation.js';
 import { assertDistinctEntries, type SyncRuleBuckets, type SyncStore, type TakeEntry } from '../store.js';
 import { EvictedSummary } from './memory/evicted-summary.js';
 import { KeyHasher, randomSeeds } from './memory/key-hash.js';
@@ -356,6 +357,30 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     // its own), and is kept only when that changed.
     const fresh = this.recall(id, now);
     if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt, until)) this.insert(id, fresh, now);
+  }
+
+  reserveSync(key: string, cost: number, now: number, maxWaitMs: number): Decision {
+    if (this.freed) throw notBound(this.name);
+    const reserve = reserverOf(this.rule);
+    checkReservation(cost, maxWaitMs);
+    const id = bucketId(key);
+    if (this.epoch !== this.epoch) this.epoch = now;
+    const found = this.find(id, now);
+    if (found !== undefined)
+      return reserve.call(this.rule, found, now, this.epoch, this.name, cost, maxWaitMs);
+    const fresh = this.recall(id, now);
+    const value = fresh.value;
+    const decision = reserve.call(this.rule, fresh, now, this.epoch, this.name, cost, maxWaitMs);
+    if (fresh.value !== value) this.insert(id, fresh, now);
+    return decision;
+  }
+
+  reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+    try {
+      return Promise.resolve(this.reserveSync(key, cost, now, maxWaitMs));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {

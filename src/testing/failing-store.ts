@@ -56,6 +56,7 @@ export class FailingStore implements LeaseStore {
       reset: (key) => this.run(() => buckets.resetSync(key)),
       adjust: (key, delta, now, takenAt, until) =>
         this.run(() => buckets.adjustSync(key, delta, now, takenAt, until)),
+      reserve: (key, cost, now, maxWaitMs) => this.run(() => buckets.reserveSync!(key, cost, now, maxWaitMs)),
     };
   }
 

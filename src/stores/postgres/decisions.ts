@@ -1,5 +1,6 @@
 import type { Decision } from '../../core/decision.js';
 import type { Rule } from '../../core/rule.js';
+import { reserverOf } from '../../core/reservation.js';
 import type { BucketState } from '../../core/state.js';
 import type { AlgorithmBinding } from './algorithms/index.js';
 import type { PostgresRow } from './postgres-client.js';
@@ -32,5 +33,10 @@ export class DecisionReplay {
    */
   next(cost: number, limit: number | undefined, commit = true): Decision {
     return this.rule.decide(this.state, this.now, 0, this.name, cost, limit, commit);
+  }
+
+  /** A reservation's decision (`reserve` of a rule that has it), as its statement made it. */
+  reserve(cost: number, maxWaitMs: number): Decision {
+    return reserverOf(this.rule).call(this.rule, this.state, this.now, 0, this.name, cost, maxWaitMs);
   }
 }

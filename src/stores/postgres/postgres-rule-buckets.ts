@@ -20,6 +20,7 @@ import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
 import { OffsetAtSend, TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
+import { checkReservation, reserverOf } from '../../core/reservation.js';
 
 /** What a rule's buckets share with their store. */
 export interface BucketsContext {
@@ -160,6 +161,42 @@ export class PostgresRuleBuckets implements RuleBuckets {
       context.timeoutMs,
       TIMEOUT_SUBJECT,
     );
+  }
+
+  /**
+   * Reserves a slot (see `RuleBuckets.reserve`): one statement of its own, the reservation's
+   * (see `AlgorithmModule.reserveSql`), which locks the bucket's row as a take does, so that
+   * reservations queue in the order PostgreSQL runs them. Bounded and checked against its
+   * deadline as a take. Not for account keys.
+   */
+  async reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+    if (!this.bound) throw this.unboundError();
+    reserverOf(this.rule);
+    checkReservation(cost, maxWaitMs);
+    const statement = this.statements.reserve;
+    const params = this.binding.reserveParams;
+    if (statement === undefined || params === undefined || this.context.accountKeys?.parse(key) !== undefined)
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        'PostgresStore reserves slots of token buckets on plain keys only',
+      );
+    const context = this.context;
+    const at = (time: number) => params(time, maxWaitMs);
+    const values: unknown[] = [...at(context.storeTime.at(now)), bucketId(key), cost, 1, this.rule.limit];
+    if (context.timeSource === 'app') values.push(now);
+    values.push(new TimeLeft(performance.now() + context.timeoutMs));
+    const rows = await withDeadline(
+      this.execute(statement, values, at).catch((error: unknown) => {
+        throw this.takeError(error);
+      }),
+      context.timeoutMs,
+      TIMEOUT_SUBJECT,
+    );
+    const row = rows[0];
+    if (row === undefined) throw storeError(new Error('statement returned too few rows'));
+    const replay = new DecisionReplay(this.rule, this.name, this.binding);
+    replay.start(row);
+    return replay.reserve(cost, maxWaitMs);
   }
 
   /** Called by the store when it unbinds the rule's name (internal). */

@@ -219,7 +219,8 @@ export class PostgresStore implements Store {
     if (statements === undefined) {
       const sql = module.ruleSql(this.names);
       const text = block === undefined ? sql : lockoutRuleSql(sql);
-      statements = ruleStatements(text, this.names, this.timeSource, this.account);
+      const reserveSql = block === undefined ? module.reserveSql?.(this.names) : undefined;
+      statements = ruleStatements(text, this.names, this.timeSource, this.account, reserveSql);
       cache.set(module, statements);
     }
     const buckets = new PostgresRuleBuckets(name, bound, this.context, statements, binding);

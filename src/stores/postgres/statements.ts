@@ -52,6 +52,8 @@ export interface RuleStatements {
   readonly single: Statement;
   readonly account: Statement | undefined;
   readonly reset: Statement;
+  /** A reservation of one bucket, for a rule that reserves (see `AlgorithmModule.reserveSql`). */
+  readonly reserve: Statement | undefined;
   /** A refund or settlement of one bucket (see {@link adjustText}). */
   readonly adjust: Statement;
   /** A refund or settlement of an account key's bucket, written only while the user exists. */
@@ -83,6 +85,7 @@ export function ruleStatements(
   names: SchemaNames,
   timeSource: TimeSource,
   account: AccountSql | undefined,
+  reserveSql?: RuleSql,
 ): RuleStatements {
   const k = sql.ruleParams;
   const batchSource = `SELECT x.bucket, x.cost, x.n, x.quota, NULL::text AS account
@@ -91,7 +94,9 @@ export function ruleStatements(
   // LIMIT cardinality(…) keeps every row, but a generic plan then estimates one row instead of
   // ten, so PostgreSQL keeps the cached generic plan (primary-key probes in a nested loop)
   // rather than planning every batch anew.
-  const singleSource = `SELECT $${k + 1}::text AS bucket, $${k + 2}::bigint AS cost, $${k + 3}::bigint AS n, $${k + 4}::bigint AS quota, NULL::text AS account`;
+  const oneBucket = (first: number) =>
+    `SELECT $${first + 1}::text AS bucket, $${first + 2}::bigint AS cost, $${first + 3}::bigint AS n, $${first + 4}::bigint AS quota, NULL::text AS account`;
+  const singleSource = oneBucket(k);
   return {
     batch: statement(takeText(sql, names, timeSource, batchSource, k + 5, '')),
     single: statement(takeText(sql, names, timeSource, singleSource, k + 5, '')),
@@ -106,6 +111,19 @@ export function ruleStatements(
               accountSource(k + 1),
               k + 6,
               accountCtes(account, names, k + 1, k + 5),
+            ),
+          ),
+    reserve:
+      reserveSql === undefined
+        ? undefined
+        : statement(
+            takeText(
+              reserveSql,
+              names,
+              timeSource,
+              oneBucket(reserveSql.ruleParams),
+              reserveSql.ruleParams + 5,
+              '',
             ),
           ),
     reset: statement(`DELETE FROM ${sql.table} WHERE rule = $1 AND bucket = $2`),

@@ -6,6 +6,8 @@ import {
   adjustScriptSha,
   decisionScript,
   decisionScriptSha,
+  reserveScript,
+  reserveScriptSha,
   singleDecisionScript,
   singleDecisionScriptSha,
 } from './scripts.js';
@@ -71,6 +73,14 @@ interface Adjustment {
   readonly until: number;
 }
 
+/** What a reservation asks: a slot at most `maxWaitMs` ahead (see `RuleBuckets.reserve`). */
+interface Reservation {
+  readonly maxWaitMs: number;
+}
+
+/** A call that goes alone, in a script of its own: an adjustment or a reservation. */
+type Alone = Adjustment | Reservation;
+
 /** A script and its SHA1, for EVALSHA with the EVAL fallback. */
 interface Script {
   readonly source: string;
@@ -80,10 +90,11 @@ interface Script {
 const DECISION: Script = { source: decisionScript, sha: decisionScriptSha };
 const SINGLE_DECISION: Script = { source: singleDecisionScript, sha: singleDecisionScriptSha };
 const ADJUSTMENT: Script = { source: adjustScript, sha: adjustScriptSha };
+const RESERVATION: Script = { source: reserveScript, sha: reserveScriptSha };
 
 /**
  * A request waiting for Redis: a single take (`group` null), an all-or-nothing take, or an
- * adjustment of one key (`adjustment` set, `group` null). One class for all keeps the hot path
+ * adjustment or a reservation of one key (`alone` set, `group` null). One class for all keeps the hot path
  * monomorphic.
  */
 class Pending {
@@ -98,7 +109,7 @@ class Pending {
     readonly group: readonly BatchEntry[] | null,
     readonly now: number,
     readonly slot: number,
-    readonly adjustment: Adjustment | null,
+    readonly alone: Alone | null,
   ) {}
 
   /**
@@ -257,6 +268,23 @@ export class Batcher {
     return this.enqueue(rule, key, 0, undefined, null, now, slot, 1, adjustment) as Promise<never>;
   }
 
+  /**
+   * Reserves a slot for a take of `cost` at most `maxWaitMs` ahead (see `RuleBuckets.reserve`):
+   * one call of its own, with the deadline and the failures of a take; Redis runs the calls one
+   * at a time, so reservations queue in the order it runs them. The decision carries the wait.
+   */
+  reserve(
+    rule: BatchRule,
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+    slot: number,
+  ): Promise<Decision> {
+    const reservation: Reservation = { maxWaitMs };
+    return this.enqueue(rule, key, cost, undefined, null, now, slot, 1, reservation) as Promise<Decision>;
+  }
+
   /** Refuses new decisions; those already queued or in flight still settle. */
   close(): void {
     this.closed = true;
@@ -271,7 +299,7 @@ export class Batcher {
     now: number,
     slot: number,
     size: number,
-    adjustment: Adjustment | null,
+    alone: Alone | null,
   ): Promise<Decision | Decision[]> {
     const { client, maxPending } = this.settings;
     if (this.closed) return Promise.reject(unavailable('store is closed'));
@@ -279,7 +307,7 @@ export class Batcher {
     // every call until it reconnects, and memory would grow for as long as Redis is gone.
     if (!client.ready()) return Promise.reject(unavailable('connection is not ready'));
     if (this.pending + size > maxPending) return Promise.reject(this.full());
-    const request = new Pending(rule, key, cost, limit, group, now, slot, adjustment);
+    const request = new Pending(rule, key, cost, limit, group, now, slot, alone);
     const promise = new Promise<Decision | Decision[]>((resolve, reject) => {
       request.resolve = resolve as (value: never) => void;
       request.reject = reject;
@@ -338,13 +366,13 @@ export class Batcher {
       const limit = Math.min(this.settings.maxBatch, Math.max(SPLIT, Math.ceil(queued / free)));
       let taken = 0;
       let size = 0;
-      // An adjustment goes alone, in a call of its own script; takes queued after it go in the
-      // next call, so every call runs in the order it was asked for.
-      if (queue[0]!.adjustment !== null) taken = 1;
+      // An adjustment or a reservation goes alone, in a call of its own script; takes queued
+      // after it go in the next call, so every call runs in the order it was asked for.
+      if (queue[0]!.alone !== null) taken = 1;
       else {
         while (
           taken < queue.length &&
-          queue[taken]!.adjustment === null &&
+          queue[taken]!.alone === null &&
           (size === 0 || size + queue[taken]!.size <= limit)
         ) {
           size += queue[taken]!.size;
@@ -368,8 +396,11 @@ export class Batcher {
       }
       batch.length = live;
       if (live === 0) continue;
-      if (batch[0]!.adjustment !== null) this.sendAdjustment(batch[0]!);
-      else if (cluster) this.sendBySlot(batch);
+      const alone = batch[0]!.alone;
+      if (alone !== null) {
+        if ('maxWaitMs' in alone) this.sendReservation(batch[0]!, alone.maxWaitMs);
+        else this.sendAdjustment(batch[0]!, alone);
+      } else if (cluster) this.sendBySlot(batch);
       else this.send(batch);
     }
     // Decisions left waiting behind calls in flight time out too, even if none of those settles.
@@ -527,10 +558,10 @@ export class Batcher {
    * refund gives back at most what it should (a token bucket keeps up to the offset's error of
    * the take).
    */
-  private sendAdjustment(request: Pending): void {
+  private sendAdjustment(request: Pending, adjustment: Adjustment): void {
     const { serverClock, slackMs } = this.settings;
     const rule = request.rule as BatchRule;
-    const { delta, takenAt, until } = request.adjustment as Adjustment;
+    const { delta, takenAt, until } = adjustment;
     this.startClocks([request]);
     const offset = serverClock ? this.offset.ms : 0;
     const spec = rule.spec(!rule.timed ? 0 : serverClock ? Date.now() + offset : request.now);
@@ -539,6 +570,19 @@ export class Batcher {
     if (serverClock) args.push(this.serverDeadline(request.deadline));
     else args.push(String(slackMs), String(request.now));
     this.start(new Batch([request], [request.key], args, 2, ADJUSTMENT, request.deadline));
+  }
+
+  /** A reservation: {@link reserveScript}, one key, its reply a lone take's and the wait. */
+  private sendReservation(request: Pending, maxWaitMs: number): void {
+    const { serverClock, slackMs } = this.settings;
+    const rule = request.rule as BatchRule;
+    this.startClocks([request]);
+    const spec = rule.spec(!rule.timed ? 0 : serverClock ? Date.now() + this.offset.ms : request.now);
+    const args = [String(request.cost), String(maxWaitMs)];
+    for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
+    if (serverClock) args.push(this.serverDeadline(request.deadline));
+    else args.push(String(slackMs), String(request.now));
+    this.start(new Batch([request], [request.key], args, 5, RESERVATION, request.deadline));
   }
 
   private start(batch: Batch): void {
@@ -681,6 +725,23 @@ export class Batcher {
       const request = requests[0]!;
       if (Number(reply[1]) === -3) this.refuse(request, -3);
       else this.settle(request, undefined, undefined);
+      return;
+    }
+    if (batch.script === RESERVATION) {
+      // [now, retry, remaining, reset, waited]: an admitted decision carries its wait.
+      const request = requests[0]!;
+      const rule = request.rule as BatchRule;
+      const retry = Number(reply[1]);
+      const decision = rule.decision(
+        retry === 0,
+        Number(reply[2]),
+        retry === 0 ? Number(reply[4]) : retry < 0 ? Infinity : retry,
+        Number(reply[3]),
+        0,
+        request.cost,
+        undefined,
+      );
+      this.settle(request, undefined, decision);
       return;
     }
     let o = 1;

@@ -14,6 +14,7 @@ import { checkRuleName } from '../shared/rule-name.js';
 import { readTimeSource, type TimeSource } from '../shared/time-source.js';
 import { withDeadline } from '../shared/deadline.js';
 import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
+import { checkReservation, reserverOf } from '../../core/reservation.js';
 
 /**
  * Which part of a bucket's Redis key is its Cluster hash tag (the part the slot is computed from):
@@ -336,6 +337,24 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
       return this.store.batcher.adjust(this, redisKey, delta, now, takenAt, until, slot);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Reserves a slot (see `RuleBuckets.reserve`): one call of the reservation script, with the
+   * deadline and failures of a take. Token buckets without a lockout only (`SLUICE_CONFIG`).
+   */
+  reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+    try {
+      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
+      reserverOf(this.rule);
+      checkReservation(cost, maxWaitMs);
+      checkTakeArguments(key, cost, undefined, false);
+      const redisKey = this.redisKey(key);
+      const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
+      return this.store.batcher.reserve(this, redisKey, cost, now, maxWaitMs, slot);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -207,6 +207,8 @@ local out = { 0 }
 local o = 1
 local k = 1
 local total = #argv
+-- Takes only: a reservation goes alone, in the reservation script.
+local wait, waited = 0, 0
 -- An all-or-nothing group's new states and reply offsets (5 values per entry), applied when
 -- every entry admits.
 local W
@@ -325,9 +327,68 @@ return out
 /**
  * Where a lone take's spec starts in {@link singleDecisionScript}'s ARGV (after its cost), and
  * so where the clock's arguments start for each algorithm: after the spec and the per-call
- * limit.
+ * limit. A reservation's (after its cost and its longest wait) starts one later.
  */
 const SINGLE_SPEC_AT = 2;
+
+/**
+ * The script of one take of one key: {@link singleDecisionScript}, or with `reserving` the
+ * reservation script, which carries the longest wait after the cost and replies the ms until
+ * the slot after the decision's numbers.
+ */
+function oneTakeScript(reserving: boolean): string {
+  const specAt = reserving ? SINGLE_SPEC_AT + 1 : SINGLE_SPEC_AT;
+  return `
+${PRELUDE}local argv = ARGV
+local key = KEYS[1]
+local tag = tonumber(argv[${specAt}])
+-- A rule with a lockout: its tag negated, the lockout's values after the algorithm's.
+local lock = tag < 0
+if lock then tag = -tag end
+-- The clock's arguments come last, after the spec and the limit: the app's slack and now, or
+-- the server's deadline alone.
+local clock = (${perTag((a) => specAt + 1 + a.params.length + (a.callLimit ? 1 : 0))})[tag]
+local blockFirst, blockFactor, blockMax, blockForget
+if lock then
+  local at = (${perTag((a) => specAt + 1 + a.params.length)})[tag]
+  blockFirst, blockFactor = tonumber(argv[at]), tonumber(argv[at + 1])
+  blockMax, blockForget = tonumber(argv[at + 2]), tonumber(argv[at + 3])
+  clock = clock + 4
+end
+${ONE_KEY_CLOCK}-- MGET, not GET: a key of another type reads as absent instead of failing.
+local v = call('MGET', key)[1]
+${READ_STATE}local cost = tonumber(argv[1])
+local asked = cost
+if cost == 0 then asked = 1 end
+local single = true
+local wait, waited = ${reserving ? 'tonumber(argv[2])' : '0'}, 0
+local retry, remaining, reset, window, held
+local na, nc = false, false
+local nb, ttl
+local limit
+${dispatch(
+  (_, j) => `tonumber(argv[${specAt + 1 + j}])`,
+  // The limit comes right before the clock's arguments.
+  decisionBody(`  limit = tonumber(argv[clock - 1])\n`),
+)}${lockoutLua('')}local out
+${
+  reserving
+    ? 'out = { now, retry, remaining, reset, waited }'
+    : `if (${perTag((a) => a.replyWidth)})[tag] == 4 then
+  out = { now, retry, remaining, reset, window }
+else
+  out = { now, retry, remaining, reset }
+end`
+}
+if na then
+  local value
+  ${STATE_VALUE}
+  if bm then ${appendBlock('bu', 'bm')} end
+  call('SET', key, value, 'PX', format('%d', ttl + slack))
+end
+return out
+`;
+}
 
 /**
  * The script of a batch that holds one single take, the usual case below saturation: the same
@@ -342,51 +403,18 @@ const SINGLE_SPEC_AT = 2;
  * `slack` and `now`. Few arguments: each costs Redis and the client a little on every call. One
  * key.
  */
-export const singleDecisionScript = `
-${PRELUDE}local argv = ARGV
-local key = KEYS[1]
-local tag = tonumber(argv[${SINGLE_SPEC_AT}])
--- A rule with a lockout: its tag negated, the lockout's values after the algorithm's.
-local lock = tag < 0
-if lock then tag = -tag end
--- The clock's arguments come last, after the spec and the limit: the app's slack and now, or
--- the server's deadline alone.
-local clock = (${perTag((a) => SINGLE_SPEC_AT + 1 + a.params.length + (a.callLimit ? 1 : 0))})[tag]
-local blockFirst, blockFactor, blockMax, blockForget
-if lock then
-  local at = (${perTag((a) => SINGLE_SPEC_AT + 1 + a.params.length)})[tag]
-  blockFirst, blockFactor = tonumber(argv[at]), tonumber(argv[at + 1])
-  blockMax, blockForget = tonumber(argv[at + 2]), tonumber(argv[at + 3])
-  clock = clock + 4
-end
-${ONE_KEY_CLOCK}-- MGET, not GET: a key of another type reads as absent instead of failing.
-local v = call('MGET', key)[1]
-${READ_STATE}local cost = tonumber(argv[1])
-local asked = cost
-if cost == 0 then asked = 1 end
-local single = true
-local retry, remaining, reset, window, held
-local na, nc = false, false
-local nb, ttl
-local limit
-${dispatch(
-  (_, j) => `tonumber(argv[${SINGLE_SPEC_AT + 1 + j}])`,
-  // The limit comes right before the clock's arguments.
-  decisionBody(`  limit = tonumber(argv[clock - 1])\n`),
-)}${lockoutLua('')}local out
-if (${perTag((a) => a.replyWidth)})[tag] == 4 then
-  out = { now, retry, remaining, reset, window }
-else
-  out = { now, retry, remaining, reset }
-end
-if na then
-  local value
-  ${STATE_VALUE}
-  if bm then ${appendBlock('bu', 'bm')} end
-  call('SET', key, value, 'PX', format('%d', ttl + slack))
-end
-return out
-`;
+export const singleDecisionScript = oneTakeScript(false);
+
+/**
+ * The reservation script (`RuleBuckets.reserve`): one take of one key that may be admitted with
+ * its slot up to a longest wait ahead, for an algorithm that {@link RedisAlgorithm.reserves}
+ * (the token bucket); it queues behind every reservation Redis ran before it, in the order Redis
+ * runs them. A refusal charges nothing, penalty or not.
+ *
+ * ARGV: `cost`, the longest wait in ms, then as {@link singleDecisionScript}. Reply: as
+ * {@link singleDecisionScript}'s (three numbers), then the ms until the slot (0: now).
+ */
+export const reserveScript = oneTakeScript(true);
 
 /** Where the rule's spec starts in {@link adjustScript}'s ARGV (after `delta`, `taken` and `refilled`). */
 const ADJUST_SPEC_AT = 4;
@@ -456,6 +484,9 @@ export const decisionScriptSha: string = createHash('sha1').update(decisionScrip
 
 /** SHA1 of {@link singleDecisionScript}. */
 export const singleDecisionScriptSha: string = createHash('sha1').update(singleDecisionScript).digest('hex');
+
+/** SHA1 of {@link reserveScript}. */
+export const reserveScriptSha: string = createHash('sha1').update(reserveScript).digest('hex');
 
 /** SHA1 of {@link adjustScript}. */
 export const adjustScriptSha: string = createHash('sha1').update(adjustScript).digest('hex');

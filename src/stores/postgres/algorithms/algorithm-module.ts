@@ -95,6 +95,12 @@ export interface AlgorithmBinding {
    * rule's name. A lockout adds none.
    */
   adjustParams(now: number, takenAt: number): unknown[];
+  /**
+   * The rule's parameters for a reservation ({@link AlgorithmModule.reserveSql}) deciding at
+   * `now` with a longest wait of `maxWaitMs`: $1 is always the rule's name. Present when the
+   * module reserves.
+   */
+  reserveParams?(now: number, maxWaitMs: number): unknown[];
   /** The kind's own values of an all-or-nothing entry (after ord, rule, bucket, cost, limit). */
   entryParams(now: number): readonly unknown[];
   /**
@@ -134,6 +140,12 @@ export interface AlgorithmModule {
   bind(name: string, rule: Rule): AlgorithmBinding;
   /** The SQL of the rule's statements. */
   ruleSql(names: SchemaNames): RuleSql;
+  /**
+   * The SQL of a reservation (`RuleBuckets.reserve`) as a take's statement: a take of one bucket
+   * admitted with its slot up to the longest wait ahead, a refusal charging nothing. Only a
+   * module whose rule reserves (the token bucket) has it; never with a lockout.
+   */
+  reserveSql?(names: SchemaNames): RuleSql;
   /** The table family this kind's rows live in, for the all-or-nothing statement. */
   readonly family: TakeAllFamily;
   /** SQL types of {@link AlgorithmBinding.entryParams}, each sent as an array. */

@@ -54,6 +54,23 @@ function ruleSql(names: SchemaNames): RuleSql {
 }
 
 /**
+ * A reservation: a take of one bucket whose queue may run `$5` scaled units (the longest wait
+ * times the rate) past the tolerance; a refusal charges nothing, penalty or not (the rule's
+ * penalty is not sent). Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance, $5 the wait's
+ * scaled units. The core replays the decision with `reserve` on the `q` answered.
+ */
+function reserveSql(names: SchemaNames): RuleSql {
+  const take = ruleSql(names);
+  const fits = (d: string) => `${d}.q + ${d}.cu <= $4::bigint + $5::bigint`;
+  return {
+    ...take,
+    ruleParams: 5,
+    writes: (d) => `s.cost > 0 AND ${d}.cu <= $4::bigint AND ${fits(d)}`,
+    next: (d) => [`s.sn + CASE WHEN ${fits(d)} THEN ${d}.q + ${d}.cu ELSE ${d}.q END`],
+  };
+}
+
+/**
  * A refund or settlement of a token bucket, as `TokenBucketRule.adjust` in reduced units.
  * Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance. A refund moves the arrival time back by
  * the take's units not refilled yet (`s.left_ms` × rate, at most `-delta` tokens), never before
@@ -139,6 +156,7 @@ function bind(name: string, bound: Rule): AlgorithmBinding {
   return {
     ruleParams: () => params,
     adjustParams: () => adjust,
+    reserveParams: (_now, maxWaitMs) => [name, rate, unit, tolerance, maxWaitMs * rate],
     entryParams: () => entry,
     read(row: PostgresRow, state: BucketState): number {
       // Reduced units → the core's units.
@@ -164,6 +182,7 @@ export const tokenBucketModule: AlgorithmModule = {
   kind: 'token-bucket',
   bind,
   ruleSql,
+  reserveSql,
   family,
   entryTypes: ['bigint', 'bigint', 'bigint'],
   entrySource: (first) => {

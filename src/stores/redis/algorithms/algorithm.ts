@@ -17,6 +17,8 @@ import type { Rule } from '../../../core/rule.js';
  *   {@link RedisAlgorithm.callLimit});
  * - `single`: true for a single take, false inside an all-or-nothing group (a refusal is
  *   charged under a penalty only for a single take: a group that refuses charges nothing);
+ * - `wait`: a reservation's longest wait in ms (`RuleBuckets.reserve`), 0 for a take; only a
+ *   module that {@link RedisAlgorithm.reserves} reads it;
  * - `sa`, `sb`, `sc`: the key's state, three numbers parsed from its value
  *   `"<a>:<b>"` or `"<a>:<b>:<c>"` (`sa` false when the key is absent or unreadable; `sc` false
  *   when the value has two fields); what they mean is the module's own encoding;
@@ -26,6 +28,7 @@ import type { Rule } from '../../../core/rule.js';
  * - `retry`: 0 admitted; > 0 refused, retry after so many ms; -1 refused for good (Infinity);
  *   -3 not evaluated, nothing changes (the time lies outside what Node sent; Node retries with
  *   the server's time);
+ * - `waited`, for an admitted reservation, the ms until its slot (left 0 otherwise);
  * - `remaining`, `reset` (ms until the state is as good as new), and `window` when
  *   {@link RedisAlgorithm.replyWidth} is 4;
  * - when the take charges: `na`, `nb`, `nc` (the new state; `nc` false writes two fields) and
@@ -43,6 +46,8 @@ export interface RedisAlgorithm {
   readonly params: readonly string[];
   /** Whether a take carries its per-call limit (the rule accepts one). */
   readonly callLimit: boolean;
+  /** Whether the module reserves slots (reads `wait`, sets `waited`): the reservation script holds it. */
+  readonly reserves: boolean;
   /** Integers of the reply per decision: retry, remaining, reset, and (4) the window's length. */
   readonly replyWidth: 3 | 4;
   /** The decision in Lua (see above). */

@@ -21,6 +21,7 @@ export const slidingWindowAlgorithm: RedisAlgorithm = {
   kind: 'sliding-window',
   params: ['penalty', 'ruleLimit', 'w'],
   callLimit: true,
+  reserves: false,
   replyWidth: 3,
   lua: `  -- core/sliding-window.ts, decide().
   local q = limit or ruleLimit

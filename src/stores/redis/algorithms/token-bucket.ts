@@ -20,6 +20,7 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
   kind: 'token-bucket',
   params: ['rate', 'unit', 'burst', 'penalty'],
   callLimit: false,
+  reserves: true,
   replyWidth: 3,
   lua: `  -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
   -- a - floor(a / b) * b, and the quotient of a double division may round up across an
@@ -28,17 +29,29 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
   local queued = 0
   if sa and sa >= now then queued = (sa - now) * rate + sb end
   local after = queued + asked * unit
-  if cost > 0 and after <= tolerance then
-    -- Admitted and charged (after <= tolerance implies cost <= burst).
+  -- wait: a reservation's longest wait in ms (0 for a take), admitting a charge whose slot is up
+  -- to that far ahead; waited, the ms until its slot.
+  if cost > 0 and asked <= burst and after <= tolerance + wait * rate then
+    -- Admitted and charged.
     local r = after % rate
     if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
     local q = (after - r) / rate
     ttl = q
     if r > 0 then ttl = q + 1 end
     local d = tolerance - after
-    local r2 = d % unit
-    if r2 < 0 then r2 = r2 + unit elseif r2 >= unit then r2 = r2 - unit end
-    remaining = (d - r2) / unit
+    if d > 0 then
+      local r2 = d % unit
+      if r2 < 0 then r2 = r2 + unit elseif r2 >= unit then r2 = r2 - unit end
+      remaining = (d - r2) / unit
+    else
+      remaining = 0
+      if d < 0 then
+        r = -d % rate
+        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
+        waited = (-d - r) / rate
+        if r > 0 then waited = waited + 1 end
+      end
+    end
     retry = 0
     reset = ttl
     na = now + q
@@ -65,7 +78,7 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
       if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
       retry = (d - r) / rate
       if r > 0 then retry = retry + 1 end
-      if single and penalty == 1 and cost > 0 then
+      if single and wait == 0 and penalty == 1 and cost > 0 then
         -- Debt is capped at one extra full refill (core/gcra.ts).
         local charged = after
         if charged > 2 * tolerance then charged = 2 * tolerance end

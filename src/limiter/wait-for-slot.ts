@@ -1,0 +1,104 @@
+import { makeDecision, type Decision } from '../core/decision.js';
+import { parseDuration, type Duration } from '../core/duration.js';
+import { SluiceError, optionError } from '../core/errors.js';
+import { checkOptionKeys } from '../core/options.js';
+import { MAX_WAIT_MS } from '../core/reservation.js';
+import { costOf } from './call-input.js';
+import type { ReceiptedDecision } from './receipts.js';
+
+/** Per-call options of `limiter.takeOrWait`. */
+export interface WaitOptions {
+  /**
+   * The longest this call may wait for its slot, from `"1ms"` to `"1h"`: a slot further away is
+   * refused at once (a normal refusal, nothing charged). Required: how long a caller may be held
+   * is a choice to make, not a default.
+   */
+  maxWait: Duration;
+  /**
+   * Aborts the wait: the call gives its reservation back (a refund of exactly what it reserved)
+   * and rejects with the signal's reason. An already aborted signal reserves nothing.
+   */
+  signal?: AbortSignal;
+  /** Units to take: a whole number from 1 to `MAX_COUNT`. @default 1 */
+  cost?: number;
+}
+
+/** What `limiter.takeOrWait` resolves to once the slot has arrived (or at once, refused). */
+export interface WaitedDecision extends ReceiptedDecision {
+  /** Milliseconds the call waited for its slot: 0 when admitted at once or refused. */
+  readonly waitedMs: number;
+}
+
+const waitKeys = ['maxWait', 'signal', 'cost'] as const;
+
+/** The checked options of one call. */
+export interface WaitRequest {
+  readonly maxWaitMs: number;
+  readonly signal: AbortSignal | undefined;
+  readonly cost: number;
+}
+
+/**
+ * Checks `takeOrWait`'s options. A message names the option, never a value (they may come from a
+ * request).
+ * @throws SluiceError `SLUICE_ARGUMENT`, or `SLUICE_DURATION` for `maxWait`
+ */
+export function readWaitOptions(options: unknown): WaitRequest {
+  if (typeof options !== 'object' || options === null)
+    throw new SluiceError('SLUICE_ARGUMENT', 'takeOrWait needs options with maxWait, e.g. { maxWait: "2s" }');
+  checkOptionKeys('takeOrWait', options, waitKeys);
+  const { maxWait, signal, cost } = options as Record<string, unknown>;
+  const maxWaitMs = parseDuration(maxWait, 'takeOrWait maxWait');
+  if (maxWaitMs > MAX_WAIT_MS) throw optionError('takeOrWait maxWait', 'a duration of at most "1h"');
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw new SluiceError('SLUICE_ARGUMENT', 'takeOrWait signal must be an AbortSignal');
+  const units = costOf(cost);
+  if (units === 0)
+    throw new SluiceError('SLUICE_ARGUMENT', 'takeOrWait cost must be at least 1: a peek waits for nothing');
+  return { maxWaitMs, signal: signal as AbortSignal | undefined, cost: units };
+}
+
+/**
+ * A reservation's decision as its caller sees it once the slot has arrived: admitted now
+ * (`retryAfterMs` 0), `resetMs` counted from the slot.
+ */
+export function arrived(decision: Decision, waitedMs: number): Decision {
+  const reset = decision.resetMs > waitedMs ? decision.resetMs - waitedMs : 0;
+  return makeDecision(
+    true,
+    decision.name,
+    decision.limit,
+    decision.capacity,
+    decision.remaining,
+    decision.cost,
+    0,
+    reset,
+    decision.windowMs,
+  );
+}
+
+/**
+ * Resolves after `ms` (one timer for this call), or rejects with the signal's reason as soon as
+ * it aborts; the listener goes with the timer.
+ */
+export function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal === undefined) {
+      setTimeout(resolve, ms);
+      return;
+    }
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
