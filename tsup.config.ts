@@ -31,4 +31,7 @@ export default defineConfig({
   removeNodeProtocol: false,
   splitting: true,
   treeshake: true,
+  // The dashboard's page is bundled by esbuild at build time (scripts/build-dashboard.ts); a
+  // built server never loads esbuild, which is a development dependency.
+  external: ['esbuild'],
 });

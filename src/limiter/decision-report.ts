@@ -19,15 +19,16 @@ export function reportDecision(
   decision: Decision,
   storeLatencyMs: number,
 ): void {
+  const outcome = outcomeOf(decision);
   events.emit({
     rule,
-    outcome: outcomeOf(decision),
+    outcome,
     store,
     cost: decision.cost,
     remaining: decision.remaining,
     retryAfterMs: decision.retryAfterMs,
     storeLatencyMs,
-    keyHash: events.hashOf(key),
+    keyHash: events.hashFor(outcome, key),
   });
 }
 
@@ -54,6 +55,6 @@ export function reportFailure(
     remaining: 0,
     retryAfterMs: 0,
     storeLatencyMs,
-    keyHash: events.hashOf(key),
+    keyHash: events.hashFor('failed-closed', key),
   });
 }

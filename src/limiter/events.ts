@@ -71,6 +71,15 @@ export interface DecisionEventsOptions {
    */
   keyHash?: (key: string) => string;
   /**
+   * The outcomes whose events carry `keyHash`; the others carry none and cost no hash. A
+   * listener that only looks at refusals names them here, so that the admitted requests (most
+   * of them) pay nothing for it.
+   * @default every outcome
+   * @example
+   * new DecisionEvents({ keyHash, keyHashOutcomes: ['refused', 'shadow-refused'] })
+   */
+  keyHashOutcomes?: readonly DecisionOutcome[];
+  /**
    * Where a listener that throws is reported (at most once a minute; the event stays delivered
    * to the other listeners, and the decision is unaffected).
    * @default console.error
@@ -97,20 +106,32 @@ export class DecisionEvents {
   /** The pseudonym function, when the channel reports keys at all. */
   readonly keyHash: ((key: string) => string) | undefined;
   private readonly onListenerError: (error: unknown) => void;
+  /** The outcomes hashed, when not every one is. */
+  private readonly hashed: ReadonlySet<DecisionOutcome> | undefined;
   private lastReportAt = -Infinity;
 
   constructor(options: DecisionEventsOptions = {}) {
     if (typeof options !== 'object' || options === null) {
       throw new SluiceError('SLUICE_CONFIG', 'DecisionEvents options must be an object');
     }
-    const { keyHash, onListenerError = defaultListenerError } = options;
+    const { keyHash, keyHashOutcomes, onListenerError = defaultListenerError } = options;
     if (keyHash !== undefined && typeof keyHash !== 'function') {
       throw new SluiceError('SLUICE_CONFIG', 'DecisionEvents keyHash must be a function (key) => pseudonym');
     }
     if (typeof onListenerError !== 'function') {
       throw new SluiceError('SLUICE_CONFIG', 'DecisionEvents onListenerError must be a function');
     }
+    if (
+      keyHashOutcomes !== undefined &&
+      (!Array.isArray(keyHashOutcomes) || !keyHashOutcomes.every((o) => DECISION_OUTCOMES.includes(o)))
+    ) {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        'DecisionEvents keyHashOutcomes must be an array of decision outcomes (see DECISION_OUTCOMES)',
+      );
+    }
     this.keyHash = keyHash;
+    this.hashed = keyHashOutcomes === undefined ? undefined : new Set(keyHashOutcomes);
     this.onListenerError = onListenerError;
   }
 
@@ -156,6 +177,12 @@ export class DecisionEvents {
       this.reportListenerError(error);
       return undefined;
     }
+  }
+
+  /** The key as an event of `outcome` carries it: {@link hashOf}, for the outcomes hashed. */
+  hashFor(outcome: DecisionOutcome, key: string): string | undefined {
+    if (this.hashed !== undefined && !this.hashed.has(outcome)) return undefined;
+    return this.hashOf(key);
   }
 
   private reportListenerError(error: unknown): void {

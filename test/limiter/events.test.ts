@@ -62,6 +62,36 @@ describe('decision events', () => {
     assert.equal(echo.seen[0]!.keyHash, undefined);
   });
 
+  it('hash the key only for the outcomes named in keyHashOutcomes', () => {
+    let hashed = 0;
+    const { events, seen } = recorder({
+      keyHash: (key) => `h${++hashed}:${key.length}`,
+      keyHashOutcomes: ['refused'],
+    });
+    const limiter = createLimiter({
+      name: 'l',
+      rule: tokenBucket({ limit: 1, period: '1m' }),
+      store: new MemoryStore(),
+      clock: manualClock(0),
+      events,
+    });
+    limiter.takeSync('abc');
+    limiter.takeSync('abc');
+    assert.deepEqual(
+      seen.map((e) => [e.outcome, e.keyHash]),
+      [
+        ['admitted', undefined],
+        ['refused', 'h1:3'],
+      ],
+    );
+    assert.equal(hashed, 1);
+    for (const bad of ['refused', ['nope'], {}])
+      assert.throws(
+        () => new DecisionEvents({ keyHashOutcomes: bad as never }),
+        (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG') && /keyHashOutcomes/.test((e as Error).message),
+      );
+  });
+
   it('build nothing while no one listens, and stop when unsubscribed', () => {
     let hashed = 0;
     const events = new DecisionEvents({ keyHash: () => `h${++hashed}` });

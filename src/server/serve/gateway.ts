@@ -21,17 +21,18 @@ import { mergeHeaders } from './decide.js';
 import { problem, send } from './http-io.js';
 
 /** Paths the server answers itself, in the one spelling the rules see (never forwarded). */
-const ownPaths = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/v1']);
+const ownPaths = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/v1', '/dashboard']);
 
 /**
  * True when the request is the gateway's: the policy names an upstream and the path is none of
- * the server's own (`/v1` and below, the health endpoints, `/metrics`, `/openapi.json`). Paths
- * are compared as the rules compare them, so no spelling of an own path is ever forwarded.
+ * the server's own (`/v1` and `/dashboard` and below, the health endpoints, `/metrics`,
+ * `/openapi.json`). Paths are compared as the rules compare them, so no spelling of an own path
+ * is ever forwarded.
  */
 export function isForwarded(policy: CompiledPolicy, url: string | undefined): boolean {
   if (policy.policy.upstream === undefined) return false;
   const path = normalizePath(pathOf(url));
-  return !ownPaths.has(path) && !path.startsWith('/v1/');
+  return !ownPaths.has(path) && !path.startsWith('/v1/') && !path.startsWith('/dashboard/');
 }
 
 /** The gateway of a server: one proxy and one pool of upstream connections for its whole life. */

@@ -68,6 +68,24 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 /**
+ * The JSON body of `req` ({@link readJson}), or undefined once the refusal of a body that is not
+ * (413, 415, 400) was sent. The rest of a refused body is not read: the connection closes after.
+ */
+export async function readJsonOrRefuse(
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<{ body: unknown } | undefined> {
+  try {
+    return { body: await readJson(req) };
+  } catch (error) {
+    if (!(error instanceof BodyError)) throw error;
+    res.setHeader('Connection', 'close');
+    send(res, error.response);
+    return undefined;
+  }
+}
+
+/**
  * The body as text, refused (413) once it grows past the limit. Stream events rather than an
  * async iterator: the iterator costs about as much per request as the decision itself.
  */

@@ -1,5 +1,11 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { DecisionEvents, type DecisionEvent, type DecisionOutcome } from '../../limiter/events.js';
+import {
+  DecisionEvents,
+  type DecisionEvent,
+  type DecisionEventsOptions,
+  type DecisionListener,
+  type DecisionOutcome,
+} from '../../limiter/events.js';
 
 /** What stands for the limit of a guard's own outcome (allow and deny lists): none ran. */
 const NO_LIMIT = '-';
@@ -21,6 +27,19 @@ const LATENCY_BUCKETS_S = [
 
 type Child = { inc(value?: number): void };
 
+/** Another listener of every rule's channel (the dashboard's), with the key ids it needs. */
+export interface ChannelTap {
+  readonly keyHash: NonNullable<DecisionEventsOptions['keyHash']>;
+  readonly keyHashOutcomes: readonly DecisionOutcome[];
+  listener(rule: string): DecisionListener;
+}
+
+/** The last reload's result: applied or rejected, and when (Unix time, ms). */
+export interface ReloadResult {
+  readonly result: 'applied' | 'rejected';
+  readonly at: number;
+}
+
 /**
  * The server's Prometheus metrics, in a registry of its own (never prom-client's global one, which
  * an embedding program may use). Every label is bounded by the policy: the rule's and limit's
@@ -39,8 +58,10 @@ export class ServerMetrics {
   private readonly lastReload: Gauge;
   /** One channel per rule name, kept across reloads: a kept limiter reports to the one it was built with. */
   private readonly channels = new Map<string, DecisionEvents>();
+  /** Undefined until a reload was tried. */
+  lastReloadResult: ReloadResult | undefined;
 
-  constructor() {
+  constructor(private readonly tap?: ChannelTap) {
     const registers = [this.registry];
     this.decisions = new Counter({
       name: 'sluice_decisions_total',
@@ -93,8 +114,13 @@ export class ServerMetrics {
   channel(rule: string): DecisionEvents {
     let channel = this.channels.get(rule);
     if (channel === undefined) {
-      channel = new DecisionEvents({ onListenerError: () => {} });
+      const { tap } = this;
+      channel = new DecisionEvents({
+        onListenerError: () => {},
+        ...(tap === undefined ? {} : { keyHash: tap.keyHash, keyHashOutcomes: tap.keyHashOutcomes }),
+      });
       channel.subscribe(this.recorder(rule));
+      if (tap !== undefined) channel.subscribe(tap.listener(rule));
       this.channels.set(rule, channel);
     }
     return channel;
@@ -106,12 +132,16 @@ export class ServerMetrics {
     this.info.labels(hash, store).set(1);
     this.rules.set(rules);
     this.lastReload.set(Date.now() / 1000);
-    if (reloaded) this.reloads.labels('applied').inc();
+    if (reloaded) {
+      this.reloads.labels('applied').inc();
+      this.lastReloadResult = { result: 'applied', at: Date.now() };
+    }
   }
 
   /** A reload was refused: the previous policy stays. */
   rejected(): void {
     this.reloads.labels('rejected').inc();
+    this.lastReloadResult = { result: 'rejected', at: Date.now() };
   }
 
   /** The text exposition, and its content type. */

@@ -2,12 +2,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { HttpResponse } from '../../http/problem.js';
+import { isDashboardPath, type Dashboard } from '../dashboard/dashboard.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { ScopeName } from '../policy/model.js';
 import { apiValidator, bodyErrors } from './api-schemas.js';
 import { clear, decide, peek, type Item } from './decide.js';
 import { isForwarded, type Gateway } from './gateway.js';
-import { BodyError, json, problem, readJson, send, unexpected } from './http-io.js';
+import { json, problem, readJsonOrRefuse, send, unexpected } from './http-io.js';
 import { openApiDocument } from './openapi.js';
 
 /** The policy being served, with what the server needs besides: its tokens' check and its store's health. */
@@ -79,15 +80,16 @@ const openApiBody = JSON.stringify(openApiDocument);
  * The decision API on node:http (no framework): POST /v1/decisions, /v1/peek, /v1/reset,
  * /v1/forget; GET /healthz, /readyz, /openapi.json. Every error is problem+json. With a gateway,
  * every other path of a policy that names an upstream is the gateway's (WebSocket upgrades too).
+ * With a dashboard, /dashboard and below are its.
  */
-export function createDecisionServer(holder: PolicyHolder, gateway?: Gateway): Server {
+export function createDecisionServer(holder: PolicyHolder, gateway?: Gateway, dashboard?: Dashboard): Server {
   const server = createServer((req, res) => {
     const served = holder.current();
     const release = holder.hold?.(served);
     const work =
       gateway !== undefined && isForwarded(served.compiled, req.url)
         ? gateway.web(served.compiled, req, res)
-        : handle(holder, served, req, res);
+        : handle(holder, served, req, res, dashboard);
     work
       .catch((error: unknown) => {
         holder.failed?.(error);
@@ -113,22 +115,18 @@ async function handle(
   served: ServedPolicy,
   req: IncomingMessage,
   res: ServerResponse,
+  dashboard: Dashboard | undefined,
 ): Promise<void> {
   const path = new URL(req.url ?? '/', 'http://sluice').pathname;
+  if (dashboard !== undefined && isDashboardPath(path)) return dashboard.handle(req, res, served, path);
   const route = routes[path];
   if (route !== undefined) {
     if (req.method !== 'POST') return refuseMethod(req, res, 'POST');
     const denied = served.authorize(req, route.scope);
     if (denied !== undefined) return send(res, denied);
-    let body: unknown;
-    try {
-      body = await readJson(req);
-    } catch (error) {
-      if (!(error instanceof BodyError)) throw error;
-      // The rest of a refused body is not read: the connection closes after the answer.
-      res.setHeader('Connection', 'close');
-      return send(res, error.response);
-    }
+    const read = await readJsonOrRefuse(req, res);
+    if (read === undefined) return;
+    const { body } = read;
     if (!route.validate(body)) return send(res, invalid(bodyErrors(route.validate.errors)));
     const unknown = unknownRules(served.compiled, body as ForgetBatch);
     if (unknown.length > 0) return send(res, invalid(unknown));

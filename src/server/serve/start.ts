@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { Dashboard } from '../dashboard/dashboard.js';
 import { loadPolicyText, readPolicyFile } from '../policy/load.js';
 import { isLoopbackHost } from './auth.js';
 import { createEchoServer } from './echo.js';
@@ -55,6 +56,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   }
   const echo = options.echoUpstream === true ? await startEcho(policy.upstream) : undefined;
   const opened = await openStore(policy.store);
+  const dashboard = new Dashboard();
+  const metrics = new ServerMetrics(dashboard.tap);
   let live: LivePolicy;
   try {
     live = LivePolicy.start(
@@ -63,7 +66,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         env: options.env,
         opened,
         log,
-        metrics: new ServerMetrics(),
+        metrics,
         tokensRequired: !isLoopbackHost(options.host),
       },
       loaded,
@@ -75,7 +78,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     throw error;
   }
   const gateway = createGateway({ onUpstreamError: upstreamReporter(log) });
-  const server = createDecisionServer(live, gateway);
+  const server = createDecisionServer(live, gateway, dashboard);
   try {
     await listen(server, options.port, options.host);
   } catch (error) {
@@ -85,6 +88,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     throw error;
   }
   if (options.watch === true) live.watchFile();
+  dashboard.start(live, metrics);
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;
@@ -108,6 +112,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
+          dashboard.close();
           // A WebSocket tunnel may last for hours: it is cut, not waited for.
           gateway.closeTunnels();
         });
