@@ -1,3 +1,4 @@
+import { cpSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
 // One entry per public subpath; keep in step with package.json "exports" (scripts/check-exports.mjs checks).
@@ -34,4 +35,10 @@ export default defineConfig({
   // The dashboard's page is bundled by esbuild at build time (scripts/build-dashboard.ts); a
   // built server never loads esbuild, which is a development dependency.
   external: ['esbuild'],
+  // The server finds the .proto files of Envoy's rate limit service beside its bundle
+  // (import.meta.url; shimmed in the CommonJS build).
+  shims: true,
+  onSuccess: async () => {
+    cpSync('src/server/envoy/protos', 'dist/protos', { recursive: true });
+  },
 });

@@ -56,6 +56,17 @@ for (const [subpath, target] of Object.entries(pkg.exports)) {
   }
 }
 
+// The server loads the .proto files of Envoy's rate limit service from beside its bundle.
+for (const proto of [
+  'envoy/service/ratelimit/v3/rls.proto',
+  'envoy/extensions/common/ratelimit/v3/ratelimit.proto',
+  'envoy/type/v3/ratelimit_unit.proto',
+  'envoy/config/core/v3/base.proto',
+  'grpc/health/v1/health.proto',
+])
+  if (!existsSync(join(root, 'dist', 'protos', proto))) fail(`dist/protos/${proto} is not built`);
+if (!pkg.files.includes('dist')) fail('package.json "files" leaves dist (and its protos) out');
+
 const { messages } = await publint({ pkgDir: root, strict: true });
 for (const message of messages) {
   const text = formatMessage(message, pkg);

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { isSluiceError } from '../core/errors.js';
 import { checkPolicyFile, formatPolicy } from './check.js';
+import { testClock } from './envoy/test-clock.js';
 import { explainRequest, formatExplanation } from './explain.js';
 import { PolicyError } from './policy/errors.js';
 import { StartError, serve, type RunningServer } from './serve/start.js';
@@ -104,6 +105,15 @@ export function createProgram(
       "also run a built-in echo application at the policy's upstream (an http:// URL on loopback), to try gateway mode",
     )
     .option('--no-watch', 'reload on SIGHUP only, not when the policy file changes')
+    .option(
+      '--grpc-port <port>',
+      "also answer Envoy's rate limit service over gRPC on this port (default: the policy's envoy.grpcPort, else 8081)",
+      portArgument,
+    )
+    .option(
+      '--envoy-config <dir>',
+      "a directory of envoyproxy/ratelimit configuration files to serve to Envoy (with the policy's envoy.domains)",
+    )
     .action(
       async (options: {
         config: string;
@@ -111,6 +121,8 @@ export function createProgram(
         port: number;
         echoUpstream?: boolean;
         watch: boolean;
+        grpcPort?: number;
+        envoyConfig?: string;
       }) => {
         // Listened for from the start: SIGHUP's default would end the process. One that comes
         // while the server starts reloads once it listens.
@@ -122,7 +134,7 @@ export function createProgram(
         };
         process.on('SIGHUP', reload);
         try {
-          running = await serve({ ...options, env: io.env, out: io.out });
+          running = await serve({ ...options, env: io.env, out: io.out, envoyClock: testClock(io.env) });
           if (pending) reload();
           // Stop listening, let requests in flight finish, then close the store.
           const stopping = running;

@@ -28,6 +28,10 @@ describe('sluice.schema.json and the model', () => {
       'clients',
       'defaults',
       'auth',
+      'envoy',
+      'envoyDomain',
+      'envoyDescriptor',
+      'envoyRateLimit',
     ] as const)
       assert.deepEqual(keys(defs[name].properties), fields(fileFields[name]), name);
     assert.deepEqual(keys(defs.auth.properties.tokens.items.properties), fields(fileFields.token));

@@ -111,6 +111,44 @@ export interface AuthFile {
   tokens: TokenFile[];
 }
 
+/** A limit of envoyproxy/ratelimit's format, with its own field names. */
+export interface EnvoyRateLimitFile {
+  unit?: string;
+  requests_per_unit?: number;
+  unlimited?: boolean;
+  name?: string;
+  replaces?: { name?: string }[];
+}
+
+/** A descriptor level of envoyproxy/ratelimit's format. */
+export interface EnvoyDescriptorFile {
+  key: string;
+  value?: string;
+  rate_limit?: EnvoyRateLimitFile;
+  descriptors?: EnvoyDescriptorFile[];
+  shadow_mode?: boolean;
+  quota_mode?: boolean;
+  detailed_metric?: boolean;
+  value_to_metric?: boolean;
+  share_threshold?: boolean;
+  metadata?: Record<string, unknown>;
+}
+
+/** A domain of envoyproxy/ratelimit's format, written in the policy file. */
+export interface EnvoyDomainFile {
+  domain: string;
+  descriptors?: EnvoyDescriptorFile[];
+}
+
+/** Envoy's rate limit service: its domains (files, directories or written here) and settings. */
+export interface EnvoyFile {
+  grpcPort?: number;
+  shadowMode?: boolean;
+  headers?: HeaderStyle;
+  dynamicMetadata?: boolean;
+  domains: (string | EnvoyDomainFile)[];
+}
+
 export interface PolicyFile {
   version: 1;
   store?: StoreFile;
@@ -119,6 +157,8 @@ export interface PolicyFile {
   auth?: AuthFile;
   /** Gateway mode: where admitted requests are forwarded. */
   upstream?: string;
+  /** Envoy's rate limit service over gRPC. */
+  envoy?: EnvoyFile;
   rules: RuleFile[];
 }
 
@@ -137,8 +177,24 @@ export const fileFields = {
     defaults: true,
     auth: true,
     upstream: true,
+    envoy: true,
     rules: true,
   },
+  envoy: { grpcPort: true, shadowMode: true, headers: true, dynamicMetadata: true, domains: true },
+  envoyDomain: { domain: true, descriptors: true },
+  envoyDescriptor: {
+    key: true,
+    value: true,
+    rate_limit: true,
+    descriptors: true,
+    shadow_mode: true,
+    quota_mode: true,
+    detailed_metric: true,
+    value_to_metric: true,
+    share_threshold: true,
+    metadata: true,
+  },
+  envoyRateLimit: { unit: true, requests_per_unit: true, unlimited: true, name: true, replaces: true },
   block: { duration: true, factor: true, max: true, forgetAfter: true },
   tokenBucket: { algorithm: true, limit: true, period: true, burst: true, penalty: true, block: true },
   fixedWindow: { algorithm: true, limit: true, window: true, penalty: true, block: true },
@@ -179,6 +235,10 @@ export const fileFields = {
   token: { token: true, scopes: true },
 } as const satisfies {
   policy: Fields<PolicyFile>;
+  envoy: Fields<EnvoyFile>;
+  envoyDomain: Fields<EnvoyDomainFile>;
+  envoyDescriptor: Fields<EnvoyDescriptorFile>;
+  envoyRateLimit: Fields<EnvoyRateLimitFile>;
   block: Fields<BlockFile>;
   tokenBucket: Fields<TokenBucketFile>;
   fixedWindow: Fields<FixedWindowFile>;

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { YAMLError } from 'yaml';
 import { LineCounter, parseDocument, type Document, type Scalar } from 'yaml';
+import { loadEnvoyDomains } from '../envoy/load.js';
+import type { EnvoyDomains } from '../envoy/config.js';
 import { PolicyError, pathText, type PolicyIssue } from './errors.js';
 import { expandEnvironment, expansionOf, type Expansion } from './expand.js';
 import type { PolicyFile } from './file-types.js';
@@ -19,6 +21,11 @@ export interface LoadedPolicy {
   readonly policy: Policy;
   /** The file's name as given. */
   readonly file: string;
+  /**
+   * The domains of Envoy's rate limit service (the file's `envoy.domains` and `--envoy-config`),
+   * built; undefined when there are none to serve.
+   */
+  readonly envoy: EnvoyDomains | undefined;
   /** Where each rule and each of its limits were written. */
   readonly origins: readonly RuleOrigin[];
   /** An issue at `path` of the file (its key with `atKey`), its message prefixed with the place. */
@@ -36,6 +43,8 @@ export interface LoadOptions {
   file?: string;
   /** Where `${NAME}` is looked up. @default process.env */
   env?: Readonly<Record<string, string | undefined>>;
+  /** A directory of envoyproxy/ratelimit configuration files (`--envoy-config`). */
+  envoyConfig?: string;
 }
 
 /**
@@ -100,8 +109,20 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
     );
   if (issues.length > 0) throw new PolicyError(file, issues);
   const policy = normalizePolicy(policyFile);
+  const envoy =
+    policyFile.envoy === undefined && options.envoyConfig === undefined
+      ? undefined
+      : loadEnvoyDomains({
+          file,
+          doc,
+          lines,
+          domains: policyFile.envoy?.domains,
+          directory: options.envoyConfig,
+          issue: (path, what) => issue(path, what),
+        });
   return {
     policy,
+    envoy,
     file,
     origins: policyFile.rules.map((rule, i) => ({
       rule: ['rules', i],
@@ -113,8 +134,8 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
 }
 
 /** Reads and loads the policy file at `path`; a file that cannot be read is a PolicyError too. */
-export function loadPolicyFile(path: string, env?: LoadOptions['env']): LoadedPolicy {
-  return loadPolicyText(readPolicyFile(path), { file: path, env });
+export function loadPolicyFile(path: string, env?: LoadOptions['env'], envoyConfig?: string): LoadedPolicy {
+  return loadPolicyText(readPolicyFile(path), { file: path, env, envoyConfig });
 }
 
 /** The text of the policy file at `path`; one that cannot be read is a PolicyError at its first line. */

@@ -5,6 +5,7 @@
 import type { HeaderStyle } from '../../http/headers.js';
 import type {
   AlgorithmName,
+  EnvoyDomainFile,
   BlockFile,
   FailureName,
   LimitOptionsFile,
@@ -48,6 +49,18 @@ export interface TokenModel {
   readonly scopes: readonly ScopeName[];
 }
 
+/** Envoy's rate limit service, defaults filled in. */
+export interface EnvoyModel {
+  /** undefined: the command line's, else 8081. */
+  readonly grpcPort: number | undefined;
+  /** The global shadow switch: an OVER_LIMIT overall code is answered OK, statuses unchanged. */
+  readonly shadowMode: boolean;
+  readonly headers: HeaderStyle;
+  readonly dynamicMetadata: boolean;
+  /** As written: file or directory names (relative to the policy file), or domains. */
+  readonly domains: readonly (string | EnvoyDomainFile)[];
+}
+
 export interface Policy {
   readonly version: 1;
   readonly store: StoreFile;
@@ -61,6 +74,8 @@ export interface Policy {
   readonly tokens: readonly TokenModel[];
   /** Gateway mode's upstream URL; undefined when the server answers decisions only. */
   readonly upstream: string | undefined;
+  /** Envoy's rate limit service; undefined when the file has no `envoy`. */
+  readonly envoy: EnvoyModel | undefined;
   readonly rules: readonly RuleModel[];
 }
 

@@ -37,6 +37,16 @@ export function normalizePolicy(file: PolicyFile): Policy {
     defaults,
     tokens: file.auth?.tokens ?? [],
     upstream: file.upstream,
+    envoy:
+      file.envoy === undefined
+        ? undefined
+        : {
+            grpcPort: file.envoy.grpcPort,
+            shadowMode: file.envoy.shadowMode ?? false,
+            headers: file.envoy.headers ?? policyDefaults.headers,
+            dynamicMetadata: file.envoy.dynamicMetadata ?? false,
+            domains: file.envoy.domains,
+          },
     rules: file.rules.map((rule) => normalizeRule(rule, defaults)),
   };
 }

@@ -89,7 +89,7 @@ export async function readJsonOrRefuse(
  * The body as text, refused (413) once it grows past the limit. Stream events rather than an
  * async iterator: the iterator costs about as much per request as the decision itself.
  */
-function readBody(req: IncomingMessage): Promise<string> {
+export function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -145,7 +145,7 @@ export class LivePolicy implements PolicyHolder {
     const { config, env, log, metrics } = this.options;
     try {
       const text = readPolicyFile(config);
-      const loaded = loadPolicyText(text, { file: config, env });
+      const loaded = loadPolicyText(text, { file: config, env, envoyConfig: this.options.envoyConfig });
       const previous = this.generation.served.compiled.policy.store;
       if (JSON.stringify(loaded.policy.store) !== JSON.stringify(previous)) {
         const place = loaded.issue(
@@ -214,6 +214,7 @@ export class LivePolicy implements PolicyHolder {
       authorize: authorizer(loaded.policy.tokens),
       storeType: opened.type,
       ready: opened.ready,
+      ...(loaded.envoy === undefined ? {} : { envoy: loaded.envoy }),
     };
     return { generation: { served, text, users: 0 }, kept };
   }
@@ -259,6 +260,8 @@ export interface LivePolicyOptions {
   metrics: ServerMetrics;
   /** True when the server listens beyond loopback: a policy without tokens is then refused. */
   tokensRequired: boolean;
+  /** A directory of envoyproxy/ratelimit files (`--envoy-config`), read again at each reload. */
+  envoyConfig?: string;
 }
 
 /** What a rule's limiters are made of: equal, they can be kept as they are. */

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { HttpResponse } from '../../http/problem.js';
 import { isDashboardPath, type Dashboard } from '../dashboard/dashboard.js';
+import type { EnvoyDomains } from '../envoy/config.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { ScopeName } from '../policy/model.js';
 import { apiValidator, bodyErrors } from './api-schemas.js';
@@ -20,7 +21,14 @@ export interface ServedPolicy {
   readonly storeType: string;
   /** True when the store answers. */
   ready(): Promise<boolean>;
+  /** The domains of Envoy's rate limit service, when the policy has any. */
+  readonly envoy?: EnvoyDomains;
 }
+
+/** Paths answered by another part of the server (Envoy's `POST /json`), before any other. */
+export type ExtraRoutes = Readonly<
+  Record<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>>
+>;
 
 /**
  * Where the server finds the policy for each request: read once per request, so that a reload
@@ -82,14 +90,23 @@ const openApiBody = JSON.stringify(openApiDocument);
  * every other path of a policy that names an upstream is the gateway's (WebSocket upgrades too).
  * With a dashboard, /dashboard and below are its.
  */
-export function createDecisionServer(holder: PolicyHolder, gateway?: Gateway, dashboard?: Dashboard): Server {
+export function createDecisionServer(
+  holder: PolicyHolder,
+  gateway?: Gateway,
+  dashboard?: Dashboard,
+  extra: ExtraRoutes = {},
+): Server {
+  const routes = Object.keys(extra).length > 0 ? extra : undefined;
   const server = createServer((req, res) => {
     const served = holder.current();
     const release = holder.hold?.(served);
+    const own = routes?.[(req.url ?? '/').split('?')[0]!];
     const work =
-      gateway !== undefined && isForwarded(served.compiled, req.url)
-        ? gateway.web(served.compiled, req, res)
-        : handle(holder, served, req, res, dashboard);
+      own !== undefined
+        ? own(req, res)
+        : gateway !== undefined && isForwarded(served.compiled, req.url)
+          ? gateway.web(served.compiled, req, res)
+          : handle(holder, served, req, res, dashboard);
     work
       .catch((error: unknown) => {
         holder.failed?.(error);

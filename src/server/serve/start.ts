@@ -1,4 +1,7 @@
 import type { AddressInfo } from 'node:net';
+import type { Clock } from '../../core/clock.js';
+import { startEnvoy, type RunningEnvoy } from '../envoy/index.js';
+import { servedEnvoy } from '../envoy/served.js';
 import type { Server } from 'node:http';
 import { Dashboard } from '../dashboard/dashboard.js';
 import { loadPolicyText, readPolicyFile } from '../policy/load.js';
@@ -28,12 +31,20 @@ export interface ServeOptions {
   log?: ServerLog;
   /** Reload when the policy file changes. @default false */
   watch?: boolean;
+  /** The gRPC port of Envoy's rate limit service. @default the policy's envoy.grpcPort, else 8081 */
+  grpcPort?: number;
+  /** A directory of envoyproxy/ratelimit configuration files, served beside the policy's own. */
+  envoyConfig?: string;
+  /** The clock of Envoy's rate limit service (a test's). @default Date.now */
+  envoyClock?: Clock;
 }
 
 /** A running server: its address, and how to stop it (in-flight requests finish first). */
 export interface RunningServer {
   readonly url: string;
   readonly server: Server;
+  /** Envoy's rate limit service, when it runs. */
+  readonly envoy: RunningEnvoy | undefined;
   /** Reads the policy file again and serves it if it is valid; true when it was applied. */
   reload(trigger: ReloadTrigger): Promise<boolean>;
   close(): Promise<void>;
@@ -47,7 +58,11 @@ export interface RunningServer {
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const log = options.log ?? createServerLog();
   const text = readPolicyFile(options.config);
-  const loaded = loadPolicyText(text, { file: options.config, env: options.env });
+  const loaded = loadPolicyText(text, {
+    file: options.config,
+    env: options.env,
+    envoyConfig: options.envoyConfig,
+  });
   const { policy } = loaded;
   if (policy.tokens.length === 0 && !isLoopbackHost(options.host)) {
     throw new StartError(
@@ -68,6 +83,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         log,
         metrics,
         tokensRequired: !isLoopbackHost(options.host),
+        envoyConfig: options.envoyConfig,
       },
       loaded,
       text,
@@ -77,11 +93,40 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     await echo?.close();
     throw error;
   }
+  let envoy: RunningEnvoy | undefined;
+  const wantsEnvoy =
+    policy.envoy !== undefined || options.envoyConfig !== undefined || options.grpcPort !== undefined;
+  try {
+    if (wantsEnvoy)
+      envoy = await startEnvoy({
+        host: options.host,
+        port: options.grpcPort ?? policy.envoy?.grpcPort ?? 8081,
+        store: opened.store,
+        registry: metrics.registry,
+        failed: (error) => live.failed(error),
+        clock: options.envoyClock ?? Date.now,
+        served: () => servedEnvoy(live.current()),
+        ready: opened.ready,
+      });
+  } catch (error) {
+    live.close();
+    await opened.close();
+    await echo?.close();
+    throw new StartError(
+      `sluice serve: Envoy's rate limit service cannot listen on its gRPC port (${grpcCode(error)})`,
+    );
+  }
   const gateway = createGateway({ onUpstreamError: upstreamReporter(log) });
-  const server = createDecisionServer(live, gateway, dashboard);
+  const server = createDecisionServer(
+    live,
+    gateway,
+    dashboard,
+    envoy === undefined ? {} : { '/json': envoy.json },
+  );
   try {
     await listen(server, options.port, options.host);
   } catch (error) {
+    await envoy?.close();
     live.close();
     await opened.close();
     await echo?.close();
@@ -95,7 +140,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   // One write: a reader that waits for the address gets every line at once.
   options.out(
     startupText(url, options.config, policy.rules.length, opened.type, policy.tokens.length > 0) +
-      (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo !== undefined)),
+      (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo !== undefined)) +
+      (envoy === undefined ? '' : envoyText(options.host, envoy.port)),
   );
   log.info(
     { event: 'start', url, rules: policy.rules.length, store: opened.type, auth: policy.tokens.length > 0 },
@@ -105,6 +151,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   return {
     url,
     server,
+    envoy,
     reload: (trigger) => live.reload(trigger),
     close: () =>
       (closing ??= (async () => {
@@ -117,6 +164,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
           gateway.closeTunnels();
         });
         gateway.close();
+        await envoy?.close();
         live.close();
         await opened.close();
         await echo?.close();
@@ -195,6 +243,17 @@ function upstreamReporter(log: ServerLog): (error: unknown) => void {
     );
     failed = 0;
   };
+}
+
+function envoyText(host: string, port: number): string {
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return `sluice: Envoy's rate limit service (gRPC) on ${address}\n`;
+}
+
+/** The code of a failure to listen, which grpc-js puts in its message. */
+function grpcCode(error: unknown): string {
+  const text = error instanceof Error ? error.message : '';
+  return /EADDRINUSE|EACCES|EADDRNOTAVAIL/.exec(text)?.[0] ?? 'error';
 }
 
 function gatewayText(url: string, upstream: string, echo: boolean): string {

@@ -1,0 +1,260 @@
+import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
+import { admittedHeaders, limitedResponse } from '../../http/problem.js';
+import type { BucketKeys } from '../policy/keys.js';
+import type { EnvoyModel } from '../policy/model.js';
+import type { EnvoyDomains, EnvoyRule } from './config.js';
+import { storeFailure, type Ask, type EnvoyBuckets } from './decide.js';
+import type {
+  HeaderMessage,
+  RequestMessage,
+  ResponseMessage,
+  StatusMessage,
+  StructMessage,
+} from './messages.js';
+import { toStruct } from './messages.js';
+import type { EnvoyMetrics } from './metrics.js';
+import { planRequest, type Plan } from './plan.js';
+import { secondsUntilReset } from './units.js';
+
+/** The configuration a call is decided by: the policy served when it arrived. */
+export interface ServedEnvoy {
+  readonly domains: EnvoyDomains;
+  readonly settings: EnvoyModel;
+  readonly keys: BucketKeys;
+}
+
+type LimitPlan = Extract<Plan, { kind: 'limit' }>;
+
+const UNLIMITED_REMAINING = 4_294_967_295;
+
+/**
+ * ShouldRateLimit: envoyproxy/ratelimit's answers, counted on sluice's buckets. The descriptors
+ * that enforce are charged all or nothing in one store call, and a refused request charges none
+ * of them, so a client that backs off gets through as soon as its window allows. A `quota_mode`
+ * descriptor refuses only with every other quota descriptor (the request then passes and is
+ * charged to it past its limit), a `shadow_mode` one never refuses, and a debit (a descriptor's
+ * own hits_addend) is charged whatever it holds.
+ */
+export class EnvoyService {
+  constructor(
+    private readonly buckets: EnvoyBuckets,
+    private readonly metrics: EnvoyMetrics,
+  ) {}
+
+  async shouldRateLimit(request: RequestMessage, served: ServedEnvoy | undefined): Promise<ResponseMessage> {
+    if (served === undefined || served.domains.size === 0)
+      throw new SluiceError('SLUICE_CONFIG', 'no rate limit configuration loaded', { status: 503 });
+    const plans = planRequest(served.domains, request);
+    if (!served.domains.has(request.domain)) this.metrics.domainNotFound();
+    const now = this.buckets.now();
+    const decisions: (Decision | undefined)[] = new Array(plans.length);
+    let over: boolean;
+    try {
+      over = await this.group(plans, decisions, served.keys, now);
+      over = (await this.extras(plans, decisions, served.keys, now, over)) || over;
+    } catch (error) {
+      throw storeFailure(error);
+    }
+    return this.respond(request, served.settings, plans, decisions, over, now);
+  }
+
+  /**
+   * The enforcing descriptors, all or nothing; true when the request is over. Two descriptors of
+   * one counter are one ask of both costs.
+   */
+  private async group(
+    plans: readonly Plan[],
+    decisions: (Decision | undefined)[],
+    keys: BucketKeys,
+    now: number,
+  ): Promise<boolean> {
+    const asks: Ask[] = [];
+    const quotaOnly: boolean[] = [];
+    const askOf = new Map<number, number>();
+    const byBucket = new Map<string, number>();
+    plans.forEach((plan, i) => {
+      if (plan.kind !== 'limit' || plan.rule.shadow || plan.debit) return;
+      const ask = askFor(plan, keys);
+      const id = `${ask.unit}|${ask.key}`;
+      const same = byBucket.get(id);
+      if (same === undefined) {
+        byBucket.set(id, asks.length);
+        askOf.set(i, asks.length);
+        asks.push(ask);
+        quotaOnly.push(plan.rule.quota);
+      } else {
+        const first = asks[same]!;
+        asks[same] = { ...first, cost: first.cost + ask.cost };
+        quotaOnly[same] = quotaOnly[same]! && plan.rule.quota;
+        askOf.set(i, same);
+      }
+    });
+    if (asks.length === 0) return false;
+    let result = await this.buckets.takeAll(asks, now);
+    const refused = result.flatMap((d, j) => (d.allowed ? [] : [j]));
+    let over = false;
+    let forced: number[] = [];
+    if (refused.length > 0) {
+      const quotaPlans = [...askOf].filter(([i]) => (plans[i] as LimitPlan).rule.quota);
+      const quotaOver = quotaPlans.filter(([, j]) => !result[j]!.allowed).length;
+      if (refused.some((j) => !quotaOnly[j]) || (quotaPlans.length > 0 && quotaOver === quotaPlans.length)) {
+        over = true;
+      } else {
+        // Only some quota descriptors are over: the request passes and is charged to all of
+        // them, those over their limit too.
+        forced = refused;
+        const rest = asks.flatMap((a, j) => (refused.includes(j) ? [] : [a]));
+        const again = rest.length === 0 ? [] : await this.buckets.takeAll(rest, now);
+        if (again.some((d) => !d.allowed)) over = true;
+        else {
+          let k = 0;
+          result = result.map((d, j) => (refused.includes(j) ? d : again[k++]!));
+          await Promise.all(forced.map((j) => this.buckets.charge(asks[j]!, now)));
+        }
+      }
+    }
+    for (const [i, j] of askOf) decisions[i] = result[j];
+    return over;
+  }
+
+  /**
+   * Shadow descriptors (charged when the request passes, looked at otherwise) and debits
+   * (charged whatever they hold); true when a debit went over its limit, as upstream says.
+   */
+  private async extras(
+    plans: readonly Plan[],
+    decisions: (Decision | undefined)[],
+    keys: BucketKeys,
+    now: number,
+    over: boolean,
+  ): Promise<boolean> {
+    const work: Promise<boolean>[] = [];
+    plans.forEach((plan, i) => {
+      if (plan.kind !== 'limit' || !(plan.rule.shadow || plan.debit)) return;
+      const ask = askFor(plan, keys);
+      const look = plan.debit ? ask : over ? { ...ask, cost: 0 } : ask;
+      work.push(
+        this.buckets.takeAll([look], now).then(async ([decision]) => {
+          decisions[i] = decision;
+          if (!plan.debit || decision!.allowed) return false;
+          await this.buckets.charge(ask, now);
+          return !plan.rule.shadow;
+        }),
+      );
+    });
+    if (work.length === 0) return false;
+    return (await Promise.all(work)).some(Boolean);
+  }
+
+  private respond(
+    request: RequestMessage,
+    settings: EnvoyModel,
+    plans: readonly Plan[],
+    decisions: readonly (Decision | undefined)[],
+    over: boolean,
+    now: number,
+  ): ResponseMessage {
+    const statuses: StatusMessage[] = [];
+    const named: Decision[] = [];
+    const passed: EnvoyRule[] = [];
+    plans.forEach((plan, i) => {
+      if (plan.kind === 'none') return statuses.push({ code: 'OK', limit_remaining: 0 });
+      if (plan.kind === 'unlimited')
+        return statuses.push({ code: 'OK', limit_remaining: UNLIMITED_REMAINING });
+      const decision = decisions[i]!;
+      const status = statusOf(plan, decision, now);
+      statuses.push(status);
+      this.count(request, plan, decision, over);
+      if (status.code === 'OK') passed.push(plan.rule);
+      if (!plan.rule.shadow) named.push({ ...decision, name: labelOf(plan.rule) });
+    });
+    const overall = over && !settings.shadowMode ? 'OVER_LIMIT' : 'OK';
+    const response: ResponseMessage = {
+      overall_code: overall,
+      statuses,
+      response_headers_to_add: [],
+      request_headers_to_add: [],
+    };
+    if (overall === 'OVER_LIMIT' && named.some((d) => !d.allowed)) {
+      const reply = limitedResponse(named, { headers: settings.headers });
+      response.response_headers_to_add = headerList(reply.headers);
+      response.raw_body = Buffer.from(reply.body);
+    } else if (named.length > 0 && settings.headers !== 'none') {
+      response.response_headers_to_add = headerList(admittedHeaders(named, settings.headers));
+    }
+    if (settings.dynamicMetadata) response.dynamic_metadata = metadataOf(request, passed);
+    return response;
+  }
+
+  private count(request: RequestMessage, plan: LimitPlan, decision: Decision, over: boolean): void {
+    const { rule } = plan;
+    const outcome = !decision.allowed
+      ? rule.shadow
+        ? 'shadow_mode'
+        : 'over_limit'
+      : over
+        ? undefined
+        : 'within_limit';
+    if (outcome !== undefined) this.metrics.hit(request.domain, rule, outcome, plan.cost);
+    if (plan.detailed) this.metrics.values(request.domain, rule, plan.counter, plan.cost);
+  }
+}
+
+function askFor(plan: LimitPlan, keys: BucketKeys): Ask {
+  return {
+    unit: plan.rule.unit!,
+    key: keys.current(plan.counter),
+    cost: plan.cost,
+    limit: plan.rule.requestsPerUnit,
+  };
+}
+
+function statusOf(plan: LimitPlan, decision: Decision, now: number): StatusMessage {
+  const { rule } = plan;
+  const unit = rule.unit!;
+  return {
+    code: decision.allowed || rule.shadow ? 'OK' : 'OVER_LIMIT',
+    current_limit: { name: rule.name, requests_per_unit: rule.requestsPerUnit, unit },
+    limit_remaining: decision.allowed ? Math.min(decision.remaining, UNLIMITED_REMAINING) : 0,
+    duration_until_reset: { seconds: secondsUntilReset(unit, now), nanos: 0 },
+  };
+}
+
+/** The name a rule carries in headers and problem bodies: its own, else where it is configured. */
+function labelOf(rule: EnvoyRule): string {
+  return rule.name !== '' ? rule.name : rule.path;
+}
+
+function headerList(headers: Record<string, string>): HeaderMessage[] {
+  return Object.entries(headers).map(([key, value]) => ({ key: key.toLowerCase(), value }));
+}
+
+/**
+ * dynamic_metadata: the domain, each descriptor's keys (never its values: they may be addresses
+ * or user ids, and Envoy's access logs would carry them), the request's hits_addend, and the
+ * metadata of the descriptors that passed, merged.
+ */
+function metadataOf(request: RequestMessage, passed: readonly EnvoyRule[]): StructMessage {
+  const merged: Record<string, unknown> = {};
+  for (const rule of passed) if (rule.metadata !== undefined) mergeInto(merged, rule.metadata);
+  const data: Record<string, unknown> = {
+    domain: request.domain,
+    descriptors: request.descriptors.map((d) => ({ entries: d.entries.map((e) => e.key) })),
+  };
+  if (request.hits_addend !== 0) data.hitsAddend = request.hits_addend;
+  if (Object.keys(merged).length > 0) data.metadata = merged;
+  return toStruct(data);
+}
+
+function mergeInto(target: Record<string, unknown>, source: Readonly<Record<string, unknown>>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const present = target[key];
+    if (isObject(present) && isObject(value)) mergeInto(present, value);
+    else target[key] = isObject(value) ? structuredClone(value) : value;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
