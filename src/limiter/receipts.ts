@@ -36,25 +36,50 @@ export interface ReceiptedDecision {
 }
 
 /**
- * The receipts one limiter issued and has not settled yet. A WeakSet: a receipt nobody settles is
- * garbage once its holder lets go of it, so the book never grows with traffic; a receipt not in
+ * A receipt as issued: its fields frozen, and the book it is open in (none once settled) in a
+ * private field, which nothing outside this class can read, set or copy: a receipt made by hand
+ * or copied (spread, structuredClone) has no such field and is refused.
+ */
+class IssuedReceipt implements Receipt {
+  #openIn: ReceiptBook | undefined;
+
+  constructor(
+    book: ReceiptBook,
+    readonly rule: string,
+    readonly key: string,
+    readonly cost: number,
+    readonly at: number,
+    readonly until: number,
+  ) {
+    this.#openIn = book;
+    Object.freeze(this);
+  }
+
+  /** Closes `receipt` in `book`; false when it is not a receipt open there. */
+  static close(receipt: unknown, book: ReceiptBook): boolean {
+    if (typeof receipt !== 'object' || receipt === null || !(#openIn in receipt)) return false;
+    if (receipt.#openIn !== book) return false;
+    receipt.#openIn = undefined;
+    return true;
+  }
+
+  static reopen(receipt: Receipt, book: ReceiptBook): void {
+    if (receipt instanceof IssuedReceipt) receipt.#openIn = book;
+  }
+}
+
+/**
+ * The receipts one limiter issued and has not settled yet. Each receipt says itself which book it
+ * is open in (see IssuedReceipt), so the book holds nothing: a receipt nobody settles is garbage
+ * once its holder lets go of it, the book never grows with traffic, and issuing one costs no
+ * WeakSet entry (those are costly for the garbage collector on a hot path). A receipt not open in
  * the book (settled already, issued by another limiter, or made by hand) is refused.
  */
 export class ReceiptBook {
-  private readonly open = new WeakSet<Receipt>();
-
   /** The receipt of `decision`, when it charged the store. */
   issue(name: string, key: string, decision: Decision, at: number): Receipt | undefined {
     if (!decision.allowed || decision.cost === 0 || decision.source !== 'store') return undefined;
-    const receipt: Receipt = Object.freeze({
-      rule: name,
-      key,
-      cost: decision.cost,
-      at,
-      until: at + decision.resetMs,
-    });
-    this.open.add(receipt);
-    return receipt;
+    return new IssuedReceipt(this, name, key, decision.cost, at, at + decision.resetMs);
   }
 
   /**
@@ -62,7 +87,7 @@ export class ReceiptBook {
    * @throws SluiceError `SLUICE_ARGUMENT` when it is not an open receipt of this limiter
    */
   close(receipt: Receipt, name: string): void {
-    if (typeof receipt !== 'object' || receipt === null || !this.open.delete(receipt)) {
+    if (!IssuedReceipt.close(receipt, this)) {
       throw new SluiceError(
         'SLUICE_ARGUMENT',
         `limiter ${JSON.stringify(name)} has no open receipt like this: it was settled already, or issued by another limiter`,
@@ -72,6 +97,6 @@ export class ReceiptBook {
 
   /** Puts back a receipt whose settlement failed in the store, so that it may be tried again. */
   reopen(receipt: Receipt): void {
-    this.open.add(receipt);
+    IssuedReceipt.reopen(receipt, this);
   }
 }
