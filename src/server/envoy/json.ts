@@ -150,10 +150,10 @@ function structToJson(struct: StructMessage): Record<string, unknown> {
 }
 
 function valueToJson(value: ValueMessage): unknown {
-  if ('null_value' in value) return null;
-  if ('number_value' in value) return value.number_value;
-  if ('string_value' in value) return value.string_value;
-  if ('bool_value' in value) return value.bool_value;
-  if ('struct_value' in value) return structToJson(value.struct_value);
-  return value.list_value.values.map(valueToJson);
+  if ('nullValue' in value) return null;
+  if ('numberValue' in value) return value.numberValue;
+  if ('stringValue' in value) return value.stringValue;
+  if ('boolValue' in value) return value.boolValue;
+  if ('structValue' in value) return structToJson(value.structValue);
+  return value.listValue.values.map(valueToJson);
 }

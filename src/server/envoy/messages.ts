@@ -36,14 +36,14 @@ export interface HeaderMessage {
   value: string;
 }
 
-/** google.protobuf.Value as proto-loader encodes it. */
+/** google.protobuf.Value as proto-loader encodes it (protobufjs defines the well-known types with camelCase names). */
 export type ValueMessage =
-  | { null_value: 'NULL_VALUE' }
-  | { number_value: number }
-  | { string_value: string }
-  | { bool_value: boolean }
-  | { struct_value: StructMessage }
-  | { list_value: { values: ValueMessage[] } };
+  | { nullValue: 'NULL_VALUE' }
+  | { numberValue: number }
+  | { stringValue: string }
+  | { boolValue: boolean }
+  | { structValue: StructMessage }
+  | { listValue: { values: ValueMessage[] } };
 
 export interface StructMessage {
   fields: Record<string, ValueMessage>;
@@ -60,13 +60,13 @@ export interface ResponseMessage {
 
 /** A JSON value as a google.protobuf.Value. */
 export function toValue(value: unknown): ValueMessage {
-  if (value === null || value === undefined) return { null_value: 'NULL_VALUE' };
-  if (typeof value === 'number') return { number_value: value };
-  if (typeof value === 'boolean') return { bool_value: value };
-  if (typeof value === 'string') return { string_value: value };
-  if (Array.isArray(value)) return { list_value: { values: value.map(toValue) } };
-  if (typeof value === 'object') return { struct_value: toStruct(value as Record<string, unknown>) };
-  return { string_value: String(value) };
+  if (value === null || value === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof value === 'number') return { numberValue: value };
+  if (typeof value === 'boolean') return { boolValue: value };
+  if (typeof value === 'string') return { stringValue: value };
+  if (Array.isArray(value)) return { listValue: { values: value.map(toValue) } };
+  if (typeof value === 'object') return { structValue: toStruct(value as Record<string, unknown>) };
+  return { stringValue: String(value) };
 }
 
 /** A JSON object as a google.protobuf.Struct. */

@@ -1,0 +1,159 @@
+/**
+ * The service's parts on their own: a call is bounded by the store's timeout (a store that never
+ * answers is UNAVAILABLE, not a hang), the proto3 JSON reader never throws anything but a coded
+ * error (fuzzed), and the top-K summary keeps the heavy values within its bound.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { Registry } from 'prom-client';
+import { SluiceError, isSluiceError } from '../../../src/core/errors.js';
+import { MemoryStore } from '../../../src/stores/memory.js';
+import type { Store } from '../../../src/store.js';
+import { EnvoyBuckets } from '../../../src/server/envoy/decide.js';
+import { grpcError } from '../../../src/server/envoy/grpc.js';
+import { requestFromJson, responseToJson } from '../../../src/server/envoy/json.js';
+import { EnvoyMetrics } from '../../../src/server/envoy/metrics.js';
+import { EnvoyService, type ServedEnvoy } from '../../../src/server/envoy/service.js';
+import { TopK } from '../../../src/server/envoy/top-k.js';
+import { loadPolicyText } from '../../../src/server/policy/load.js';
+import { bucketKeys } from '../../../src/server/policy/keys.js';
+
+function served(): ServedEnvoy {
+  const loaded = loadPolicyText(
+    'version: 1\nrules: []\nenvoy:\n  domains:\n    - domain: d\n      descriptors:\n        - key: k\n          rate_limit: { unit: minute, requests_per_unit: 2 }\n',
+    { file: 'p.yaml', env: {} },
+  );
+  return { domains: loaded.envoy!, settings: loaded.policy.envoy!, keys: bucketKeys([]) };
+}
+
+const request = {
+  domain: 'd',
+  descriptors: [{ entries: [{ key: 'k', value: 'v' }], limit: null, hits_addend: null }],
+  hits_addend: 0,
+};
+
+describe("Envoy's service parts", () => {
+  it('a store that never answers makes the call UNAVAILABLE once the store timeout passes', async () => {
+    const memory = new MemoryStore();
+    // A store whose calls never settle, bounded by 50 ms: not a store under test, a stand-in for a hung one.
+    const hung: Store = {
+      kind: 'hung',
+      timeoutMs: 50,
+      bind: (name, rule) => memory.bind(name, rule),
+      unbind: (name) => memory.unbind(name),
+      takeAll: () => new Promise(() => {}),
+    };
+    const service = new EnvoyService(new EnvoyBuckets(hung, () => 0), new EnvoyMetrics(new Registry()));
+    const error = await service.shouldRateLimit(request, served()).then(
+      () => assert.fail('answered'),
+      (e: unknown) => e,
+    );
+    assert.ok(isSluiceError(error));
+    assert.equal(error.code, 'SLUICE_STORE_TIMEOUT');
+    assert.equal(grpcError(error).code, 14);
+  });
+
+  it('decides on the memory store with the same arithmetic, and answers proto3 JSON', async () => {
+    const service = new EnvoyService(
+      new EnvoyBuckets(new MemoryStore(), () => Date.UTC(2026, 0, 1, 0, 0, 45)),
+      new EnvoyMetrics(new Registry()),
+    );
+    const first = responseToJson(await service.shouldRateLimit(request, served()));
+    assert.deepEqual(first.statuses, [
+      {
+        code: 'OK',
+        currentLimit: { unit: 'MINUTE', requestsPerUnit: 2 },
+        limitRemaining: 1,
+        durationUntilReset: '15s',
+      },
+    ]);
+    await service.shouldRateLimit(request, served());
+    const third = responseToJson(await service.shouldRateLimit(request, served()));
+    assert.equal(third.overallCode, 'OVER_LIMIT');
+    assert.equal(typeof third.rawBody, 'string');
+  });
+
+  it('reads proto3 JSON by either name, and refuses anything else with a coded error naming no value', () => {
+    assert.deepEqual(
+      requestFromJson({
+        domain: 'd',
+        hits_addend: '3',
+        descriptors: [
+          { entries: [{ key: 'k' }], hitsAddend: 0, limit: { requests_per_unit: 4, unit: 'HOUR' } },
+        ],
+      }),
+      {
+        domain: 'd',
+        hits_addend: 3,
+        descriptors: [
+          {
+            entries: [{ key: 'k', value: '' }],
+            hits_addend: { value: 0 },
+            limit: { requests_per_unit: 4, unit: 'HOUR' },
+          },
+        ],
+      },
+    );
+    assert.throws(() => requestFromJson({ domain: 'd', hitsAddend: 1, hits_addend: 1 }), SluiceError);
+    assert.throws(
+      () => requestFromJson({ domain: 'secret-value', descriptors: [{ entries: [{ key: 7 }] }] }),
+      (e: Error) => !e.message.includes('secret-value'),
+    );
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        try {
+          const parsed = requestFromJson(value);
+          assert.equal(typeof parsed.domain, 'string');
+        } catch (error) {
+          assert.ok(isSluiceError(error) && error.status === 400, String(error));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    const shaped = fc.record(
+      {
+        domain: fc.oneof(fc.string(), fc.integer()),
+        descriptors: fc.array(
+          fc.record(
+            {
+              entries: fc.array(
+                fc.record({ key: fc.oneof(fc.string(), fc.constant(null)), value: fc.string() }),
+              ),
+              hitsAddend: fc.oneof(fc.nat(), fc.string(), fc.integer()),
+              limit: fc.record({ requestsPerUnit: fc.integer(), unit: fc.oneof(fc.string(), fc.integer()) }),
+            },
+            { requiredKeys: [] },
+          ),
+        ),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(shaped, (value) => {
+        try {
+          requestFromJson(value);
+        } catch (error) {
+          assert.ok(isSluiceError(error) && error.status === 400, String(error));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('the top-K summary holds at most its capacity and finds every value heavier than total / capacity', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 400 }), (stream) => {
+        const top = new TopK(8);
+        const counts = new Map<number, number>();
+        for (const v of stream) {
+          top.add(String(v));
+          counts.set(v, (counts.get(v) ?? 0) + 1);
+        }
+        assert.ok(top.size <= 8);
+        const kept = new Set(top.top(8).map(([item]) => item));
+        for (const [v, c] of counts) if (c > stream.length / 8) assert.ok(kept.has(String(v)));
+      }),
+    );
+  });
+});
