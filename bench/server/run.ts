@@ -19,13 +19,14 @@
  * second, a bucket as large), so the admitted path is what every request pays; a run that sees
  * anything but a 2xx fails. Last line: one JSON object.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, type Server } from 'node:http';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { load, median, spawnSluice, type Running } from '../support.js';
 import autocannon from 'autocannon';
 
 const ROUNDS = Number(process.env.BENCH_SERVER_ROUNDS ?? 10);
@@ -72,11 +73,6 @@ async function listen(server: Server): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
-interface Running {
-  child: ChildProcess;
-  port: number;
-}
-
 async function forkServer(args: string[]): Promise<Running> {
   const child = fork(fileURLToPath(import.meta.url), ['serve', ...args], {
     execArgv: ['--import', 'tsx'],
@@ -96,25 +92,7 @@ async function startSluice(upstreamPort?: number): Promise<Running> {
       (upstreamPort === undefined ? '' : `upstream: http://127.0.0.1:${upstreamPort}\n`) +
       'rules:\n  - { name: bench, key: [address], algorithm: token-bucket, limit: 1000000, period: 1s }\n',
   );
-  const bin = fileURLToPath(new URL('../../src/server/bin.ts', import.meta.url));
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', bin, 'serve', '--config', config, '--port', '0'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let output = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk;
-      const found = /on http:\/\/127\.0\.0\.1:(\d+)/.exec(output);
-      if (found !== null) resolve(Number(found[1]));
-    });
-    child.once('exit', () => reject(new Error(`sluice serve exited:\n${output}`)));
-  });
-  child.stdout!.resume();
-  return { child, port };
+  return spawnSluice(config, [], /on http:\/\/127\.0\.0\.1:(\d+)/);
 }
 
 interface Run {
@@ -138,17 +116,6 @@ async function measure(contender: Contender, port: number, seconds: number): Pro
     );
   return { rps: result.requests.average, p99: result.latency.p99 };
 }
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
 
 async function main(): Promise<void> {
   console.log(`load average before: ${load()}`);

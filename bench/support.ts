@@ -1,0 +1,45 @@
+/** What the server benchmarks share: the CLI as a child process, medians, the load average. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+/** A server in a child process and the port it listens on. */
+export interface Running {
+  child: ChildProcess;
+  port: number;
+}
+
+/** `sluice serve --config <config> --port 0 <args>`; the port is the first group of `found` in its output. */
+export async function spawnSluice(config: string, args: string[], found: RegExp): Promise<Running> {
+  const bin = fileURLToPath(new URL('../src/server/bin.ts', import.meta.url));
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', bin, 'serve', '--config', config, '--port', '0', ...args],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let output = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk;
+      const match = found.exec(output);
+      if (match !== null) resolve(Number(match[1]));
+    });
+    child.once('exit', () => reject(new Error(`sluice serve exited:\n${output}`)));
+  });
+  child.stdout!.resume();
+  return { child, port };
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The load average, 1, 5 and 15 minutes. */
+export const load = (): string =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
