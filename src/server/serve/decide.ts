@@ -68,30 +68,31 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
   const asked: CompiledRule[] = [];
   const decisions: DecisionJson[] = [];
   const enforcing: Decision[] = [];
-  let headers: HeaderValues = {};
+  const facts = { method: request.method, path: request.path };
+  let headers: HeaderValues | undefined;
   for (const rule of rules) {
     asked.push(rule);
-    const outcome: GuardOutcome = await rule.guard.check(request, {
-      method: request.method,
-      path: request.path,
-    });
+    const outcome: GuardOutcome = await rule.guard.check(request, facts);
     for (const d of outcome.decisions) {
       decisions.push(decisionJson(rule.name, d));
       if (rule.model.mode === 'enforce') enforcing.push(d);
     }
     if (outcome.action === 'respond') {
       const { status, headers: sent, body } = outcome.response;
-      return {
-        ...verdict(asked, decisions, enforcing),
-        allowed: false,
-        status,
-        headers: sent,
-        body: JSON.parse(body),
-      };
+      const result = verdict(asked, decisions, enforcing) as DecisionResult;
+      result.allowed = false;
+      result.status = status;
+      result.headers = sent;
+      result.body = JSON.parse(body);
+      return result;
     }
-    headers = mergeHeaders(headers, outcome.headers);
+    // The first rule's headers as they are: a copy is made only to merge a second rule's.
+    headers = headers === undefined ? outcome.headers : mergeHeaders(headers, outcome.headers);
   }
-  return { ...verdict(asked, decisions, enforcing), status: 200, headers };
+  const result = verdict(asked, decisions, enforcing) as DecisionResult;
+  result.status = 200;
+  result.headers = headers ?? {};
+  return result;
 }
 
 /**
@@ -147,18 +148,29 @@ export async function clear(
   return { rules: targets.map(([rule]) => rule.name), buckets };
 }
 
+/**
+ * The verdict of the rules asked. Built with every field a {@link DecisionResult} has (the
+ * response's left undefined), so that `decide` completes it in place instead of copying it.
+ */
 function verdict(asked: readonly CompiledRule[], decisions: DecisionJson[], enforcing: Decision[]): Verdict {
   const decisive = decisiveOf(enforcing);
-  const refusedBy = enforcing.filter((d) => !d.allowed).map((d) => d.name);
-  return {
+  const refusedBy: string[] = [];
+  for (const d of enforcing) if (!d.allowed) refusedBy.push(d.name);
+  const rules: string[] = [];
+  for (const rule of asked) rules.push(rule.name);
+  const result: Verdict & Partial<Omit<DecisionResult, keyof Verdict>> = {
     allowed: refusedBy.length === 0,
-    rules: asked.map((r) => r.name),
+    rules,
     refusedBy,
     remaining: decisive?.remaining ?? null,
     retryAfterMs: decisive === undefined ? null : finite(decisive.retryAfterMs),
     resetMs: decisive?.resetMs ?? null,
     decisions,
+    status: undefined,
+    headers: undefined,
+    body: undefined,
   };
+  return result;
 }
 
 function decisionJson(rule: string, d: Decision): DecisionJson {
