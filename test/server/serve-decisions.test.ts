@@ -283,6 +283,16 @@ describe('sluice serve: decisions', () => {
     assert.equal(cases[5]![0].headers.get('allow'), 'POST');
   });
 
+  it('an endpoint answers in every spelling of its path, as the gateway tells its own paths', async () => {
+    // '//v1/…' once read as a URL with host "v1" (a 404), and '/V1/…' was not the endpoint either,
+    // while a gateway keeps both from its upstream as its own paths.
+    for (const path of ['//v1/decisions', '/V1/Decisions', '/v1/./decisions/', '/v1/decisions?x=1']) {
+      const reply = await sluice.post(path, { items: [{ rule: 'quota', key: 'spelling' }] });
+      assert.equal(reply.status, 200, path);
+      conforms(reply, 'decisions');
+    }
+  });
+
   it('a body over 1 MiB is a 413, before it is parsed', async () => {
     const big = JSON.stringify({ items: [{ rule: 'login', key: 'x'.repeat(1024 * 1024) }] });
     const reply = await sluice.post('/v1/decisions', big);

@@ -11,6 +11,7 @@ import { clear, decide, peek, type Item } from './decide.js';
 import { isForwarded, type Gateway } from './gateway.js';
 import { json, problem, readJsonOrRefuse, send, unexpected } from './http-io.js';
 import { openApiDocument } from './openapi.js';
+import { normalizePath, pathOf } from '../../http/path.js';
 
 /** The policy being served, with what the server needs besides: its tokens' check and its store's health. */
 export interface ServedPolicy {
@@ -107,13 +108,16 @@ export function createDecisionServer(
         : gateway !== undefined && isForwarded(served.compiled, req.url)
           ? gateway.web(served.compiled, req, res)
           : handle(holder, served, req, res, dashboard);
-    work
-      .catch((error: unknown) => {
+    // One reaction for both ends (a catch and a finally would add two promises per request).
+    work.then(release, (error: unknown) => {
+      try {
         holder.failed?.(error);
         if (!res.headersSent) send(res, unexpected(error));
         else res.destroy();
-      })
-      .finally(release);
+      } finally {
+        release?.();
+      }
+    });
   });
   if (gateway !== undefined)
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -134,7 +138,8 @@ async function handle(
   res: ServerResponse,
   dashboard: Dashboard | undefined,
 ): Promise<void> {
-  const path = new URL(req.url ?? '/', 'http://sluice').pathname;
+  // The path in the one spelling the gateway tells its own paths by, so both agree on them.
+  const path = normalizePath(pathOf(req.url));
   if (dashboard !== undefined && isDashboardPath(path)) return dashboard.handle(req, res, served, path);
   const route = routes[path];
   if (route !== undefined) {
