@@ -107,7 +107,16 @@ const layerRules = layers.map(({ name, files, above, pure, browser, tests, otel 
 }));
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bench/node_modules/**', 'bench/results/**', '.tmp/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'api-reference/**',
+      'node_modules/**',
+      'bench/node_modules/**',
+      'bench/results/**',
+      '.tmp/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

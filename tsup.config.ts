@@ -14,6 +14,7 @@ export const entries = {
   node: 'src/adapters/node.ts',
   koa: 'src/adapters/koa.ts',
   fetch: 'src/adapters/fetch.ts',
+  nestjs: 'src/adapters/nestjs.ts',
   client: 'src/client/index.ts',
   otel: 'src/otel/index.ts',
   // The `sluice` executable (package.json "bin"), not an import path.

@@ -72,7 +72,7 @@ export function decisiveOf(decisions: readonly Decision[]): Decision | undefined
 /**
  * Rate-limit headers describing exactly the bucket(s) that decided, in the given style. Nothing
  * for `none`, and nothing for decisions no bucket made (a store failure under the `open` policy).
- * A number a header field cannot carry is clamped (see {@link headerInteger}): it never throws.
+ * A number a header field cannot carry is clamped (see `headerInteger`): it never throws.
  *
  * @default no default style: pass one of {@link HEADER_STYLES}
  *

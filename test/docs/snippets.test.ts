@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { postgresUrl, redisUrl, runId, skipUnlessReachable } from '../support/services.js';
@@ -19,6 +19,17 @@ const dir = join(repoRoot, '.tmp', `doc-snippets-${runId}`);
 const modules = writeSnippetModules(dir);
 after(() => rmSync(dir, { recursive: true, force: true }));
 
+// tsx applies a tsconfig only to the files it includes: this one adds the snippets to the
+// repository's (NestJS snippets need its experimentalDecorators), the sources staying included.
+const tsconfig = join(dir, 'tsconfig.json');
+writeFileSync(
+  tsconfig,
+  JSON.stringify({
+    extends: join(repoRoot, 'tsconfig.json'),
+    include: ['*.ts', ...['src', 'test', 'examples', 'scripts'].map((folder) => join(repoRoot, folder))],
+  }),
+);
+
 const RUN_TIMEOUT_MS = 20_000;
 
 const postgres = new URL(postgresUrl);
@@ -28,6 +39,7 @@ const snippetEnv = {
   REDIS_URL: process.env.REDIS_URL ?? redisUrl,
   DATABASE_URL: process.env.DATABASE_URL ?? postgresUrl,
   SLUICE_POSTGRES_URL: postgresUrl,
+  TSX_TSCONFIG_PATH: tsconfig,
   // `new pg.Pool()` without options, as in the docs, reads these.
   PGHOST: postgres.hostname,
   PGPORT: postgres.port || '5432',

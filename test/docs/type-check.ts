@@ -19,6 +19,8 @@ const compilerOptions: ts.CompilerOptions = {
   types: ['node'],
   strict: true,
   esModuleInterop: true,
+  // NestJS's decorators are TypeScript's older kind, which a NestJS project turns on.
+  experimentalDecorators: true,
   skipLibCheck: true,
   noEmit: true,
 };

@@ -47,7 +47,7 @@ export interface PgPoolClientLike {
 /**
  * A postgres.js `sql` instance, as far as the types go: its generics are too rich to restate
  * structurally, so any function with `unsafe` and `begin` is accepted, and
- * {@link PostgresJsMethods} is what sluice calls.
+ * `PostgresJsMethods` is what sluice calls.
  */
 export interface PostgresJsLike {
   (...args: never[]): unknown;

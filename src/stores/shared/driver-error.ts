@@ -5,7 +5,7 @@ import { SluiceError, type SluiceErrorCode } from '../../core/errors.js';
  * prefix, a Node system code such as `ECONNREFUSED`) and the error's class name. Drivers quote
  * request values in their messages (PostgreSQL: `invalid input syntax for type bigint:
  * "ann@example.com"`; Redis clients echo the command and its keys), so the text is never kept.
- * It is the `cause` of the coded error {@link driverError} returns.
+ * It is the `cause` of the coded error `driverError` returns.
  */
 export class DriverError extends Error {
   /** The driver's code, e.g. `22P02`, `NOSCRIPT` or `ECONNRESET`; undefined when it gave none. */
@@ -25,7 +25,7 @@ export class DriverError extends Error {
 /** A coded error made from a driver's error; `driverCode` is the driver's code, if any. */
 export type DriverFailure = SluiceError & { readonly driverCode?: string };
 
-/** What a driver code means, as a store classifies it for {@link driverError}. */
+/** What a driver code means, as a store classifies it for `driverError`. */
 export interface DriverErrorClass {
   /** The coded error: `SLUICE_ARGUMENT` for errors the call's input caused, never a store failure. */
   readonly code: SluiceErrorCode;
