@@ -13,7 +13,7 @@ import type { Decision } from '../core/decision.js';
 import { withSocketAddress } from './socket-address.js';
 import { createGuard, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
-import { applyNodeOutcome, nodeRequestFacts, sendNodeResponse } from './node-response.js';
+import { applyNodeOutcome, nodeGuardFacts, sendNodeResponse } from './node-response.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 export type { CountOnly, RequestRateLimit } from '../http/guard.js';
@@ -53,7 +53,7 @@ export function rateLimit(
   const guard = createGuard(withSocketAddress(options, (request) => request));
   return (request, response, next) => {
     guard
-      .check(request, nodeRequestFacts(request, request.originalUrl ?? request.url))
+      .check(request, nodeGuardFacts(request, response, guard, request.originalUrl ?? request.url))
       .then((outcome) => {
         if (applyNodeOutcome(request, response, outcome, guard)) next();
       })

@@ -21,7 +21,7 @@ import {
 } from '../http/problem.js';
 import { pathOf } from '../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
-import { settleOnClose } from './node-response.js';
+import { closeSignal, settleOnClose } from './node-response.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
 export type { CountOnly, RequestRateLimit } from '../http/guard.js';
@@ -65,6 +65,7 @@ export function rateLimit(
       method,
       path: pathOf(request.url),
       preflight: isPreflight(method, request.headers['access-control-request-method']),
+      signal: guard.delays ? closeSignal(reply.raw) : undefined,
     });
     try {
       if (outcome.action === 'continue') {

@@ -87,6 +87,7 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
       method,
       path: pathOf(request.url),
       preflight: isPreflight(method, request.headers.get('access-control-request-method')),
+      signal: guard.delays ? request.signal : undefined,
     });
     if (outcome.action === 'respond') return toResponse(outcome.response);
     admitted.set(request, outcome);

@@ -66,6 +66,8 @@ export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler
       method,
       path: pathOf(c.req.url),
       preflight: isPreflight(method, c.req.header('access-control-request-method')),
+      // Aborted by the runtime when the client goes away (@hono/node-server, Bun, Deno).
+      signal: guard.delays ? c.req.raw.signal : undefined,
     });
     try {
       if (outcome.action === 'respond') return send(c, outcome.response);

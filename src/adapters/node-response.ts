@@ -123,6 +123,32 @@ export function settleOnClose(
   else response.once('close', settle);
 }
 
+/**
+ * A signal that aborts when the connection closes before the response was ended: the client
+ * went away (for a guard in delay mode, which then gives its reservations back).
+ */
+export function closeSignal(response: ClosingResponse): AbortSignal {
+  const controller = new AbortController();
+  if (response.destroyed) controller.abort();
+  else
+    response.once('close', () => {
+      if (!response.writableEnded) controller.abort();
+    });
+  return controller.signal;
+}
+
+/** The facts of a node request for `guard`, with the client's leaving for a guard that delays. */
+export function nodeGuardFacts(
+  request: IncomingMessage,
+  response: ClosingResponse,
+  guard: Pick<Guard<never>, 'delays'>,
+  target = request.url,
+): RequestFacts {
+  const facts = nodeRequestFacts(request, target);
+  if (guard.delays) facts.signal = closeSignal(response);
+  return facts;
+}
+
 /** A request the node and Express adapters put the limit's outcome on, as `rateLimit`. */
 export interface RateLimitedRequest {
   rateLimit?: RequestRateLimit;

@@ -17,7 +17,7 @@ import { createGuard, type RateLimitOptions, type RequestRateLimit } from '../ht
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import {
   applyNodeOutcome,
-  nodeRequestFacts,
+  nodeGuardFacts,
   sendNodeResponse as send,
   type RateLimitedRequest,
 } from './node-response.js';
@@ -40,7 +40,7 @@ export function rateLimit(
     applyNodeOutcome(
       request as RateLimitedRequest,
       response,
-      await guard.check(request, nodeRequestFacts(request)),
+      await guard.check(request, nodeGuardFacts(request, response, guard)),
       guard,
     );
 }

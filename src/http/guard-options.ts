@@ -5,6 +5,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import { configError, optionError } from '../core/errors.js';
+import { parseDuration, type Duration } from '../core/duration.js';
+import { MAX_WAIT_MS, reserverOf } from '../core/reservation.js';
 import { checkOptionKeys } from '../core/options.js';
 import type { Cascade } from '../limiter/cascade.js';
 import type { DecisionEvents } from '../limiter/events.js';
@@ -53,6 +55,8 @@ export interface GuardSettings {
   clock: Clock;
   /** Which responses keep their charge; undefined: every admitted request counts. */
   countOnly: CountOnly | undefined;
+  /** With `mode: 'delay'`, the longest a request waits for its slot; undefined: refusals answer 429. */
+  maxWait: Duration | undefined;
 }
 
 /**
@@ -81,6 +85,8 @@ const optionKeys = [
   'proxies',
   'events',
   'countOnly',
+  'mode',
+  'maxWait',
 ] as const;
 const problemKeys = ['type', 'title', 'detail'] as const;
 /** The header styles as an error message lists them: `"none", "legacy" or "draft"`. */
@@ -140,6 +146,7 @@ export function readGuardOptions(options: unknown): GuardSettings {
   if (typeof onError !== 'function') throw configError('rateLimit onError', 'a function', onError);
   const access = readAccessOptions(given);
   const countOnly = readCountOnly(given.countOnly, limiters);
+  const maxWait = readDelay(given.mode, given.maxWait, limiters);
   const first = limiters?.[0] ?? cascade!.limiters[0];
   return {
     limiters,
@@ -155,7 +162,39 @@ export function readGuardOptions(options: unknown): GuardSettings {
     ...access,
     clock: typeof first?.clock === 'function' ? first.clock : Date.now,
     countOnly,
+    maxWait,
   };
+}
+
+/**
+ * `mode` and `maxWait`: with `'delay'`, every limit must be able to wait (a token bucket without
+ * a lockout, enforced, made by createLimiter), and `maxWait` is required, from "1ms" to "1h".
+ */
+function readDelay(
+  mode: unknown,
+  maxWait: unknown,
+  limiters: readonly Limiter[] | undefined,
+): Duration | undefined {
+  if (mode === undefined || mode === 'refuse') {
+    if (maxWait !== undefined) throw optionError('rateLimit maxWait', 'left out unless mode is "delay"');
+    return undefined;
+  }
+  if (mode !== 'delay') throw configError('rateLimit mode', '"refuse" or "delay"', mode);
+  if (parseDuration(maxWait, 'rateLimit maxWait') > MAX_WAIT_MS)
+    throw optionError('rateLimit maxWait', 'a duration of at most "1h"');
+  if (limiters === undefined)
+    throw optionError(
+      'rateLimit mode',
+      '"delay" only with a limiter or an array of limiters (a cascade object cannot wait)',
+    );
+  for (const limiter of limiters) {
+    if (typeof limiter.takeOrWait !== 'function')
+      throw optionError('rateLimit mode', '"delay" only with limiters made by createLimiter()');
+    if (limiter.mode === 'shadow')
+      throw optionError('rateLimit mode', '"delay" only with enforced limits (a shadow limit never refuses)');
+    reserverOf(limiter.rule);
+  }
+  return maxWait as Duration;
 }
 
 /**

@@ -5,6 +5,8 @@ import type { DecisionEvent, DecisionEvents, DecisionOutcome } from '../limiter/
 import type { Cascade, SyncCascade } from '../limiter/cascade.js';
 import type { Limiter, SyncLimiter, TakeOptions } from '../limiter/limiter.js';
 import type { Receipt } from '../limiter/receipts.js';
+import type { Duration } from '../core/duration.js';
+import { takeDelayed } from './delayed-take.js';
 import { earlierCharge, rememberCharge } from './charged-once.js';
 import { FailureReports } from './failure-reports.js';
 import { headerToken, readGuardOptions, type CountOnly, type ErrorReportDetails } from './guard-options.js';
@@ -155,6 +157,19 @@ export interface RateLimitOptions<Request> {
    * @default every admitted request counts
    */
   countOnly?: CountOnly;
+  /**
+   * `"delay"` holds a request over the limit until its slot instead of answering 429 (nginx's
+   * `delay=`, express-slow-down): every limit reserves the earliest slot it gives (see
+   * `limiter.takeOrWait`) and the request goes on when the latest arrives, as long as that is
+   * within `maxWait`; a request whose slot is further away is answered 429 at once, charged
+   * nothing. A client that disconnects while waiting gives its reservations back. Only with
+   * token buckets without a lockout, enforced (`SLUICE_CONFIG` otherwise), given as a limiter or
+   * an array of limiters. See docs/accounting.md.
+   * @default "refuse"
+   */
+  mode?: 'refuse' | 'delay';
+  /** With `mode: "delay"` (required then): the longest a request waits, from `"1ms"` to `"1h"`. */
+  maxWait?: Duration;
 }
 
 export type { CountOnly, ErrorReportDetails } from './guard-options.js';
@@ -173,6 +188,11 @@ export interface RequestFacts {
   path: string;
   /** True for an `OPTIONS` request with `Access-Control-Request-Method` (see `isPreflight`). @default false */
   preflight?: boolean;
+  /**
+   * Aborts when the client goes away: a guard in delay mode ({@link Guard.delays}) then gives
+   * the request's reservations back. Adapters pass it only to such a guard.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -244,6 +264,11 @@ export interface Guard<Request> {
    * fails is reported through `onError`; a receipt the application settled itself is left alone.
    */
   settle(outcome: RequestRateLimit, status: number | undefined): void;
+  /**
+   * True for a guard in delay mode: its `check` may wait, and reads `facts.signal` to learn that
+   * the client went away (an adapter makes one only then).
+   */
+  readonly delays: boolean;
 }
 
 const noReceipts: readonly Receipt[] = Object.freeze([]);
@@ -254,6 +279,16 @@ const untouched: GuardOutcome = Object.freeze({
   receipts: noReceipts,
 });
 const untouchedPromise = Promise.resolve(untouched);
+/**
+ * The answer to a request whose client went away while it waited for a slot: nginx's 499, which
+ * no client reads; nothing was charged.
+ */
+const clientGone: GuardOutcome = Object.freeze({
+  action: 'respond',
+  response: Object.freeze({ status: 499, headers: Object.freeze({ 'Cache-Control': 'no-store' }), body: '' }),
+  decisions: Object.freeze([]),
+  receipts: noReceipts,
+});
 
 /** An outcome of the guard itself: decided before any rule, so nothing else is known. */
 function guardEvent(outcome: DecisionOutcome): DecisionEvent {
@@ -306,7 +341,8 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     cascade !== undefined && typeof (cascade as SyncCascade).takeSync === 'function'
       ? (cascade as SyncCascade)
       : undefined;
-  const sync = syncLimiters !== undefined || syncCascade !== undefined;
+  const { maxWait } = settings;
+  const sync = maxWait === undefined && (syncLimiters !== undefined || syncCascade !== undefined);
   const unitsOf = (request: Request): number =>
     typeof cost === 'function' ? (cost as (request: Request) => number)(request) : cost;
   const { countOnly } = settings;
@@ -471,6 +507,40 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     }
   };
 
+  /**
+   * Delay mode: every limit reserves its slot, the request waits for the latest (see
+   * delayed-take.ts); a client that left is answered 499, which nobody reads.
+   */
+  const decideDelayed = async (
+    request: Request,
+    result: KeyResult | undefined | Promise<KeyResult | undefined>,
+    signal: AbortSignal | undefined,
+  ): Promise<GuardOutcome> => {
+    let extra: HeaderValues | undefined;
+    try {
+      const specs = keySpecs(await result, count);
+      extra = authModeHeader(specs[0]!);
+      const units = unitsOf(request);
+      if (units === 0) return decideAsync(request, specs);
+      const calls = limiters!.map((limiter, i) => {
+        const { key, limit } = specs[i]!;
+        if (limit !== undefined)
+          throw new SluiceError('SLUICE_ARGUMENT', 'a per-call limit does not apply to a token bucket');
+        return { limiter, key, earlier: earlierCharge(request, limiter, key) as Decision | undefined };
+      });
+      const taken = await takeDelayed(calls, units, maxWait!, signal);
+      if (taken.gone) return clientGone;
+      calls.forEach((call, i) => {
+        const decision = taken.decisions[i];
+        if (decision?.allowed === true && call.earlier === undefined)
+          rememberCharge(request, call.limiter, call.key, decision);
+      });
+      return concluded(taken.decisions, extra, countOnly === undefined ? undefined : taken.receipts);
+    } catch (error) {
+      return failed(error, extra, []);
+    }
+  };
+
   /** False for requests this limit leaves alone: other methods, excluded routes, preflights. */
   const applies = (facts: RequestFacts): boolean => {
     const method = typeof facts.method === 'string' ? facts.method.toUpperCase() : '';
@@ -498,6 +568,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     try {
       if (!applies(facts)) return untouchedPromise;
       const result = key(request);
+      if (maxWait !== undefined) return decideDelayed(request, result, facts.signal);
       return sync && !isThenable(result)
         ? Promise.resolve(decideSync(request, result))
         : decideAsync(request, result);
@@ -561,6 +632,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     },
     report,
     settle,
+    delays: maxWait !== undefined,
   };
 }
 

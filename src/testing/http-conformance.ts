@@ -110,6 +110,12 @@ export interface RunningApp {
    * Resolves once the socket is closed. Required when the harness sets `countOnly`.
    */
   abandon?(path: string, headers: Record<string, string>): Promise<void>;
+  /**
+   * Sends a whole `POST path` with these headers on a real socket and resolves at once with a
+   * handle whose `leave()` closes the connection (before any response), resolving once it is
+   * closed. Required when the harness sets `delays`.
+   */
+  leaving?(path: string, headers: Record<string, string>): Promise<{ leave(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -141,6 +147,13 @@ export interface HttpHarness {
    * @default false
    */
   readonly countOnly?: boolean;
+  /**
+   * True when the adapter serves `mode: "delay"` (passes the guard a signal that aborts when the
+   * client goes away): the running app can then {@link RunningApp.leaving}, and the suite checks
+   * delayed requests and a client that leaves while it waits.
+   * @default false
+   */
+  readonly delays?: boolean;
 }
 
 /** The headers the suite compares; everything else is the framework's business. */
@@ -1157,6 +1170,87 @@ export function httpConformance(harness: HttpHarness): void {
                   ['narrow', 1],
                 ],
           );
+        }
+      });
+    }
+
+    if (harness.delays === true) {
+      it('mode "delay": a request over the limit waits for its slot instead of a 429; beyond maxWait it is a 429 at once, and the other limits give their charge back', async () => {
+        reset();
+        const wide = limiter('wide', 10);
+        // One a 30 ms: the second request waits 30 ms of real time (the clock stands still, so the
+        // waits are computed exactly; only the timers run).
+        const narrow = createLimiter({
+          name: 'narrow',
+          rule: tokenBucket({ limit: 1, period: '30ms' }),
+          store: new MemoryStore(),
+          clock,
+        });
+        const spec: AppSpec = {
+          routes: {
+            'POST /api/things': {
+              limits: [wide, narrow],
+              key: () => 'client-1',
+              mode: 'delay',
+              maxWait: '50ms',
+            },
+          },
+        };
+        await withApp(spec, async (app) => {
+          const first = await post(app, '/api/things');
+          const second = await post(app, '/api/things');
+          const third = await post(app, '/api/things');
+          assert.deepEqual([first.status, first.body], [200, OK]);
+          assert.deepEqual([second.status, second.body], [200, OK]);
+          assert.equal(third.status, 429);
+          assert.equal(third.headers['retry-after'], '1');
+          assert.deepEqual((third.body as { limits: string[] }).limits, ['narrow']);
+          assert.equal(
+            (await wide.peek('client-1')).remaining,
+            8,
+            'the refused request gave its charge back',
+          );
+        });
+      });
+
+      it('mode "delay": a client that goes away while it waits gives its slot back, and no promise is left rejected', async () => {
+        const rejections: unknown[] = [];
+        const recordRejection = (reason: unknown) => void rejections.push(reason);
+        process.on('unhandledRejection', recordRejection);
+        try {
+          reset();
+          const slow = limiter('slow', 1);
+          let reserved!: () => void;
+          const waiting = new Promise<void>((resolve) => (reserved = resolve));
+          let events = 0;
+          slow.events.subscribe(() => {
+            if (++events === 2) reserved();
+          });
+          const spec: AppSpec = {
+            routes: {
+              'POST /api/things': { limits: slow, key: () => 'client-1', mode: 'delay', maxWait: '5m' },
+            },
+          };
+          await withApp(spec, async (app) => {
+            assert.equal((await post(app, '/api/things')).status, 200);
+            const client = await app.leaving!('/api/things', {});
+            await waiting; // reserved: the slot a minute away is held
+            assert.equal((await slow.peek('client-1')).retryAfterMs, 120_000);
+            await client.leave();
+            // The refund follows the connection's close; bounded in time, not a timing assertion.
+            const until = Date.now() + 5_000;
+            while ((await slow.peek('client-1')).retryAfterMs !== 60_000 && Date.now() < until)
+              await new Promise((resolve) => setTimeout(resolve, 5));
+            assert.equal(
+              (await slow.peek('client-1')).retryAfterMs,
+              60_000,
+              'the reservation was given back',
+            );
+          });
+          await new Promise((resolve) => setImmediate(resolve));
+          assert.deepEqual(rejections, []);
+        } finally {
+          process.off('unhandledRejection', recordRejection);
         }
       });
     }

@@ -18,5 +18,5 @@ export {
   type RunningApp,
 } from './http-conformance.js';
 export { storeConformance, type ConformanceTarget } from './store-conformance.js';
-export { abandonRequest, nodeHeader, portApp, socketApp } from './socket-app.js';
+export { abandonRequest, leavingRequest, nodeHeader, portApp, socketApp } from './socket-app.js';
 export { FailingStore, type FailMode } from './failing-store.js';

@@ -53,6 +53,9 @@ export function portApp(port: number, close: () => Promise<void> | void): Runnin
     abandon(path, headers) {
       return abandonRequest(port, path, headers);
     },
+    leaving(path, headers) {
+      return Promise.resolve(leavingRequest(port, path, headers));
+    },
     async close() {
       await close();
     },
@@ -118,6 +121,29 @@ export function abandonRequest(port: number, path: string, headers: Record<strin
     for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);
   });
+}
+
+/**
+ * Sends a whole `POST path` (no body) on a real socket and returns at once; `leave()` closes the
+ * connection, as a client that stops waiting would, and resolves once it is closed.
+ */
+export function leavingRequest(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+): { leave(): Promise<void> } {
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Length: 0'];
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+  return {
+    leave() {
+      const closed = once(socket, 'close').then(() => undefined);
+      socket.destroy();
+      return closed;
+    },
+  };
 }
 
 /** A complete HTTP/1.1 response with a Content-Length body, or undefined while incomplete. */

@@ -67,4 +67,5 @@ httpConformance({
   start: build,
   findsClientAddress: true,
   countOnly: true,
+  delays: true,
 });

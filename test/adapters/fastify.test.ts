@@ -12,7 +12,7 @@ import {
   type RateLimitOptions,
 } from '../../src/adapters/fastify.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
-import { abandonRequest, nodeHeader } from '../../src/testing/index.js';
+import { abandonRequest, leavingRequest, nodeHeader } from '../../src/testing/index.js';
 import type { AddressInfo } from 'node:net';
 
 function reply(response: LightMyRequestResponse): HttpReply {
@@ -83,13 +83,19 @@ async function build(spec: AppSpec): Promise<RunningApp> {
   await app.ready();
   // A real socket only for a client that goes away: inject has no connection to close.
   let port: number | undefined;
+  const listening = async (): Promise<number> => {
+    if (port === undefined) {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      port = (app.server.address() as AddressInfo).port;
+    }
+    return port;
+  };
   return {
     async abandon(url, headers) {
-      if (port === undefined) {
-        await app.listen({ port: 0, host: '127.0.0.1' });
-        port = (app.server.address() as AddressInfo).port;
-      }
-      return abandonRequest(port, url, headers);
+      return abandonRequest(await listening(), url, headers);
+    },
+    async leaving(url, headers) {
+      return leavingRequest(await listening(), url, headers);
     },
     async request(method, url, headers = {}) {
       const payload = method === 'POST' ? '{"name":"thing"}' : undefined;
@@ -121,6 +127,7 @@ httpConformance({
   start: build,
   findsClientAddress: true,
   countOnly: true,
+  delays: true,
 });
 
 describe('fastify: rateLimitPlugin encapsulation', () => {

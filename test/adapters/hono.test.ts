@@ -10,7 +10,7 @@ import { MemoryStore, clientAddress, createLimiter, tokenBucket } from '../../sr
 import { FailingStore } from '../../src/testing/index.js';
 import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/hono.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
-import { abandonRequest } from '../../src/testing/index.js';
+import { abandonRequest, leavingRequest } from '../../src/testing/index.js';
 import type { ServerResponse } from 'node:http';
 
 async function reply(response: Response): Promise<HttpReply> {
@@ -83,13 +83,19 @@ async function build(spec: AppSpec): Promise<RunningApp> {
   const base = 'http://127.0.0.1';
   // A real socket only for a client that goes away: app.request has no connection to close.
   let server: ReturnType<typeof serve> | undefined;
+  const listening = async (): Promise<number> => {
+    if (server === undefined) {
+      server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+      await new Promise((resolve) => server!.once('listening', resolve));
+    }
+    return (server.address() as AddressInfo).port;
+  };
   return {
     async abandon(path, headers) {
-      if (server === undefined) {
-        server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
-        await new Promise((resolve) => server!.once('listening', resolve));
-      }
-      return abandonRequest((server.address() as AddressInfo).port, path, headers);
+      return abandonRequest(await listening(), path, headers);
+    },
+    async leaving(path, headers) {
+      return leavingRequest(await listening(), path, headers);
     },
     async request(method, path, headers = {}) {
       const body = method === 'POST' ? '{"name":"thing"}' : undefined;
@@ -123,6 +129,7 @@ httpConformance({
   header: (c, name) => (c as Context).req.header(name),
   start: build,
   countOnly: true,
+  delays: true,
 });
 
 describe('hono: with its own cors() middleware', () => {

@@ -94,4 +94,5 @@ httpConformance({
   start: build,
   findsClientAddress: true,
   countOnly: true,
+  delays: true,
 });
