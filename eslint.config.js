@@ -2,7 +2,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 // Layer boundaries (ARCHITECTURE.md): imports point down. Each entry forbids a layer from
-// importing the layers above it; `browser` and `pure` layers may not import node: modules either.
+// importing the layers above it; `browser`, `portable` and `pure` layers may not import node:
+// modules either (`portable`: the library a Bun, Deno or Workers application loads).
 // `testing` (sluice/testing) sits above the library it tests, and only it may import node:test
 // and node:assert: a user's production import of sluice must never load a test runner. Only
 // `otel` (sluice/otel) may import @opentelemetry/*.
@@ -15,21 +16,46 @@ const layers = [
   },
   {
     name: 'stores',
-    files: ['src/store.ts', 'src/stores/**'],
+    files: ['src/store.ts', 'src/stores/memory.ts', 'src/stores/memory/**', 'src/stores/shared/**'],
+    above: ['limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
+    portable: true,
+  },
+  {
+    name: 'stores',
+    files: ['src/stores/redis/**', 'src/stores/postgres/**'],
     above: ['limiter', 'keys', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
   },
   {
     name: 'limiter',
     files: ['src/limiter/**'],
     above: ['keys', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
+    portable: true,
   },
   {
     name: 'keys',
     files: ['src/keys/**'],
     above: ['stores', 'limiter', 'http', 'adapters', 'client', 'server', 'testing', 'otel'],
+    portable: true,
   },
-  { name: 'http', files: ['src/http/**'], above: ['adapters', 'client', 'server', 'testing', 'otel'] },
-  { name: 'adapters', files: ['src/adapters/**'], above: ['server', 'client', 'testing', 'otel'] },
+  {
+    name: 'http',
+    files: ['src/http/**'],
+    above: ['adapters', 'client', 'server', 'testing', 'otel'],
+    portable: true,
+  },
+  // sluice/fetch runs on Bun, Deno and Workers: nothing of node: either.
+  {
+    name: 'adapters',
+    files: ['src/adapters/fetch.ts', 'src/adapters/fetch-*.ts', 'src/adapters/socket-address.ts'],
+    above: ['server', 'client', 'testing', 'otel'],
+    portable: true,
+  },
+  {
+    name: 'adapters',
+    files: ['src/adapters/**'],
+    ignores: ['src/adapters/fetch.ts', 'src/adapters/fetch-*.ts', 'src/adapters/socket-address.ts'],
+    above: ['server', 'client', 'testing', 'otel'],
+  },
   {
     name: 'testing',
     files: ['src/testing/**'],
@@ -40,6 +66,7 @@ const layers = [
     name: 'main entry',
     files: ['src/index.ts'],
     above: ['http', 'adapters', 'client', 'server', 'testing', 'otel'],
+    portable: true,
   },
   {
     name: 'client',
@@ -62,8 +89,9 @@ const layers = [
 /** Import patterns naming a layer: its folder, or for `store` the contract file. */
 const layerPatterns = (layer) => (layer === 'store' ? ['**/store', '**/store.js'] : [`**/${layer}/**`]);
 
-const layerRules = layers.map(({ name, files, above, pure, browser, tests, otel }) => ({
+const layerRules = layers.map(({ name, files, ignores, above, pure, browser, portable, tests, otel }) => ({
   files,
+  ...(ignores ? { ignores } : {}),
   rules: {
     'no-restricted-imports': [
       'error',
@@ -83,6 +111,14 @@ const layerRules = layers.map(({ name, files, above, pure, browser, tests, otel 
             : []),
           ...(browser
             ? [{ group: ['node:*'], message: 'client/ runs in browsers too: no node: modules' }]
+            : []),
+          ...(portable
+            ? [
+                {
+                  group: ['node:*'],
+                  message: `${name}/ runs on Bun, Deno and Workers too: Web-standard APIs, no node: modules (see src/core/hash.ts)`,
+                },
+              ]
             : []),
           ...(otel
             ? []

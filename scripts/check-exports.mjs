@@ -10,6 +10,7 @@ import { basename, join } from 'node:path';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 import { entries } from '../tsup.config.ts';
+import { nodeImportsOf } from './node-free.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -66,6 +67,20 @@ for (const proto of [
 ])
   if (!existsSync(join(root, 'dist', 'protos', proto))) fail(`dist/protos/${proto} is not built`);
 if (!pkg.files.includes('dist')) fail('package.json "files" leaves dist (and its protos) out');
+
+// Entries for Bun, Deno and Workers: their ESM loads no node: module, and the runtime conditions
+// (which pick that ESM build for require too, so a program holds one copy of sluice) name built files.
+for (const subpath of ['.', './fetch', './http', './client']) {
+  const target = pkg.exports[subpath];
+  for (const condition of ['bun', 'deno', 'workerd', 'worker']) {
+    const file = target[condition]?.default;
+    if (file !== undefined && !existsSync(join(root, file)))
+      fail(`${subpath}: ${condition} ${file} is not built`);
+  }
+  const loaded = nodeImportsOf(join(root, target.import.default));
+  if (loaded.length > 0) fail(`${subpath} loads node: modules:\n  ${loaded.join('\n  ')}`);
+  else console.log(`ok ${subpath}: its ESM loads no node: module`);
+}
 
 const { messages } = await publint({ pkgDir: root, strict: true });
 for (const message of messages) {

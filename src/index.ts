@@ -80,6 +80,7 @@ export { normalizeLogin, MAX_LOGIN_LENGTH } from './keys/normalize.js';
 export { compositeKey } from './keys/composite-key.js';
 export {
   pseudonymousKey,
+  pseudonymousKeyAsync,
   createPseudonymRing,
   MIN_SECRET_BYTES,
   type PseudonymRing,

@@ -1,6 +1,6 @@
-import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { SluiceError, configError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
+import { hmacKeyOf, hmacSha256Base64url, hmacSha256Base64urlAsync, type HmacKey } from '../core/hash.js';
 
 /** An HMAC secret: text (counted in UTF-8 bytes) or bytes. */
 export type PseudonymSecret = string | Uint8Array;
@@ -61,11 +61,11 @@ function checkLabel(option: string, value: unknown): string {
   return value;
 }
 
-/** Imports a secret once. Messages give its length at most, never its text. */
-function importSecret(option: string, secret: unknown): KeyObject {
-  let bytes: Buffer;
-  if (typeof secret === 'string') bytes = Buffer.from(secret, 'utf8');
-  else if (secret instanceof Uint8Array) bytes = Buffer.from(secret);
+/** The secret's bytes, checked. Messages give its length at most, never its text. */
+function secretBytes(option: string, secret: unknown): Uint8Array {
+  let bytes: Uint8Array;
+  if (typeof secret === 'string') bytes = new TextEncoder().encode(secret);
+  else if (secret instanceof Uint8Array) bytes = Uint8Array.from(secret);
   else {
     const kind = secret === null ? 'null' : Array.isArray(secret) ? 'an array' : `a ${typeof secret}`;
     throw new SluiceError('SLUICE_CONFIG', `${option} must be a string or Uint8Array; received ${kind}`);
@@ -75,7 +75,7 @@ function importSecret(option: string, secret: unknown): KeyObject {
       'SLUICE_CONFIG',
       `${option} must be at least ${MIN_SECRET_BYTES} bytes; received ${bytes.length} bytes`,
     );
-  return createSecretKey(bytes);
+  return bytes;
 }
 
 function subjectText(id: unknown): string {
@@ -90,9 +90,17 @@ function subjectText(id: unknown): string {
   );
 }
 
-function hmacKey(key: KeyObject, purpose: string, prefix: string, id: SubjectId): string {
-  const mac = createHmac('sha256', key).update(`${purpose}:v1:${subjectText(id)}`, 'utf8');
-  return `${prefix}:v1:${mac.digest('base64url')}`;
+function hmacKey(key: HmacKey, purpose: string, prefix: string, id: SubjectId): string {
+  return `${prefix}:v1:${hmacSha256Base64url(key, `${purpose}:v1:${subjectText(id)}`)}`;
+}
+
+/** The purpose and prefix of {@link pseudonymousKey}'s arguments, checked. */
+function keyLabels(purpose: string, options: PseudonymousKeyOptions): { purpose: string; prefix: string } {
+  checkOptionKeys('pseudonymousKey', options, keyOptionKeys);
+  checkLabel('pseudonymousKey purpose', purpose);
+  const prefix =
+    options.prefix === undefined ? purpose : checkLabel('pseudonymousKey prefix', options.prefix);
+  return { purpose, prefix };
 }
 
 /**
@@ -119,11 +127,30 @@ export function pseudonymousKey(
   id: SubjectId,
   options: PseudonymousKeyOptions = {},
 ): string {
-  checkOptionKeys('pseudonymousKey', options, keyOptionKeys);
-  checkLabel('pseudonymousKey purpose', purpose);
-  const prefix =
-    options.prefix === undefined ? purpose : checkLabel('pseudonymousKey prefix', options.prefix);
-  return hmacKey(importSecret('pseudonymousKey secret', secret), purpose, prefix, id);
+  const { prefix } = keyLabels(purpose, options);
+  const key = hmacKeyOf(secretBytes('pseudonymousKey secret', secret));
+  return hmacKey(key, purpose, prefix, id);
+}
+
+/**
+ * {@link pseudonymousKey} through WebCrypto: the same key, computed asynchronously. The
+ * synchronous form runs everywhere too (through the runtime's `node:crypto`, or in plain
+ * JavaScript where there is none); this one leaves the hashing to the platform, e.g. in a
+ * browser or a Worker without `nodejs_compat`. Throws (rejects) as {@link pseudonymousKey} does.
+ *
+ * @default options `{ prefix: purpose }`
+ * @example
+ * await pseudonymousKeyAsync(env.AUTH_SECRET, 'report:account', 42, { prefix: 'account' });
+ */
+export async function pseudonymousKeyAsync(
+  secret: PseudonymSecret,
+  purpose: string,
+  id: SubjectId,
+  options: PseudonymousKeyOptions = {},
+): Promise<string> {
+  const { prefix } = keyLabels(purpose, options);
+  const bytes = secretBytes('pseudonymousKey secret', secret);
+  return `${prefix}:v1:${await hmacSha256Base64urlAsync(bytes, `${purpose}:v1:${subjectText(id)}`)}`;
 }
 
 /**
@@ -149,17 +176,24 @@ export function createPseudonymRing(options: PseudonymRingOptions): PseudonymRin
   const { secrets } = options;
   if (!Array.isArray(secrets) || secrets.length === 0)
     throw new SluiceError('SLUICE_CONFIG', 'createPseudonymRing secrets must be a non-empty array');
-  const keys = secrets.map((secret: unknown, i) => importSecret(`createPseudonymRing secrets[${i}]`, secret));
-  keys.forEach((key, i) => {
+  const bytes = secrets.map((secret: unknown, i) => secretBytes(`createPseudonymRing secrets[${i}]`, secret));
+  bytes.forEach((secret, i) => {
     // A repeated secret is a rotation mistake (the "new" secret was never changed).
-    if (keys.findIndex((other) => other.equals(key)) !== i)
+    if (bytes.findIndex((other) => sameBytes(other, secret)) !== i)
       throw new SluiceError('SLUICE_CONFIG', `createPseudonymRing secrets[${i}] repeats an earlier secret`);
   });
-  const current = keys[0] as KeyObject;
+  const keys = bytes.map(hmacKeyOf);
+  const current = keys[0]!;
   return Object.freeze({
     prefix,
     generations: keys.length,
     current: (id: SubjectId) => hmacKey(current, purpose, prefix, id),
     all: (id: SubjectId) => keys.map((key) => hmacKey(key, purpose, prefix, id)),
   });
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -1,5 +1,3 @@
-import { webcrypto } from 'node:crypto';
-
 /**
  * Two seeded 30-bit hashes of a bucket id, for the evicted-bucket summary's row indices.
  *
@@ -49,5 +47,5 @@ function mix(h: number): number {
 
 /** 64 fresh random bits for one store's {@link KeyHasher}. */
 export function randomSeeds(): Uint32Array {
-  return webcrypto.getRandomValues(new Uint32Array(2));
+  return globalThis.crypto.getRandomValues(new Uint32Array(2));
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Base64url } from '../../core/hash.js';
 
 /**
  * Keys up to this many UTF-16 code units are stored as they are by every store; longer ones are
@@ -30,5 +30,5 @@ const unstorable = /[\0\uD800-\uDFFF]/;
  */
 export function bucketId(key: string): string {
   if (key.length <= MAX_RAW_KEY_LENGTH && !unstorable.test(key)) return key;
-  return hashedPadding + createHash('sha256').update(key).digest('base64url');
+  return hashedPadding + sha256Base64url(key);
 }
