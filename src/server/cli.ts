@@ -5,6 +5,7 @@ import { testClock } from './envoy/test-clock.js';
 import { explainRequest, formatExplanation } from './explain.js';
 import { PolicyError } from './policy/errors.js';
 import { StartError, serve, type RunningServer } from './serve/start.js';
+import { runTop } from './top/top.js';
 
 /** Where the CLI writes; a test passes its own. */
 export interface CliIo {
@@ -20,7 +21,7 @@ const processIo: CliIo = {
 };
 
 /**
- * The `sluice` command: `check <file>` and `serve`. Exit codes: 0 done, 1 the policy or the
+ * The `sluice` command: `check <file>`, `explain`, `serve` and `top`. Exit codes: 0 done, 1 the policy or the
  * arguments are wrong, 2 the server could not start.
  */
 export function createProgram(
@@ -153,7 +154,59 @@ export function createProgram(
       },
     );
 
+  program
+    .command('top')
+    .description(
+      "The dashboard's live numbers in the terminal: decisions per second by rule and outcome, refusal ratio, store latency, the heaviest refused bucket ids (pseudonymous) and recent refusals; an admin token from SLUICE_TOKEN",
+    )
+    .option('--url <url>', 'the server (sluice serve)', urlArgument, 'http://127.0.0.1:8411')
+    .option('--iterations <n>', 'stop after this many tables (default: until Ctrl-C)', countArgument)
+    .action(async (options: { url: string; iterations?: number }) => {
+      const interrupt = new AbortController();
+      const stop = () => interrupt.abort();
+      process.once('SIGINT', stop);
+      try {
+        setExitCode(
+          await runTop(
+            {
+              url: options.url,
+              token: io.env.SLUICE_TOKEN,
+              iterations: options.iterations,
+              signal: interrupt.signal,
+            },
+            {
+              out: io.out,
+              err: io.err,
+              tty: process.stdout.isTTY === true,
+              columns: process.stdout.columns ?? 120,
+            },
+          ),
+        );
+      } finally {
+        process.off('SIGINT', stop);
+      }
+    });
+
   return program;
+}
+
+/** An http:// or https:// URL from the command line. */
+export function urlArgument(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('a URL, as http://127.0.0.1:8411');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new InvalidArgumentError('an http:// or https:// URL, as http://127.0.0.1:8411');
+  return url.origin;
+}
+
+/** A whole number of at least 1 from the command line. */
+export function countArgument(value: string): number {
+  if (!/^[1-9]\d{0,8}$/.test(value)) throw new InvalidArgumentError('a whole number of at least 1');
+  return Number(value);
 }
 
 /** Prints a policy error as one `file:line:column: message` line per issue. */

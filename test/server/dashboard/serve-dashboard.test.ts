@@ -9,47 +9,21 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { runSluice } from '../cli-support.js';
-import { fromAddress, startSluice, type RunningSluice } from '../serve-support.js';
+import { startSluice, type RunningSluice } from '../serve-support.js';
 import { readFeed, totalOf } from './sse-support.js';
+import {
+  NICK,
+  OFFENDER,
+  OTHER,
+  RULES as rules,
+  SHADOWED,
+  sendTraffic as traffic,
+  settled,
+} from './traffic-support.js';
 
 const SECRET = 'dashboard-test-secret-0123456789abcdef';
 const ADMIN = 'admin-token-dashboard-0123456789';
 const DECIDE = 'decide-token-dashboard-0123456789';
-const OFFENDER = '203.0.113.7';
-const OTHER = '198.51.100.4';
-const SHADOWED = '203.0.113.9';
-const NICK = 'ann-the-nick';
-
-const rules = `rules:
-  - name: login
-    match: { methods: [POST], paths: [/api/login] }
-    key: [address]
-    algorithm: fixed-window
-    limit: 3
-    window: 1h
-  - name: search
-    match: { paths: [/api/search] }
-    key: [address, header:x-nick]
-    algorithm: fixed-window
-    limit: 2
-    window: 1h
-    mode: shadow
-`;
-
-/** 5 logins from OFFENDER (3 admitted, 2 refused), 1 from OTHER, 4 shadowed searches (2 would be refused). */
-async function traffic(sluice: RunningSluice, headers: Record<string, string> = {}): Promise<void> {
-  for (let i = 0; i < 5; i++) await sluice.post('/v1/decisions', { items: [fromAddress(OFFENDER)] }, headers);
-  await sluice.post('/v1/decisions', { items: [fromAddress(OTHER)] }, headers);
-  for (let i = 0; i < 4; i++)
-    await sluice.post(
-      '/v1/decisions',
-      { items: [fromAddress(SHADOWED, 'GET', '/api/search', { 'x-nick': NICK })] },
-      headers,
-    );
-}
-
-const settled = (s: Parameters<typeof totalOf>[0]) =>
-  totalOf(s, 'login', 'refused') === 2 && totalOf(s, 'search', 'shadow-refused') === 2;
 
 /** A GET with any Host header (fetch sets its own). */
 function getWithHost(url: string, path: string, host: string): Promise<number> {
@@ -67,7 +41,6 @@ describe('sluice serve: the dashboard without tokens (loopback)', () => {
   let sluice: RunningSluice;
   before(async () => {
     sluice = await startSluice(`version: 1\n${rules}`);
-    sluice.sensitive(NICK);
     await traffic(sluice);
   });
   after(async () => {
@@ -177,7 +150,7 @@ ${rules}`;
   const admin = { authorization: `Bearer ${ADMIN}` };
   before(async () => {
     sluice = await startSluice(policy, [], { SECRET });
-    sluice.sensitive(NICK, ADMIN, DECIDE, SECRET);
+    sluice.sensitive(ADMIN, DECIDE, SECRET);
     await traffic(sluice, admin);
   });
   after(async () => {

@@ -1,5 +1,6 @@
 /** Reads the dashboard's Server-Sent Events over real HTTP, with bounded waits. */
 import type { Snapshot } from '../../../src/server/dashboard/snapshot-types.js';
+import { serverSentEvents } from '../../../src/server/top/sse.js';
 
 export interface FeedReading {
   /** Every byte the stream carried (to search for values that must not be there). */
@@ -23,22 +24,19 @@ export async function readFeed(
   try {
     const response = await fetch(`${url}/dashboard/events`, { headers, signal: controller.signal });
     if (response.status !== 200) throw new Error(`the feed answered ${response.status}`);
+    const body = response.body as unknown as AsyncIterable<Uint8Array>;
+    // Every byte is kept, to search for values that must not be there.
     const decoder = new TextDecoder();
-    let pending = '';
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      const piece = decoder.decode(chunk, { stream: true });
-      text += piece;
-      pending += piece;
-      let end: number;
-      while ((end = pending.indexOf('\n\n')) >= 0) {
-        const message = pending.slice(0, end);
-        pending = pending.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(message)?.[1];
-        const data = /^data: (.*)$/m.exec(message)?.[1];
-        if (event !== 'snapshot' || data === undefined) continue;
-        const snapshot = JSON.parse(data) as Snapshot;
-        if (until(snapshot)) return { text, snapshot };
+    const recorded = (async function* () {
+      for await (const chunk of body) {
+        text += decoder.decode(chunk, { stream: true });
+        yield chunk;
       }
+    })();
+    for await (const { event, data } of serverSentEvents(recorded)) {
+      if (event !== 'snapshot') continue;
+      const snapshot = JSON.parse(data) as Snapshot;
+      if (until(snapshot)) return { text, snapshot };
     }
     throw new Error('the feed ended');
   } catch (error) {

@@ -35,7 +35,11 @@ export class TimeChart {
           })),
         ],
         axes: [{ stroke: '#333' }, { stroke: '#333', label: unit, size: 60 }],
-        scales: { x: { time: true }, y: { range: (_u, min, max) => [0, Math.max(1, max ?? min)] } },
+        // At least a minute of time across, so that a fresh page does not read in milliseconds.
+        scales: {
+          x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] },
+          y: { range: (_u, min, max) => [0, Math.max(1, max ?? min)] },
+        },
         legend: { live: true },
         cursor: { drag: { x: false, y: false } },
       },

@@ -52,7 +52,7 @@ export class Inspector {
                 id: `part-${i}`,
                 autocomplete: 'off',
                 spellcheck: 'false',
-                ...(part === 'address' ? { placeholder: '203.0.113.7', required: '' } : {}),
+                ...(part === 'address' ? { placeholder: 'an IP address', required: '' } : {}),
               }),
             )
           : h('span', { class: 'muted' }, `${part}: the same for every request`),

@@ -1,0 +1,178 @@
+/**
+ * The dashboard in a real browser (headless Chromium): the real CLI serves a policy with tokens
+ * and a pseudonym secret, the test signs in through the login form by keyboard, sends traffic so
+ * that every panel has data, and reads the page against it: counts, the top offender, a shadow
+ * would-refuse, recent refusals, the inspector's answer for a typed key. Screenshots at 1280×800
+ * and at phone width go to test-artifacts/dashboard (printed). Neither the page nor its feed may
+ * carry an address, header value, token or secret the test used.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { startSluice, type RunningSluice } from '../serve-support.js';
+import { artifactsDir, launchChromium, skipUnlessChromium } from './browser-support.js';
+import { readFeed, totalOf } from './sse-support.js';
+import { NICK, OFFENDER, OTHER, RULES, SHADOWED, sendTraffic } from './traffic-support.js';
+
+const SECRET = 'browser-test-secret-0123456789abcdefgh';
+const ADMIN = 'admin-token-browser-0123456789';
+const admin = { authorization: `Bearer ${ADMIN}` };
+
+const policy = `version: 1
+clients:
+  pseudonymSecret: "\${SECRET}"
+auth:
+  tokens:
+    - { token: "${ADMIN}", scopes: [decide, admin] }
+${RULES}`;
+
+/** The Okabe–Ito colours (and black and grey) the page may draw outcomes in. */
+const PALETTE = new Set([
+  'rgb(0, 114, 178)',
+  'rgb(213, 94, 0)',
+  'rgb(204, 121, 167)',
+  'rgb(0, 158, 115)',
+  'rgb(0, 0, 0)',
+  'rgb(86, 180, 233)',
+  'rgb(230, 159, 0)',
+  'rgb(127, 127, 127)',
+]);
+
+const skip = skipUnlessChromium();
+
+describe('the dashboard in headless Chromium', { skip }, () => {
+  let sluice: RunningSluice;
+  let browser: Browser;
+  let page: Page;
+  const errors: string[] = [];
+  const shots = skip === false ? artifactsDir('dashboard') : '';
+
+  before(async () => {
+    sluice = await startSluice(policy, [], { SECRET });
+    sluice.sensitive(ADMIN, SECRET);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (error) => errors.push(String(error)));
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    await sendTraffic(sluice, admin);
+    console.log(`dashboard screenshots: ${shots}`);
+  });
+  after(async () => {
+    await browser?.close();
+    await sluice?.stop();
+  });
+
+  it('signs in through the login form by keyboard alone', async () => {
+    await page.goto(`${sluice.url}/dashboard`);
+    assert.equal(await page.locator('form[action="/dashboard/login"]').count(), 1);
+    // The token field has the focus from the start: type, then Enter submits.
+    await page.keyboard.type(ADMIN);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#rules-table tbody tr[data-rule="login"]');
+  });
+
+  it('shows counts, the top offender and the shadow would-refuse as the traffic made them', async () => {
+    const cell = (rule: string, outcome: string) =>
+      page.locator(`#rules-table tr[data-rule="${rule}"] td[data-outcome="${outcome}"]`);
+    await page.waitForSelector(
+      '#rules-table tr[data-rule="login"] td[data-outcome="refused"][data-total="2"]',
+    );
+    await page.waitForSelector(
+      '#rules-table tr[data-rule="search"] td[data-outcome="shadow-refused"][data-total="2"]',
+    );
+    assert.equal(await cell('login', 'admitted').getAttribute('data-total'), '4');
+    assert.equal(await cell('search', 'admitted').getAttribute('data-total'), '2');
+    assert.match((await cell('login', 'refused').innerText()).trim(), /^2\b/);
+    const top = page.locator('table[data-offenders="login/login/refused"] tbody tr').first();
+    assert.equal(await top.getAttribute('data-count'), '2');
+    assert.match((await top.getAttribute('data-id'))!, /^key:v1:[\w-]{22}$/);
+    const shadow = page.locator('table[data-offenders="search/search/shadow"] tbody tr').first();
+    assert.equal(await shadow.getAttribute('data-count'), '2');
+    assert.equal(await page.locator('#recent-table tbody tr').count(), 4);
+    assert.equal(await page.locator('#recent-table tbody tr[data-outcome="shadow-refused"]').count(), 2);
+    assert.match(await page.locator('#status').innerText(), /live/);
+    assert.equal(await page.locator('#decisions-chart canvas').count(), 1);
+    assert.equal(await page.locator('#latency-chart canvas').count(), 1);
+    assert.match(await page.locator('#policy-figures').innerText(), /HMAC/);
+  });
+
+  it('carries no address, header value, token or secret, in the page or in its feed', async () => {
+    const html = await page.content();
+    const { text } = await readFeed(sluice.url, (s) => totalOf(s, 'login', 'refused') === 2, admin);
+    for (const value of [OFFENDER, OTHER, SHADOWED, NICK, ADMIN, SECRET]) {
+      assert.ok(!html.includes(value), `the page carries ${value}`);
+      assert.ok(!text.includes(value), `the feed carries ${value}`);
+    }
+  });
+
+  it('inspects a typed key by keyboard: the same bucket id as the top offender, its limit spent', async () => {
+    const offender = await page
+      .locator('table[data-offenders="login/login/refused"] tbody tr')
+      .first()
+      .getAttribute('data-id');
+    await page.focus('#inspect-rule');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement).name), 'address');
+    await page.keyboard.type(OFFENDER);
+    await page.keyboard.press('Enter');
+    const id = page.locator('#inspect-result [data-inspected-id]');
+    await id.waitFor();
+    assert.equal(await id.innerText(), offender);
+    assert.equal(
+      await page.locator('#inspect-result li[data-limit="login"]').getAttribute('data-remaining'),
+      '0',
+    );
+    assert.ok(!(await page.locator('#inspect-result').innerText()).includes(OFFENDER));
+  });
+
+  it('is keyboard-navigable: a skip link first, then every control, chart and scrolling table in order', async () => {
+    await page.reload();
+    await page.waitForSelector('#rules-table tbody tr[data-rule="login"]');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.className), 'skip');
+    await page.keyboard.press('Enter');
+    const reached: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      await page.keyboard.press('Tab');
+      reached.push(
+        await page.evaluate(() => {
+          const el = document.activeElement!;
+          return el.id || el.getAttribute('aria-labelledby') || el.getAttribute('aria-label') || el.tagName;
+        }),
+      );
+    }
+    const order = ['chart-rule', 'decisions-chart', 'rules-h', 'inspect-rule', 'part-0', 'BUTTON'];
+    let at = -1;
+    for (const stop of order) {
+      const found = reached.indexOf(stop, at + 1);
+      assert.ok(
+        found > at,
+        `${stop} not reached after ${order[order.indexOf(stop) - 1]}: ${reached.join(' ')}`,
+      );
+      at = found;
+    }
+  });
+
+  it('draws outcomes in a colour-blind-safe palette, each with its own line pattern', async () => {
+    const swatches = await page.$$eval('#rules-table thead .swatch', (marks) =>
+      marks.map((m) => [getComputedStyle(m).borderTopColor, getComputedStyle(m).borderTopStyle]),
+    );
+    assert.ok(swatches.length >= 3);
+    for (const [colour] of swatches) assert.ok(PALETTE.has(colour!), colour);
+    assert.equal(new Set(swatches.map(([c]) => c)).size, swatches.length, 'one colour per outcome');
+  });
+
+  it('reads at 1280×800 and at phone width (screenshots)', async () => {
+    await page.screenshot({ path: join(shots, 'dashboard-1280x800.png') });
+    await page.setViewportSize({ width: 390, height: 844 });
+    // Nothing wider than the screen but the tables, which scroll in their own region.
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the page is ${overflow} px wider than the phone's screen`);
+    await page.screenshot({ path: join(shots, 'dashboard-390x844.png') });
+    assert.deepEqual(errors, []);
+  });
+});
