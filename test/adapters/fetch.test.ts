@@ -12,4 +12,5 @@ httpConformance({
   start: async (spec) => serveFetch(fetchApp(spec)),
   findsClientAddress: true,
   countOnly: true,
+  delays: true,
 });
