@@ -60,6 +60,8 @@ export interface GrpcOptions {
   ready(): Promise<boolean>;
   /** Told of an error that was no request's fault (an INTERNAL answer). */
   failed(error: unknown): void;
+  /** Told of a store that failed or did not answer in time (an UNAVAILABLE answer). */
+  storeFailed(error: unknown): void;
 }
 
 /** Names the health service answers for: the whole server, upstream's `ratelimit`, and the service's own. */
@@ -89,6 +91,7 @@ export async function listenGrpc(options: GrpcOptions): Promise<{ port: number; 
         (error: unknown) => {
           const { code, result, details } = grpcError(error);
           if (code === grpcStatus.INTERNAL) options.failed(error);
+          else if (isSluiceError(error) && error.code.startsWith('SLUICE_STORE_')) options.storeFailed(error);
           options.metrics.call(result, elapsed(started));
           callback({ code, details });
         },

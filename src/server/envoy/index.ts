@@ -4,6 +4,7 @@ import type { Clock } from '../../core/clock.js';
 import { isSluiceError } from '../../core/errors.js';
 import type { Store } from '../../store.js';
 import { problem, readBody, send, type BodyError } from '../serve/http-io.js';
+import { errorFields, throttledReport, type ServerLog } from '../serve/log.js';
 import { EnvoyBuckets } from './decide.js';
 import { grpcError, listenGrpc } from './grpc.js';
 import { requestFromJson, responseToJson } from './json.js';
@@ -21,6 +22,8 @@ export interface EnvoyOptions {
   readonly registry: Registry;
   /** Told of an error no request caused (answered INTERNAL), to log it. */
   failed(error: unknown): void;
+  /** Where store failures are logged. */
+  readonly log: ServerLog;
   readonly clock: Clock;
   served(): ServedEnvoy | undefined;
   ready(): Promise<boolean>;
@@ -41,7 +44,7 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
   const service = new EnvoyService(buckets, metrics);
   let grpc;
   try {
-    grpc = await listenGrpc({ ...options, service, metrics });
+    grpc = await listenGrpc({ ...options, service, metrics, storeFailed: storeFailures(options.log) });
   } catch (error) {
     buckets.close();
     throw error;
@@ -100,4 +103,17 @@ async function answerJson(
 
 function invalidBody(detail: string) {
   return problem(400, 'invalid_request', 'Bad Request', detail);
+}
+
+/** How often at most store failures of Envoy's calls are logged: a store down fails every call. */
+const STORE_REPORT_MS = 60_000;
+
+/** Store failures on the log by their code, the first at once, then a line a minute with the count since. */
+function storeFailures(log: ServerLog): (error: unknown) => void {
+  return throttledReport(STORE_REPORT_MS, (error, failures) =>
+    log.warn(
+      { event: 'store-failure', service: 'envoy', failures, ...errorFields(error) },
+      'the store failed: ShouldRateLimit answered UNAVAILABLE',
+    ),
+  );
 }

@@ -42,3 +42,24 @@ export function logPolicyIssues(log: ServerLog, error: PolicyError, message: str
       `${message}: ${issue.message}`,
     );
 }
+
+/**
+ * A failure that may repeat on every request (a store or an upstream down), reported the first
+ * time at once and then at most once per `intervalMs`, with how many happened since the last
+ * report, so that an outage under load does not flood the log.
+ */
+export function throttledReport(
+  intervalMs: number,
+  report: (error: unknown, failures: number) => void,
+): (error: unknown) => void {
+  let last = -Infinity;
+  let failures = 0;
+  return (error) => {
+    failures++;
+    const now = performance.now();
+    if (now - last < intervalMs) return;
+    last = now;
+    report(error, failures);
+    failures = 0;
+  };
+}

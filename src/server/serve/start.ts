@@ -9,7 +9,7 @@ import { isLoopbackHost } from './auth.js';
 import { createEchoServer } from './echo.js';
 import { createGateway } from './gateway.js';
 import { LivePolicy, type ReloadTrigger } from './live-policy.js';
-import { createServerLog, type ServerLog } from './log.js';
+import { createServerLog, type ServerLog, throttledReport } from './log.js';
 import { ServerMetrics } from './metrics.js';
 import { createDecisionServer } from './server.js';
 import { StartError } from './start-error.js';
@@ -104,6 +104,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         store: opened.store,
         registry: metrics.registry,
         failed: (error) => live.failed(error),
+        log,
         clock: options.envoyClock ?? Date.now,
         served: () => servedEnvoy(live.current()),
         ready: opened.ready,
@@ -229,20 +230,13 @@ const UPSTREAM_REPORT_MS = 60_000;
  * failed since; by error code only (the message names the upstream's address, not needed here).
  */
 function upstreamReporter(log: ServerLog): (error: unknown) => void {
-  let last = -Infinity;
-  let failed = 0;
-  return (error) => {
-    failed++;
-    const now = Date.now();
-    if (now - last < UPSTREAM_REPORT_MS) return;
-    last = now;
+  return throttledReport(UPSTREAM_REPORT_MS, (error, failures) => {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
     log.warn(
-      { event: 'upstream-failure', error: typeof code === 'string' ? code : 'unknown', failures: failed },
+      { event: 'upstream-failure', error: typeof code === 'string' ? code : 'unknown', failures },
       'the upstream did not answer: 502 to the client',
     );
-    failed = 0;
-  };
+  });
 }
 
 function envoyText(host: string, port: number): string {

@@ -82,6 +82,8 @@ describe('envoyproxy/ratelimit configuration', () => {
     assert.equal(limit(['key2', 'x'], ['other', 'y']), 'none');
     assert.equal(findRule(domains, 'no-such-domain', entries(['key2', 'x'])), undefined);
     assert.equal(findRule(domains, 'test-domain', [])?.rule, undefined);
+    // An empty value looks up key_ first, then the key alone.
+    assert.equal(limit(['key2', '']), '20/MINUTE');
   });
 
   it('matches wildcards: trailing, middle, several, exact first, file order; share_threshold shares a counter', () => {

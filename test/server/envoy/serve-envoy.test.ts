@@ -83,6 +83,10 @@ describe("Envoy's rate limit service: settings and failures", () => {
       assert.equal(await envoy.health('ratelimit'), 2);
       const metrics = await fetch(`${envoy.sluice.url}/metrics`).then((r) => r.text());
       assert.match(metrics, /sluice_envoy_calls_total\{result="unavailable"\} 1/);
+      assert.match(
+        envoy.sluice.output(),
+        /"event":"store-failure","service":"envoy","failures":1,"error":"SluiceError","code":"SLUICE_STORE_/,
+      );
     } finally {
       await envoy.stop();
     }
