@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
 
 /** A server in a child process and the port it listens on. */
 export interface Running {
@@ -43,3 +44,25 @@ export const load = (): string =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
+
+/**
+ * Requests/s autocannon gets from `GET /` on 127.0.0.1:`port` in `seconds`; a non-2xx response
+ * or an error fails the run (the limit under test must never fire).
+ */
+export async function helloRps(
+  port: number,
+  seconds: number,
+  connections: number,
+  pipelining: number,
+): Promise<number> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/`,
+    connections,
+    pipelining,
+    duration: seconds,
+  });
+  if (result.non2xx > 0 || result.errors > 0) {
+    throw new Error(`port ${port}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
+  }
+  return result.requests.average;
+}

@@ -21,7 +21,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { helloRps } from '../support.js';
 
 // Many short runs rather than a few long ones: load from other processes on a shared machine
 // drifts over seconds, and only runs next to each other see the same drift.
@@ -112,17 +112,8 @@ async function start(framework: Framework, variant: Variant): Promise<Running> {
   return { name: `${framework}_${variant}`, child, port: message.port };
 }
 
-async function measure(port: number, seconds: number): Promise<number> {
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}/`,
-    connections: CONNECTIONS,
-    pipelining: PIPELINING,
-    duration: seconds,
-  });
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`port ${port}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);
-  }
-  return result.requests.average;
+function measure(port: number, seconds: number): Promise<number> {
+  return helloRps(port, seconds, CONNECTIONS, PIPELINING);
 }
 
 function median(values: readonly number[]): number {

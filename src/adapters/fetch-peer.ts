@@ -1,8 +1,8 @@
 /**
  * The peer address of a Fetch `Request`: a `Request` carries no socket, so the server that
  * received it says who connected, each in its own shape. The address is remembered per request
- * object, so that the key function (through {@link clientAddressOf}) and the `allow` and `deny`
- * lists read the same one.
+ * (fetch-state.ts), so that the key function (through {@link clientAddressOf}) and the `allow`
+ * and `deny` lists read the same one.
  */
 import type { RateLimitOptions } from '../http/guard.js';
 import {
@@ -10,6 +10,7 @@ import {
   type ClientAddressFunction,
   type ClientAddressOptions,
 } from '../keys/client-address.js';
+import { ensureState, stateOf } from './fetch-state.js';
 import { withSocketAddress } from './socket-address.js';
 
 /**
@@ -27,12 +28,10 @@ export type PeerInfo =
   | { readonly remoteAddr: { readonly hostname?: string } }
   | { requestIP(request: Request): { readonly address: string } | null | undefined };
 
-const peers = new WeakMap<Request, string>();
-
 /** Remembers the peer address `info` names for `request`; a later call without one keeps it. */
 export function recordPeer(request: Request, info: PeerInfo | undefined): void {
   const address = peerOf(request, info);
-  if (address !== undefined) peers.set(request, address);
+  if (address !== undefined) ensureState(request).peer = address;
 }
 
 /** The address text `info` names, whatever its shape; undefined for anything else. Never throws. */
@@ -61,7 +60,7 @@ function peerOf(request: Request, info: unknown): string | undefined {
 
 /** The guard's options with the default `address`: the peer behind the route's `proxies`. */
 export function withPeerAddress(options: RateLimitOptions<Request>): RateLimitOptions<Request> {
-  return withSocketAddress(options, (request) => ({ request, peer: peers.get(request) }));
+  return withSocketAddress(options, (request) => ({ request, peer: stateOf(request)?.peer }));
 }
 
 const loopbackOnly = createClientAddress();
@@ -82,5 +81,5 @@ export function clientAddressOf(request: Request, proxies?: ClientAddressOptions
     resolve = compiled.get(proxies) ?? createClientAddress(proxies);
     compiled.set(proxies, resolve);
   }
-  return resolve({ request, peer: peers.get(request) }).address;
+  return resolve({ request, peer: stateOf(request)?.peer }).address;
 }

@@ -20,6 +20,7 @@ import {
   type LimitedResponseOptions,
 } from '../http/problem.js';
 import { recordPeer, withPeerAddress, type PeerInfo } from './fetch-peer.js';
+import { keepAdmitted, stateOf, takeAdmitted } from './fetch-state.js';
 import { settledBody } from './fetch-settle.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../http/guard.js';
@@ -60,9 +61,6 @@ export interface FetchLimit {
 /** A wrapped handler's arguments after the request: the handler's own, or a peer if it takes none. */
 export type WrappedRest<Rest extends unknown[]> = Rest extends [] ? [info?: PeerInfo] : Rest;
 
-// What the last limit a request passed decided, for rateLimitOf: any limit, like Express's req.rateLimit.
-const lastAdmitted = new WeakMap<Request, RequestRateLimit>();
-
 /**
  * A route limit for the Fetch API. The key function receives the `Request`; read the client
  * address with {@link clientAddressOf}. `allow` and `deny` match the client address found from
@@ -77,28 +75,26 @@ const lastAdmitted = new WeakMap<Request, RequestRateLimit>();
  */
 export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
   const guard = createGuard(withPeerAddress(options));
-  // Per limit: a request that passes two limits carries each one's headers and receipts.
-  const admitted = new WeakMap<Request, RequestRateLimit & { readonly headers: HeaderValues }>();
-
   const limit = async (request: Request, info?: PeerInfo): Promise<Response | undefined> => {
     recordPeer(request, info);
     const method = request.method;
     const outcome = await guard.check(request, {
       method,
       path: pathOf(request.url),
-      preflight: isPreflight(method, request.headers.get('access-control-request-method')),
+      // Only an OPTIONS request can be a preflight: other requests' headers are not read here.
+      preflight:
+        method === 'OPTIONS' && isPreflight(method, request.headers.get('access-control-request-method')),
       signal: guard.delays ? request.signal : undefined,
     });
     if (outcome.action === 'respond') return toResponse(outcome.response);
-    admitted.set(request, outcome);
-    lastAdmitted.set(request, outcome);
+    // Per limit: a request that passes two limits carries each one's headers and receipts.
+    keepAdmitted(request, limit, outcome);
     return undefined;
   };
 
   const finish = (request: Request, response: Response): Response => {
-    const outcome = admitted.get(request);
+    const outcome = takeAdmitted(request, limit);
     if (outcome === undefined) return response;
-    admitted.delete(request);
     try {
       let out = withHeaders(response, outcome.headers);
       if (outcome.receipts.length > 0) out = settledBody(out, (status) => guard.settle(outcome, status));
@@ -120,8 +116,7 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
       try {
         response = await handler(request, ...(rest as Rest));
       } catch (error) {
-        const outcome = admitted.get(request);
-        admitted.delete(request);
+        const outcome = takeAdmitted(request, limit);
         if (outcome !== undefined) guard.settle(outcome, undefined);
         throw error;
       }
@@ -140,7 +135,7 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
  * const remaining = rateLimitOf(request)?.decisions[0]?.remaining;
  */
 export function rateLimitOf(request: Request): RequestRateLimit | undefined {
-  return lastAdmitted.get(request);
+  return stateOf(request)?.last;
 }
 
 /**

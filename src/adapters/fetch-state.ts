@@ -1,0 +1,70 @@
+/**
+ * What sluice/fetch keeps about one request between the limit and `finish`: the peer address its
+ * server handed over, the outcome of the last limit that admitted it (`rateLimitOf`), and each
+ * limit's admitted outcome until its `finish`. Held on the `Request` under a symbol private to
+ * this module (invisible to JSON, `Object.keys` and `for … in`), as the guard keeps its charges:
+ * a WeakMap entry per request costs the garbage collector more than the rest of the limit. A
+ * request that takes no new property is remembered in a WeakMap instead.
+ */
+import type { RequestRateLimit } from '../http/guard.js';
+import type { HeaderValues } from '../http/headers.js';
+
+/** An admitted outcome, with the headers `finish` adds. */
+export type Admitted = RequestRateLimit & { readonly headers: HeaderValues };
+
+interface Pending {
+  readonly limit: object;
+  readonly outcome: Admitted;
+  next: Pending | undefined;
+}
+
+/** One request's state. */
+export interface FetchState {
+  peer: string | undefined;
+  last: RequestRateLimit | undefined;
+  pending: Pending | undefined;
+}
+
+const STATE = Symbol('sluice.fetch');
+const ofSealed = new WeakMap<object, FetchState>();
+
+interface Holder {
+  [STATE]?: FetchState;
+}
+
+/** The request's state, or undefined when nothing was kept about it. */
+export function stateOf(request: Request): FetchState | undefined {
+  return (request as Holder)[STATE] ?? ofSealed.get(request);
+}
+
+/** The request's state, created empty when there is none yet. */
+export function ensureState(request: Request): FetchState {
+  let state = stateOf(request);
+  if (state !== undefined) return state;
+  state = { peer: undefined, last: undefined, pending: undefined };
+  if (Object.isExtensible(request)) {
+    Object.defineProperty(request, STATE, { value: state, enumerable: false, writable: false });
+  } else ofSealed.set(request, state);
+  return state;
+}
+
+/** Remembers `limit`'s admitted outcome until {@link takeAdmitted}. */
+export function keepAdmitted(request: Request, limit: object, outcome: Admitted): void {
+  const state = ensureState(request);
+  state.last = outcome;
+  state.pending = { limit, outcome, next: state.pending };
+}
+
+/** `limit`'s admitted outcome for this request, once: later calls find nothing. */
+export function takeAdmitted(request: Request, limit: object): Admitted | undefined {
+  const state = stateOf(request);
+  if (state === undefined) return undefined;
+  let previous: Pending | undefined;
+  for (let entry = state.pending; entry !== undefined; previous = entry, entry = entry.next) {
+    if (entry.limit !== limit) continue;
+    if (previous === undefined) state.pending = entry.next;
+    else previous.next = entry.next;
+    return entry.outcome;
+  }
+  return undefined;
+}
