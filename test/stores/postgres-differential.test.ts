@@ -16,6 +16,7 @@ import fc from 'fast-check';
 import type pg from 'pg';
 import {
   MemoryStore,
+  isSluiceError,
   calendarQuota,
   fixedWindow,
   slidingWindow,
@@ -55,9 +56,14 @@ const origins = [
   Date.UTC(2026, 0, 31, 23, 30), // the end of a 31-day month
 ];
 
+/** Whether `rule` reserves slots: a token bucket without a lockout. */
+const canReserve = (rule: Rule): boolean => typeof rule.reserve === 'function' && rule.block === undefined;
+
 type Op =
   | { kind: 'take'; rule: number; key: number; cost: number; limit: number | undefined }
   | { kind: 'reset'; rule: number; key: number }
+  /** A reservation (`RuleBuckets.reserve`): a take that may hold a slot up to `maxWait` ms ahead. */
+  | { kind: 'reserve'; rule: number; key: number; cost: number; maxWait: number }
   | { kind: 'step'; ms: number }
   | { kind: 'all'; entries: { rule: number; key: number; cost: number; limit: number | undefined }[] }
   /** Settles the `take`-th admitted take still open (modulo their number): a refund, or a real cost. */
@@ -190,6 +196,17 @@ function ops(rules: readonly Rule[], shape: OpShape = anyOps): fc.Arbitrary<Op[]
       {
         weight: 2,
         arbitrary: fc
+          .record({
+            rule: fc.integer({ min: 0, max: rules.length - 1 }),
+            key,
+            cost: fc.integer({ min: 1, max: 6 }),
+            maxWait: fc.constantFrom(0, 1_000, 7_000, 30_000, 3_600_000),
+          })
+          .map((r) => ({ kind: 'reserve' as const, ...r })),
+      },
+      {
+        weight: 2,
+        arbitrary: fc
           .uniqueArray(take, { minLength: 1, maxLength: 4, selector: (t) => `${t.rule}/${t.key}` })
           .map((entries) => ({ kind: 'all' as const, entries })),
       },
@@ -316,6 +333,19 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           decideShadow(op.rule, op.key, op.cost, op.limit, true);
           admitted(op.rule, op.key, op.cost, want);
           await compareRows([op], where);
+        } else if (op.kind === 'reserve') {
+          const args = [`k${op.key}`, op.cost, now, op.maxWait] as const;
+          if (canReserve(rules[op.rule] as Rule)) {
+            const got = await (pgBuckets[op.rule] as RuleBuckets).reserve!(...args);
+            const want = await (memBuckets[op.rule] as RuleBuckets).reserve!(...args);
+            assert.deepEqual(got, want, where);
+            admitted(op.rule, op.key, op.cost, want);
+          } else {
+            // Rules that cannot reserve (windows, lockouts) refuse alike on both stores.
+            const config = (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG');
+            await assert.rejects((pgBuckets[op.rule] as RuleBuckets).reserve!(...args), config, where);
+            await assert.rejects((memBuckets[op.rule] as RuleBuckets).reserve!(...args), config, where);
+          }
         } else if (op.kind === 'adjust') {
           if (open.length === 0) continue;
           const [take] = open.splice(op.take % open.length, 1) as [(typeof open)[number]];

@@ -123,8 +123,11 @@ type Entry = { rule: number; key: number; cost: number; limit: number | undefine
  * one made now that weighs nothing.
  */
 type Adjustment = { rule: number; key: number; delta: number; take: number };
+/** A reservation (`RuleBuckets.reserve`): a take that may hold a slot up to `maxWait` ms ahead. */
+type Reservation = { rule: number; key: number; cost: number; maxWait: number };
 type Command =
   | ({ op: 'take' } & Entry)
+  | ({ op: 'reserve' } & Reservation)
   | ({ op: 'adjust' } & Adjustment)
   | { op: 'all'; entries: Entry[] }
   | { op: 'together'; entries: (Entry | Adjustment)[] }
@@ -183,8 +186,15 @@ function commandOn(focus: readonly number[], shape: TrafficShape): fc.Arbitrary<
     ),
     take: fc.nat(40),
   });
+  const reservation = fc.record({
+    rule,
+    key,
+    cost: fc.integer({ min: 1, max: 6 }),
+    maxWait: fc.constantFrom(0, 1_000, 7_000, 30_000, 3_600_000),
+  });
   return fc.oneof(
     { weight: 6, arbitrary: entry.map((e) => ({ op: 'take' as const, ...e })) },
+    { weight: 2, arbitrary: reservation.map((r) => ({ op: 'reserve' as const, ...r })) },
     { weight: 3, arbitrary: adjustment.map((a) => ({ op: 'adjust' as const, ...a })) },
     {
       weight: 2,
@@ -227,7 +237,7 @@ function limitFor(buckets: RuleBuckets, limit: number | undefined): number | und
   return buckets.rule.acceptsCallLimit ? limit : undefined;
 }
 
-type Outcome = Decision | Decision[] | 'reset' | 'adjusted';
+type Outcome = Decision | Decision[] | 'reset' | 'adjusted' | 'cannot reserve';
 
 async function run(
   store: Store,
@@ -239,7 +249,7 @@ async function run(
   const out: Outcome[] = [];
   // The receipts of each bucket's admitted takes so far, for adjustments to settle.
   const receipts = new Map<string, { at: number; until: number }[]>();
-  const issue = (e: Entry, at: number, decision: Decision): void => {
+  const issue = (e: Pick<Entry, 'rule' | 'key'>, at: number, decision: Decision): void => {
     if (!decision.allowed || decision.cost === 0) return;
     const bucket = `${e.rule}/${e.key}`;
     const list = receipts.get(bucket) ?? [];
@@ -263,6 +273,16 @@ async function run(
       const decision = await b.take(keys[c.key]!, c.cost, now, limitFor(b, c.limit));
       issue(c, now, decision);
       out.push(decision);
+    } else if (c.op === 'reserve') {
+      // Rules that cannot reserve (windows, lockouts) refuse alike on both stores.
+      const reserved = await buckets[c.rule]!.reserve!(keys[c.key]!, c.cost, now, c.maxWait).catch(
+        (error: unknown) => {
+          if (isSluiceError(error, 'SLUICE_CONFIG')) return 'cannot reserve' as const;
+          throw error;
+        },
+      );
+      if (reserved !== 'cannot reserve') issue(c, now, reserved);
+      out.push(reserved);
     } else if (c.op === 'adjust') {
       out.push(await adjust(c, now));
       // What the adjustment left, seen at once (a peek changes nothing).
