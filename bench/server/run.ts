@@ -6,12 +6,14 @@
  * - gateway: `sluice serve` in gateway mode in front of that hello-world, every request decided by
  *   one rule and forwarded, against proxy: http-proxy-3 alone in front of the same hello-world
  *   with the same keep-alive pool and no limit in the path. Target: gateway ≥ 0.9 × proxy.
+ * - dashboard: decide again, on a server whose dashboard has one Server-Sent Events subscriber
+ *   reading its feed for the whole run, against decide. Target: dashboard ≥ 0.97 × decide.
  *
  *   npm run bench:server
  *
  * Method: every server runs in its own child process on 127.0.0.1 port 0 (this process only drives
  * autocannon: 64 connections, kept alive, one request at a time on each). Every contender is warmed
- * up once, then ROUNDS (10) rounds measure the four for SECONDS (2) each, the order rotating every
+ * up once, then ROUNDS (10) rounds measure the five for SECONDS (2) each, the order rotating every
  * round, and each ratio is computed per round from runs next to each other. Reported: medians of
  * the per-round requests/s, of the per-round ratios and of the decide runs' p99 latency, with the
  * load average before and after (a shared 2-core machine: read the figures with it).
@@ -37,8 +39,8 @@ const DECISION = JSON.stringify({
   items: [{ request: { method: 'GET', path: '/', address: '127.0.0.1' } }],
 });
 
-type Contender = 'hello' | 'decide' | 'proxy' | 'gateway';
-const contenders: readonly Contender[] = ['hello', 'decide', 'proxy', 'gateway'];
+type Contender = 'hello' | 'decide' | 'proxy' | 'gateway' | 'dashboard';
+const contenders: readonly Contender[] = ['hello', 'decide', 'proxy', 'gateway', 'dashboard'];
 
 /** The hello-world (also the upstream of proxy and gateway), in a child process. */
 async function serveHello(): Promise<number> {
@@ -100,8 +102,19 @@ interface Run {
   p99: number;
 }
 
+/** One subscriber of a server's dashboard feed, reading (and dropping) every event until closed. */
+async function subscribe(port: number): Promise<() => void> {
+  const controller = new AbortController();
+  const response = await fetch(`http://127.0.0.1:${port}/dashboard/events`, { signal: controller.signal });
+  if (response.status !== 200) throw new Error(`the dashboard feed answered ${response.status}`);
+  void (async () => {
+    for await (const _chunk of response.body as unknown as AsyncIterable<Uint8Array>);
+  })().catch(() => {});
+  return () => controller.abort();
+}
+
 async function measure(contender: Contender, port: number, seconds: number): Promise<Run> {
-  const decide = contender === 'decide';
+  const decide = contender === 'decide' || contender === 'dashboard';
   const result = await autocannon({
     url: `http://127.0.0.1:${port}${decide ? '/v1/decisions' : '/'}`,
     connections: CONNECTIONS,
@@ -125,11 +138,14 @@ async function main(): Promise<void> {
     decide: await startSluice(),
     proxy: await forkServer(['proxy', String(hello.port)]),
     gateway: await startSluice(hello.port),
+    dashboard: await startSluice(),
   };
-  const rps: Record<Contender, number[]> = { hello: [], decide: [], proxy: [], gateway: [] };
+  const unsubscribe = await subscribe(servers.dashboard.port);
+  const rps: Record<Contender, number[]> = { hello: [], decide: [], proxy: [], gateway: [], dashboard: [] };
   const decideP99: number[] = [];
   const decideRatio: number[] = [];
   const gatewayRatio: number[] = [];
+  const dashboardRatio: number[] = [];
   try {
     // Warm-up: JIT, connection set-up, the upstream pool.
     for (const contender of contenders) await measure(contender, servers[contender].port, 1);
@@ -145,17 +161,19 @@ async function main(): Promise<void> {
       }
       decideRatio.push(got.decide / got.hello);
       gatewayRatio.push(got.gateway / got.proxy);
+      dashboardRatio.push(got.dashboard / got.decide);
       console.log(`round ${round + 1}/${ROUNDS} done`);
     }
   } finally {
+    unsubscribe();
     for (const { child } of Object.values(servers)) child.kill();
   }
   for (const contender of contenders)
     console.log(
-      `${contender.padEnd(8)} median ${Math.round(median(rps[contender]))} req/s  (${rps[contender].map(Math.round).join(', ')})`,
+      `${contender.padEnd(9)} median ${Math.round(median(rps[contender]))} req/s  (${rps[contender].map(Math.round).join(', ')})`,
     );
   console.log(
-    `decide / hello median ${median(decideRatio).toFixed(3)} (target 0.75); gateway / proxy median ${median(gatewayRatio).toFixed(3)} (target 0.9)`,
+    `decide / hello median ${median(decideRatio).toFixed(3)} (target 0.75); gateway / proxy median ${median(gatewayRatio).toFixed(3)} (target 0.9); dashboard / decide median ${median(dashboardRatio).toFixed(3)} (target 0.97)`,
   );
   console.log(`load average after: ${load()}`);
   console.log(
@@ -165,6 +183,8 @@ async function main(): Promise<void> {
       hello_rps: Math.round(median(rps.hello)),
       gateway_rps: Math.round(median(rps.gateway)),
       proxy_rps: Math.round(median(rps.proxy)),
+      dashboard_rps: Math.round(median(rps.dashboard)),
+      dashboard_ratio: Number(median(dashboardRatio).toFixed(3)),
       decide_p99_ms: median(decideP99),
     }),
   );

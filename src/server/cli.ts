@@ -178,7 +178,8 @@ export function createProgram(
               out: io.out,
               err: io.err,
               tty: process.stdout.isTTY === true,
-              columns: process.stdout.columns ?? 120,
+              // Piped, a line is never cut.
+              columns: process.stdout.isTTY === true ? (process.stdout.columns ?? 120) : Infinity,
             },
           ),
         );

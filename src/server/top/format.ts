@@ -35,7 +35,7 @@ export function formatTop(snapshot: Snapshot, width = 100): string {
       'RULE'.padEnd(nameWidth),
       ...COLUMNS.map(([, h]) => `${h}/s`.padStart(10)),
       'RATIO'.padStart(7),
-      '  TOTAL admitted/refused/shadow',
+      '  TOTAL adm/ref/shadow',
     ].join(' '),
   );
   for (const rule of snapshot.rules) {

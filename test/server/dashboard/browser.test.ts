@@ -169,7 +169,13 @@ describe('the dashboard in headless Chromium', { skip }, () => {
   it('reads at 1280×800 and at phone width (screenshots)', async () => {
     await page.screenshot({ path: join(shots, 'dashboard-1280x800.png') });
     await page.setViewportSize({ width: 390, height: 844 });
-    // Nothing wider than the screen but the tables, which scroll in their own region.
+    // Nothing wider than the screen but the tables, which scroll in their own region (the charts
+    // follow their containers once the resize is observed).
+    await page
+      .waitForFunction(() => document.documentElement.scrollWidth <= window.innerWidth, undefined, {
+        timeout: 5000,
+      })
+      .catch(() => {});
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `the page is ${overflow} px wider than the phone's screen`);
     await page.screenshot({ path: join(shots, 'dashboard-390x844.png') });

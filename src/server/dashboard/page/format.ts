@@ -7,5 +7,9 @@ export const percent = (r: number | null): string => (r === null ? '–' : `${on
 export const millis = (ms: number | null): string =>
   ms === null ? '–' : ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${oneDecimal.format(ms)} ms`;
 export const clock = (at: number): string => new Date(at).toLocaleTimeString('en-GB', { hour12: false });
-export const retry = (ms: number | null): string =>
-  ms === null ? 'never' : ms < 1000 ? `${ms} ms` : `${oneDecimal.format(ms / 1000)} s`;
+export const retry = (ms: number | null): string => {
+  if (ms === null) return 'never';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${oneDecimal.format(ms / 1000)} s`;
+  return ms < 3_600_000 ? `${integer.format(ms / 60_000)} min` : `${oneDecimal.format(ms / 3_600_000)} h`;
+};
