@@ -21,6 +21,8 @@ const VALID_KEYS: ReadonlySet<string> = new Set([
   'value_to_metric',
   'share_threshold',
   'metadata',
+  // sluice's own options of a descriptor (upstream rejects a file that has them).
+  'sluice',
 ]);
 
 /** A reason upstream rejects a file for, with the node it is about (for its line and column). */
@@ -49,7 +51,8 @@ export function checkKeys(map: YAMLMap): void {
       );
     if (!VALID_KEYS.has(key.value))
       throw new EnvoyConfigProblem(`config error, unknown key '${key.value}'`, key);
-    if (key.value === 'metadata') continue;
+    // Arbitrary (metadata) or checked where it is read (sluice).
+    if (key.value === 'metadata' || key.value === 'sluice') continue;
     checkValue(pair);
   }
 }

@@ -21,6 +21,11 @@ export interface EnvoyRule {
   readonly replaces: readonly string[];
   /** The descriptor's `metadata`, merged into `dynamic_metadata` when it passed. */
   readonly metadata: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * sluice's own option: a token bucket of this burst refilling `requestsPerUnit` per unit,
+   * instead of upstream's fixed window. undefined: the fixed window.
+   */
+  readonly burst: number | undefined;
 }
 
 /** One level of a domain's descriptors. */
@@ -140,7 +145,46 @@ function readRule(map: YAMLMap, path: string, metadataNode: Node | null | undefi
     detailed: boolField(valueOf(map, 'detailed_metric')),
     replaces,
     metadata: metadataOf(metadataNode),
+    burst: unlimited
+      ? undefined
+      : burstOf(valueOf(map, 'sluice'), unit!, uint32Field(valueOf(node, 'requests_per_unit'))),
   };
+}
+
+/** The largest rate a token bucket refills: 10^6 per period. */
+const MAX_TOKEN_RATE = 1_000_000;
+
+/**
+ * sluice's options of a descriptor: `algorithm` (`fixed-window`, upstream's, or `token-bucket`)
+ * and a token bucket's `burst` (its requests_per_unit when not given).
+ */
+function burstOf(node: Node | null | undefined, unit: EnvoyUnit, rate: number): number | undefined {
+  if (node === undefined || node === null || isNull(node)) return undefined;
+  if (!isMap(node)) throw new EnvoyConfigProblem('sluice must be a mapping of algorithm and burst', node);
+  for (const pair of node.items as Pair[]) {
+    const key = isScalar(pair.key) ? pair.key.value : undefined;
+    if (key !== 'algorithm' && key !== 'burst')
+      throw new EnvoyConfigProblem('sluice has a key other than algorithm and burst', pair.key as Node);
+  }
+  const algorithmNode = valueOf(node, 'algorithm');
+  const algorithm = stringField(algorithmNode);
+  const burstNode = valueOf(node, 'burst');
+  if (algorithm === '' || algorithm === 'fixed-window') {
+    if (burstNode !== undefined)
+      throw new EnvoyConfigProblem('sluice.burst needs sluice.algorithm token-bucket', burstNode);
+    return undefined;
+  }
+  if (algorithm !== 'token-bucket')
+    throw new EnvoyConfigProblem('sluice.algorithm must be fixed-window or token-bucket', algorithmNode);
+  if (rate < 1 || rate > MAX_TOKEN_RATE)
+    throw new EnvoyConfigProblem(
+      `sluice.algorithm token-bucket needs requests_per_unit from 1 to ${MAX_TOKEN_RATE} (a ${unit.toLowerCase()}'s refill)`,
+      node,
+    );
+  if (burstNode === undefined) return rate;
+  const burst = uint32Field(burstNode);
+  if (burst < 1) throw new EnvoyConfigProblem('sluice.burst must be at least 1', burstNode);
+  return burst;
 }
 
 function metadataOf(node: Node | null | undefined): Record<string, unknown> | undefined {

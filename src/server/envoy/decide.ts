@@ -2,16 +2,22 @@ import { MAX_COUNT } from '../../core/bounds.js';
 import type { Clock } from '../../core/clock.js';
 import { makeDecision, type Decision } from '../../core/decision.js';
 import { SluiceError, isSluiceError } from '../../core/errors.js';
+import type { Duration } from '../../core/duration.js';
 import { ENVOY_UNIT_WINDOWS, fixedWindow } from '../../core/fixed-window.js';
+import { tokenBucket } from '../../core/gcra.js';
 import { isSyncStore, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
 import { ENVOY_UNITS, UNIT_SECONDS, type EnvoyUnit } from './units.js';
 
-/** One bucket to ask: its unit's buckets, its key, its cost and its limit (0: always over). */
+/**
+ * One bucket to ask: its unit's fixed window (or, with `burst`, a token bucket refilling `limit`
+ * per unit), its key, its cost and its limit (0: always over).
+ */
 export interface Ask {
   readonly unit: EnvoyUnit;
   readonly key: string;
   readonly cost: number;
   readonly limit: number;
+  readonly burst: number | undefined;
 }
 
 /** How long a store call may take when the store sets no bound of its own. */
@@ -25,6 +31,8 @@ const DEFAULT_TIMEOUT_MS = 100;
  */
 export class EnvoyBuckets {
   private readonly units = new Map<EnvoyUnit, RuleBuckets>();
+  /** Token buckets by unit, rate and burst, bound when a rule first asks for one. */
+  private readonly tokenBuckets = new Map<string, RuleBuckets>();
   private readonly sync: boolean;
   readonly timeoutMs: number;
 
@@ -57,10 +65,10 @@ export class EnvoyBuckets {
       if (ask.limit === 0) return;
       // With a refusal certain, the others are only looked at.
       entries.push({
-        buckets: this.units.get(ask.unit)!,
+        buckets: this.bucketsOf(ask),
         key: ask.key,
         cost: zero ? 0 : ask.cost,
-        limit: ask.limit,
+        limit: ask.burst === undefined ? ask.limit : undefined,
       });
       index.push(i);
     });
@@ -72,7 +80,7 @@ export class EnvoyBuckets {
 
   /** Charges `cost` to a bucket whatever it holds (a debit after the fact), past the limit if need be. */
   async charge(ask: Ask, now: number): Promise<void> {
-    const buckets = this.units.get(ask.unit)!;
+    const buckets = this.bucketsOf(ask);
     const until = now + 1;
     if (this.sync && 'adjustSync' in buckets) {
       (buckets as RuleBuckets & { adjustSync: RuleBuckets['adjust'] }).adjustSync(
@@ -89,6 +97,20 @@ export class EnvoyBuckets {
 
   close(): void {
     for (const unit of ENVOY_UNITS) this.store.unbind(nameOf(unit));
+    for (const buckets of this.tokenBuckets.values()) this.store.unbind(buckets.name);
+  }
+
+  /** The ask's buckets: its unit's window, or the token bucket of its rate and burst. */
+  bucketsOf(ask: Ask): RuleBuckets {
+    if (ask.burst === undefined) return this.units.get(ask.unit)!;
+    const name = `envoy:tb:${ask.unit.toLowerCase()}:${ask.limit}:${ask.burst}`;
+    let buckets = this.tokenBuckets.get(name);
+    if (buckets === undefined) {
+      const period = `${UNIT_SECONDS[ask.unit]}s` as Duration;
+      buckets = this.store.bind(name, tokenBucket({ limit: ask.limit, period, burst: ask.burst }));
+      this.tokenBuckets.set(name, buckets);
+    }
+    return buckets;
   }
 
   private call(entries: TakeEntry[], now: number): Promise<Decision[]> | Decision[] {

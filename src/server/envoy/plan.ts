@@ -98,5 +98,6 @@ function overrideRule(domain: string, unit: EnvoyUnit, requestsPerUnit: number):
     detailed: false,
     replaces: [],
     metadata: undefined,
+    burst: undefined,
   };
 }

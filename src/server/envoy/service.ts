@@ -76,7 +76,7 @@ export class EnvoyService {
     plans.forEach((plan, i) => {
       if (plan.kind !== 'limit' || plan.rule.shadow || plan.debit) return;
       const ask = askFor(plan, keys);
-      const id = `${ask.unit}|${ask.key}`;
+      const id = `${this.buckets.bucketsOf(ask).name}|${ask.key}`;
       const same = byBucket.get(id);
       if (same === undefined) {
         byBucket.set(id, asks.length);
@@ -207,6 +207,7 @@ function askFor(plan: LimitPlan, keys: BucketKeys): Ask {
     key: keys.current(plan.counter),
     cost: plan.cost,
     limit: plan.rule.requestsPerUnit,
+    burst: plan.rule.burst,
   };
 }
 
@@ -217,7 +218,11 @@ function statusOf(plan: LimitPlan, decision: Decision, now: number): StatusMessa
     code: decision.allowed || rule.shadow ? 'OK' : 'OVER_LIMIT',
     current_limit: { name: rule.name, requests_per_unit: rule.requestsPerUnit, unit },
     limit_remaining: decision.allowed ? Math.min(decision.remaining, UNLIMITED_REMAINING) : 0,
-    duration_until_reset: { seconds: secondsUntilReset(unit, now), nanos: 0 },
+    // A token bucket has no window: its reset is when it is full again.
+    duration_until_reset: {
+      seconds: rule.burst === undefined ? secondsUntilReset(unit, now) : Math.ceil(decision.resetMs / 1000),
+      nanos: 0,
+    },
   };
 }
 

@@ -132,6 +132,8 @@ export interface EnvoyDescriptorFile {
   value_to_metric?: boolean;
   share_threshold?: boolean;
   metadata?: Record<string, unknown>;
+  /** sluice's own options: a token bucket instead of the fixed window. */
+  sluice?: { algorithm?: 'fixed-window' | 'token-bucket'; burst?: number };
 }
 
 /** A domain of envoyproxy/ratelimit's format, written in the policy file. */
@@ -193,6 +195,7 @@ export const fileFields = {
     value_to_metric: true,
     share_threshold: true,
     metadata: true,
+    sluice: true,
   },
   envoyRateLimit: { unit: true, requests_per_unit: true, unlimited: true, name: true, replaces: true },
   block: { duration: true, factor: true, max: true, forgetAfter: true },

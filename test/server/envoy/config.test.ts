@@ -180,7 +180,27 @@ descriptors:
         'error checking config',
       ],
     ];
+    const sluice =
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 10 }\n    sluice: ';
+    cases.push(
+      [`${sluice}{ algorithm: leaky }\n`, 'sluice.algorithm must be fixed-window or token-bucket'],
+      [`${sluice}{ burst: 4 }\n`, 'sluice.burst needs sluice.algorithm token-bucket'],
+      [`${sluice}{ algorithm: token-bucket, burst: 0 }\n`, 'sluice.burst must be at least 1'],
+      [`${sluice}{ algorithm: token-bucket, size: 4 }\n`, 'sluice has a key other than algorithm and burst'],
+      [
+        'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: day, requests_per_unit: 2000000 }\n    sluice: { algorithm: token-bucket }\n',
+        "sluice.algorithm token-bucket needs requests_per_unit from 1 to 1000000 (a day's refill)",
+      ],
+    );
     for (const [text, reason] of cases) assert.equal(rejection(text), reason, text);
+    const bucket = loadText(`${sluice}{ algorithm: token-bucket, burst: 4 }\n`);
+    assert.equal(findRule(bucket, 'd', entries(['k', 'x']))?.rule.burst, 4);
+    const rate = loadText(`${sluice}{ algorithm: token-bucket }\n`);
+    assert.equal(findRule(rate, 'd', entries(['k', 'x']))?.rule.burst, 10);
+    assert.equal(
+      findRule(loadText(`${sluice}{ algorithm: fixed-window }\n`), 'd', entries(['k', 'x']))?.rule.burst,
+      undefined,
+    );
     assert.match(rejection("'''\n"), /^error loading config file: yaml: /);
     assert.match(
       rejection(

@@ -28,8 +28,18 @@ describe('docs/envoy.md', () => {
     assert.deepEqual([login?.rule.requestsPerUnit, login?.rule.unit], [5, 'MINUTE']);
   });
 
+  it('its domain files load', () => {
+    const domains = blocks('yaml').filter((b) => b.startsWith('domain:'));
+    assert.equal(domains.length, 1);
+    const loaded = loadPolicyText(`version: 1\nrules: []\nenvoy:\n  domains:\n${indent(domains[0]!)}`, {
+      file: 'docs/envoy.md',
+      env: {},
+    });
+    assert.equal(findRule(loaded.envoy!, 'api', [{ key: 'api_key', value: 'k' }])?.rule.burst, 20);
+  });
+
   it('every other YAML snippet is well-formed', () => {
-    const others = blocks('yaml').filter((b) => !b.startsWith('version: 1'));
+    const others = blocks('yaml').filter((b) => !b.startsWith('version: 1') && !b.startsWith('domain:'));
     assert.ok(others.length >= 3);
     for (const block of others)
       for (const parsed of parseAllDocuments(block)) assert.deepEqual(parsed.errors, [], block.slice(0, 60));
@@ -44,3 +54,12 @@ describe('docs/envoy.md', () => {
     for (const key of Object.keys(fileFields.envoy)) assert.match(doc, new RegExp(`\\| \`${key}\` \\|`), key);
   });
 });
+
+/** A domain file as an entry of `envoy.domains`. */
+function indent(text: string): string {
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((line, i) => (i === 0 ? `    - ${line}` : `      ${line}`))
+    .join('\n');
+}

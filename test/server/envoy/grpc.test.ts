@@ -41,6 +41,9 @@ envoy:
         - key: detailed
           detailed_metric: true
           rate_limit: { unit: day, requests_per_unit: 1000 }
+        - key: bursty
+          rate_limit: { unit: minute, requests_per_unit: 60 }
+          sluice: { algorithm: token-bucket, burst: 3 }
 `;
 
 let envoy: EnvoySluice;
@@ -296,6 +299,26 @@ describe("Envoy's rate limit service over gRPC", () => {
     const alone = { domain: 'rl', descriptors: [descriptor(['foo', 'f'], ['bar', 'bkthomps'])] };
     assert.equal((await envoy.call(alone)).statuses[0]!.currentLimit?.name, 'bkthomps');
     assert.equal((await envoy.call(alone)).overallCode, Code.OVER_LIMIT);
+  });
+
+  it("sluice's own option: a token bucket of a burst, refilling requests_per_unit per unit", async () => {
+    const at = freshMinute();
+    const ask = () => envoy.call({ domain: 'edge', descriptors: [descriptor(['bursty', 'b'])] });
+    for (let left = 2; left >= 0; left--) {
+      const r = await ask();
+      assert.deepEqual([r.overallCode, r.statuses[0]!.limitRemaining], [Code.OK, left]);
+    }
+    const refused = await ask();
+    assert.deepEqual(refused.statuses[0], {
+      code: Code.OVER_LIMIT,
+      currentLimit: { name: '', requestsPerUnit: 60, unit: Unit.MINUTE },
+      limitRemaining: 0,
+      durationUntilReset: 3,
+    });
+    assert.equal(header(refused, 'retry-after'), '1');
+    envoy.setTime(at + 1000);
+    assert.equal((await ask()).overallCode, Code.OK);
+    assert.equal((await ask()).overallCode, Code.OVER_LIMIT);
   });
 
   it('refuses a request without a domain or descriptors with INVALID_ARGUMENT', async () => {
