@@ -28,6 +28,7 @@ import { createGuard, type Guard, type RateLimitOptions, type RequestRateLimit }
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import {
   applyNodeOutcome,
+  closeSignal,
   nodeRequestFacts,
   sendNodeResponse,
   type RateLimitedRequest,
@@ -166,7 +167,11 @@ export class RateLimitGuard<Request = IncomingMessage> implements CanActivate {
     const skip = route?.skipModuleLimit ?? controller?.skipModuleLimit ?? false;
     const facts = nodeRequestFacts(messageOf(request), (request as { originalUrl?: string }).originalUrl);
     const run = async (guard: Guard<unknown>) => {
-      const outcome = await guard.check(request, facts);
+      // A limit in delay mode learns that the client went away from the response's close.
+      const outcome = await guard.check(
+        request,
+        guard.delays ? { ...facts, signal: closeSignal(response) } : facts,
+      );
       if (!applyNodeOutcome(request, response, outcome, guard))
         throw new RateLimitAnsweredException(response.statusCode);
     };

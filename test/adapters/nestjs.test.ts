@@ -154,4 +154,11 @@ async function start(spec: AppSpec) {
   };
 }
 
-httpConformance({ name: 'nestjs', header: nodeHeader, start, findsClientAddress: true, countOnly: true });
+httpConformance({
+  name: 'nestjs',
+  header: nodeHeader,
+  start,
+  findsClientAddress: true,
+  countOnly: true,
+  delays: true,
+});
