@@ -27,6 +27,8 @@ export class EnvoyMetrics {
   private readonly latency: Histogram;
   private readonly detailed = new Map<string, { domain: string; descriptor: string; top: TopK }>();
   private readonly key = randomBytes(32);
+  /** Each rule's counters by outcome, looked up once: a label lookup per call costs more than the count. */
+  private readonly children = new WeakMap<EnvoyRule, Partial<Record<HitOutcome, { inc(n: number): void }>>>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -68,7 +70,15 @@ export class EnvoyMetrics {
   }
 
   hit(domain: string, rule: EnvoyRule, outcome: HitOutcome, hits: number): void {
-    if (hits > 0) this.hits.inc({ domain, descriptor: descriptorOf(domain, rule), outcome }, hits);
+    if (hits <= 0) return;
+    let byOutcome = this.children.get(rule);
+    if (byOutcome === undefined) this.children.set(rule, (byOutcome = {}));
+    const child = (byOutcome[outcome] ??= this.hits.labels({
+      domain,
+      descriptor: descriptorOf(domain, rule),
+      outcome,
+    }));
+    child.inc(hits);
   }
 
   /** Counts the values of a detailed_metric descriptor in its top-K summary. */

@@ -25,6 +25,13 @@ export type Plan =
       readonly detailed: boolean;
     };
 
+/**
+ * Bounds of a request, far above what Envoy sends (a route's few rate_limits, a few actions
+ * each), so that one call cannot make the server compare or store without end.
+ */
+const MAX_DESCRIPTORS = 256;
+const MAX_ENTRIES = 64;
+
 /** Thrown for a request Envoy's API does not allow: gRPC INVALID_ARGUMENT, /json 400. */
 export function invalid(message: string): SluiceError {
   return new SluiceError('SLUICE_ARGUMENT', message, { status: 400 });
@@ -38,6 +45,10 @@ export function invalid(message: string): SluiceError {
 export function planRequest(domains: EnvoyDomains, request: RequestMessage): Plan[] {
   if (request.domain === '') throw invalid('rate limit domain must not be empty');
   if (request.descriptors.length === 0) throw invalid('rate limit descriptor list must not be empty');
+  if (request.descriptors.length > MAX_DESCRIPTORS)
+    throw invalid(`a request may hold at most ${MAX_DESCRIPTORS} descriptors`);
+  for (const d of request.descriptors)
+    if (d.entries.length > MAX_ENTRIES) throw invalid(`a descriptor may hold at most ${MAX_ENTRIES} entries`);
   const hits = request.hits_addend > 0 ? request.hits_addend : 1;
   const known = domains.has(request.domain);
   const plans = request.descriptors.map((d) => planDescriptor(domains, request.domain, known, d, hits));

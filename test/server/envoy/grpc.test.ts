@@ -326,6 +326,18 @@ describe("Envoy's rate limit service over gRPC", () => {
     assert.deepEqual([empty.code, empty.details], [3, 'rate limit domain must not be empty']);
     const none = await envoy.callError({ domain: 'edge', descriptors: [] });
     assert.deepEqual([none.code, none.details], [3, 'rate limit descriptor list must not be empty']);
+    const many = await envoy.callError({
+      domain: 'edge',
+      descriptors: Array.from({ length: 257 }, (_, i) => descriptor(['weight', `many-${i}`])),
+    });
+    assert.deepEqual([many.code, many.details], [3, 'a request may hold at most 256 descriptors']);
+    const deep = await envoy.callError({
+      domain: 'edge',
+      descriptors: [
+        descriptor(...Array.from({ length: 65 }, (_, i): [string, string] => ['k', `deep-${i}`])),
+      ],
+    });
+    assert.equal(deep.code, 3);
   });
 
   it('answers health: SERVING for the server, ratelimit and the service; NOT_FOUND for others', async () => {
