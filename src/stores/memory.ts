@@ -5,7 +5,7 @@ import type { Rule } from '../core/rule.js';
 import { checkReservation, reserverOf } from '../core/reservation.js';
 import { assertDistinctEntries, type SyncRuleBuckets, type SyncStore, type TakeEntry } from '../store.js';
 import { EvictedSummary } from './memory/evicted-summary.js';
-import { KeyHasher, randomSeeds } from './memory/key-hash.js';
+import { KeyHasher } from './memory/key-hash.js';
 import { newBucket, resetBucket, type MemoryBucket } from './memory/memory-bucket.js';
 import { MemoryLeaseBuckets } from './memory/memory-leases.js';
 import { checkLeaseGroup, type LeaseStore } from './lease-store.js';
@@ -83,7 +83,7 @@ export class MemoryStore implements SyncStore, LeaseStore {
   private readonly rules = new Map<string, MemoryRuleBuckets>();
   private readonly leaseGroups = new Map<string, MemoryLeaseBuckets>();
   /** One seed per store, drawn at random, so that nobody outside can aim hash collisions. */
-  private readonly hasher = new KeyHasher(randomSeeds());
+  private readonly hasher = new KeyHasher();
 
   constructor(options: MemoryStoreOptions = {}) {
     checkOptionKeys('MemoryStore', options, memoryStoreKeys);

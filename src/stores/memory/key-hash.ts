@@ -14,16 +14,15 @@ export class KeyHasher {
   first = 0;
   /** The second hash of the last id hashed, always odd: the step between rows. */
   second = 1;
-  private readonly seedA: number;
-  private readonly seedB: number;
-
-  constructor(seeds: Uint32Array) {
-    this.seedA = (seeds[0] as number) | 0;
-    this.seedB = (seeds[1] as number) | 0;
-  }
+  private seedA = 0;
+  private seedB = 0;
+  private seeded = false;
 
   /** Hashes `id` into {@link first} and {@link second}. */
   hash(id: string): void {
+    // Seeded on first use, not at construction: a Worker may not draw random values in its
+    // global scope, where a store is usually created.
+    if (!this.seeded) this.seed();
     let a = this.seedA;
     let b = this.seedB;
     for (let i = 0; i < id.length; i++) {
@@ -33,6 +32,13 @@ export class KeyHasher {
     }
     this.first = mix(a) >>> 2;
     this.second = (mix(b ^ 0x2545f491) >>> 2) | 1;
+  }
+
+  private seed(): void {
+    const seeds = randomSeeds();
+    this.seedA = (seeds[0] as number) | 0;
+    this.seedB = (seeds[1] as number) | 0;
+    this.seeded = true;
   }
 }
 
