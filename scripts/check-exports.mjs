@@ -68,6 +68,11 @@ for (const proto of [
   if (!existsSync(join(root, 'dist', 'protos', proto))) fail(`dist/protos/${proto} is not built`);
 if (!pkg.files.includes('dist')) fail('package.json "files" leaves dist (and its protos) out');
 
+// The dashboard's page, bundled beside the server by npm run build (the built server never bundles).
+for (const asset of ['index.html', 'app.js', 'app.css'])
+  if (!existsSync(join(root, 'dist', 'dashboard-page', asset)))
+    fail(`dist/dashboard-page/${asset} is not built`);
+
 // Entries for Bun, Deno and Workers: their ESM loads no node: module, and the runtime conditions
 // (which pick that ESM build for require too, so a program holds one copy of sluice) name built files.
 for (const subpath of ['.', './fetch', './http', './client']) {

@@ -11,8 +11,13 @@ export interface ServerSentEvent {
 export async function* serverSentEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<ServerSentEvent> {
   const decoder = new TextDecoder();
   let pending = '';
+  // A CR that ends a chunk may be the first half of a CRLF: it waits for the next chunk.
+  let cr = '';
   for await (const chunk of body) {
-    pending += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, '\n');
+    let text = cr + decoder.decode(chunk, { stream: true });
+    cr = text.endsWith('\r') ? '\r' : '';
+    if (cr !== '') text = text.slice(0, -1);
+    pending += text.replace(/\r\n?/g, '\n');
     let end: number;
     while ((end = pending.indexOf('\n\n')) >= 0) {
       const block = pending.slice(0, end);

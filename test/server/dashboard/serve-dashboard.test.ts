@@ -234,3 +234,19 @@ describe('sluice serve: the dashboard in gateway mode', () => {
     assert.equal((await fetch(`${sluice.url}/elsewhere`)).status, 502);
   });
 });
+
+describe('sluice serve: the dashboard at shutdown', () => {
+  it('ends open streams on SIGTERM, so that they hold no stop back', async () => {
+    const sluice = await startSluice(`version: 1\n${rules}`);
+    const response = await fetch(`${sluice.url}/dashboard/events`);
+    assert.equal(response.status, 200);
+    const reading = (async () => {
+      let bytes = 0;
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+      return bytes;
+    })();
+    // Exit code 0, not the SIGKILL stopChild sends after 10 s.
+    assert.equal(await sluice.stop(), 0);
+    assert.ok((await reading) > 0, 'the stream ended after its events');
+  });
+});
