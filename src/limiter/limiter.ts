@@ -733,10 +733,12 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     now: number,
     maxWaitMs: number,
   ): Promise<Decision> {
+    // A synchronous store written elsewhere may reserve only asynchronously.
+    if (this.buckets.reserveSync === undefined) return super.reserveSlot(key, cost, now, maxWaitMs);
     try {
       if (cost > this.rule.capacityFor(undefined))
         return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, undefined));
-      return Promise.resolve(this.buckets.reserveSync!(key, cost, now, maxWaitMs));
+      return Promise.resolve(this.buckets.reserveSync(key, cost, now, maxWaitMs));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -14,6 +14,7 @@ import {
   tokenBucket,
   type DecisionEvent,
   type Store,
+  type SyncStore,
 } from '../../src/index.js';
 import { FailingStore } from '../../src/testing/index.js';
 
@@ -60,6 +61,34 @@ describe('limiter.takeOrWait', () => {
     plain.bind = (name, bound) => ({ ...bind(name, bound), reserve: undefined });
     const without = createLimiter({ name: 'w', rule, store: plain });
     await assert.rejects(without.takeOrWait('k', { maxWait: '1s' }), coded('SLUICE_CONFIG'));
+  });
+
+  it('a synchronous store written elsewhere that reserves only asynchronously still waits', async () => {
+    const memory = new MemoryStore();
+    const store: SyncStore = {
+      kind: 'sync-elsewhere',
+      bind(name, rule) {
+        const b = memory.bind(name, rule);
+        return {
+          name,
+          rule,
+          take: (...args) => b.take(...args),
+          takeSync: (...args) => b.takeSync(...args),
+          reset: (key) => b.reset(key),
+          resetSync: (key) => b.resetSync(key),
+          adjust: (...args) => b.adjust(...args),
+          adjustSync: (...args) => b.adjustSync(...args),
+          reserve: (...args) => b.reserve(...args),
+        };
+      },
+      unbind: (name) => memory.unbind(name),
+      takeAll: (entries, now) => memory.takeAll(entries, now),
+      takeAllSync: (entries, now) => memory.takeAllSync(entries, now),
+    };
+    const l = limiterOn(store);
+    await l.take('k');
+    const { decision } = await l.takeOrWait('k', { maxWait: '30s' });
+    assert.deepEqual([decision.allowed, decision.retryAfterMs], [false, 60_000]);
   });
 
   it('a refused reservation charges nothing, even under penalty', async () => {
