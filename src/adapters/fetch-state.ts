@@ -43,8 +43,14 @@ export function ensureState(request: Request): FetchState {
   if (state !== undefined) return state;
   state = { peer: undefined, last: undefined, pending: undefined };
   if (Object.isExtensible(request)) {
-    Object.defineProperty(request, STATE, { value: state, enumerable: false, writable: false });
-  } else ofSealed.set(request, state);
+    try {
+      (request as Holder)[STATE] = state;
+      return state;
+    } catch {
+      // A proxy that refuses the property: remembered beside it, as a sealed request is.
+    }
+  }
+  ofSealed.set(request, state);
   return state;
 }
 

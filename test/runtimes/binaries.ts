@@ -35,11 +35,15 @@ export function binaryOf(runtime: Runtime): string | undefined {
   return undefined;
 }
 
-/** Why a runtime's tests are skipped: its binary is absent; false when it is there. */
+/**
+ * Why a runtime's tests are skipped: its binary is absent; false when it is there. Under CI=true
+ * an absent binary throws instead: CI installs them, so their tests must run.
+ */
 export function skipWithout(runtime: Runtime): string | false {
-  return binaryOf(runtime) === undefined
-    ? `no ${runtime} binary in node_modules (the ${runtime} dev dependency is not installed)`
-    : false;
+  if (binaryOf(runtime) !== undefined) return false;
+  const reason = `no ${runtime} binary in node_modules (the ${runtime} dev dependency is not installed)`;
+  if (process.env.CI === 'true') throw new Error(`${reason}; under CI=true this is a failure, not a skip`);
+  return reason;
 }
 
 export interface RunResult {
