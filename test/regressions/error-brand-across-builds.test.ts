@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { build } from 'tsup';
+import { bundle } from '../support/bundle.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -39,16 +39,7 @@ describe('issue 18: SluiceError across the CommonJS and ESM builds', () => {
   it('isSluiceError and instanceof recognise errors from the other build, both ways', async () => {
     const outDir = await mkdtemp(join(tmpdir(), 'sluice-brand-'));
     try {
-      await build({
-        entry: { index: join(root, 'src/index.ts') },
-        format: ['esm', 'cjs'],
-        outDir,
-        target: 'node20',
-        dts: false,
-        sourcemap: false,
-        silent: true,
-        config: false,
-      });
+      await bundle({ index: join(root, 'src/index.ts') }, outDir, { format: ['esm', 'cjs'] });
       // The temporary directory has no package.json: .cjs and .js (ESM) need their own markers.
       await writeFile(join(outDir, 'package.json'), '{"type":"module"}');
       await writeFile(join(outDir, 'check.cjs'), check);
