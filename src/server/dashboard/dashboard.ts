@@ -126,6 +126,8 @@ export class Dashboard {
 
   /** The login form's POST: an admin token becomes a session cookie; anything else the form again. */
   private async login(req: IncomingMessage, res: ServerResponse, served: ServedPolicy): Promise<void> {
+    // A form posted from another site would sign this browser in under that site's token.
+    if (!sameOrigin(req)) return refuse(req, res, 403);
     const form = await readForm(req);
     const { tokens } = served.compiled.policy;
     if (tokens.length === 0) return redirect(res, []);
@@ -140,6 +142,23 @@ export class Dashboard {
       });
     }
     redirect(res, [`${SESSION_COOKIE}=${session}; Path=/dashboard; HttpOnly; SameSite=Strict`]);
+  }
+}
+
+/**
+ * True unless the browser says the request comes from another origin than this server's: by
+ * Sec-Fetch-Site where it sends one, else by Origin (which a page without a referrer sends as
+ * `null`); a client that sends neither is no browser.
+ */
+function sameOrigin(req: IncomingMessage): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined) return site === 'same-origin' || site === 'none';
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
   }
 }
 

@@ -199,6 +199,14 @@ ${rules}`;
       assert.equal(refused.headers.get('set-cookie'), null);
       assert.ok(!(await refused.text()).includes(token));
     }
+    const elsewhere = await fetch(`${sluice.url}/dashboard/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://attacker.example' },
+      body: new URLSearchParams({ token: ADMIN }).toString(),
+      redirect: 'manual',
+    });
+    assert.equal(elsewhere.status, 403, 'a form posted from another site signs no one in');
+    assert.equal(elsewhere.headers.get('set-cookie'), null);
     const signedIn = await login(ADMIN);
     assert.equal(signedIn.status, 303);
     const cookie = signedIn.headers.get('set-cookie')!;
