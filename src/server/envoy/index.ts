@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../../core/clock.js';
 import { isSluiceError } from '../../core/errors.js';
+import type { HttpResponse } from '../../http/problem.js';
 import type { Store } from '../../store.js';
 import { problem, readBody, send, type BodyError } from '../serve/http-io.js';
 import { errorFields, throttledReport, type ServerLog } from '../serve/log.js';
@@ -32,8 +33,11 @@ export interface EnvoyOptions {
 /** Envoy's rate limit service, running: its gRPC port, its `POST /json` handler, and its end. */
 export interface RunningEnvoy {
   readonly port: number;
-  /** envoyproxy/ratelimit's `POST /json`: a RateLimitRequest in proto3 JSON, answered the same way. */
-  json(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /**
+   * envoyproxy/ratelimit's `POST /json`: a RateLimitRequest in proto3 JSON, answered the same way;
+   * `denied` is the policy's answer to a caller without the `decide` scope (it charges buckets).
+   */
+  json(req: IncomingMessage, res: ServerResponse, denied?: HttpResponse): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -51,7 +55,11 @@ export async function startEnvoy(options: EnvoyOptions): Promise<RunningEnvoy> {
   }
   return {
     port: grpc.port,
-    json: (req, res) => answerJson(service, options.served(), req, res),
+    json: async (req, res, denied) => {
+      if (denied === undefined) return answerJson(service, options.served(), req, res);
+      req.resume();
+      send(res, denied);
+    },
     close: async () => {
       await grpc.close();
       buckets.close();

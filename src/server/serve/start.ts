@@ -122,7 +122,9 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     live,
     gateway,
     dashboard,
-    envoy === undefined ? {} : { '/json': envoy.json },
+    envoy === undefined
+      ? {}
+      : { '/json': (req, res) => envoy.json(req, res, live.current().authorize(req, 'decide')) },
   );
   try {
     await listen(server, options.port, options.host);

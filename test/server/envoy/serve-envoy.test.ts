@@ -57,6 +57,21 @@ describe("Envoy's rate limit service: settings and failures", () => {
     }
   });
 
+  it('POST /json asks for a token of the decide scope when the policy has tokens', async () => {
+    const token = 'a-token-of-the-decide-scope';
+    const envoy = await startEnvoySluice(
+      `version: 1\nauth:\n  tokens: [{ token: ${token}, scopes: [decide] }]\nrules: []\nenvoy:\n${domain}`,
+    );
+    try {
+      const body = { domain: 'd', descriptors: [{ entries: [{ key: 'k', value: 'json-auth' }] }] };
+      assert.equal((await envoy.sluice.post('/json', body)).status, 401);
+      const allowed = await envoy.sluice.post('/json', body, { authorization: `Bearer ${token}` });
+      assert.deepEqual([allowed.status, allowed.body.statuses[0].limitRemaining], [200, 2]);
+    } finally {
+      await envoy.stop();
+    }
+  });
+
   it('without any domain: UNAVAILABLE, health NOT_SERVING, /json 503', async () => {
     const envoy = await startEnvoySluice('version: 1\nrules: []\nenvoy:\n  domains: []\n');
     try {
