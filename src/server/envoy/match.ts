@@ -14,7 +14,10 @@ export interface Match {
    * by a `share_threshold` wildcard replaced by the wildcard (so all its values share one counter).
    */
   readonly counter: string;
-  /** True when a value of the request went into the match's metrics key upstream (detailed_metric). */
+  /**
+   * True when upstream would put a value of the request into the match's metrics key
+   * (detailed_metric on the rule, or value_to_metric on a level it went through).
+   */
   readonly detailed: boolean;
 }
 
@@ -34,6 +37,7 @@ export function findRule(
   let level: EnvoyNode = root;
   let found: EnvoyRule | undefined;
   let shared: (string | undefined)[] | undefined;
+  let valued = false;
   for (let i = 0; i < entries.length; i++) {
     const { key, value } = entries[i]!;
     const keyValue = `${key}_${value}`;
@@ -48,6 +52,7 @@ export function findRule(
         }
     next ??= level.children.get(key);
     if (next === undefined) break;
+    if (next.valueToMetric) valued = true;
     if (wildcard !== undefined && next.shareThreshold) {
       shared ??= [];
       shared[i] = wildcard.slice(key.length + 1);
@@ -57,7 +62,7 @@ export function findRule(
     level = next;
   }
   if (found === undefined) return undefined;
-  return { rule: found, counter: counterText(domain, entries, shared), detailed: found.detailed };
+  return { rule: found, counter: counterText(domain, entries, shared), detailed: found.detailed || valued };
 }
 
 /** The counter of an override (no rule consulted): the domain and the entries as sent. */

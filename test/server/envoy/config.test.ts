@@ -122,6 +122,11 @@ descriptors:
     assert.equal(find('multi', 'foobaz'), undefined);
     assert.equal(find('files', 'files/a')?.counter, find('files', 'files/b')?.counter);
     assert.notEqual(find('path', '/api/x')?.counter, find('path', '/api/y')?.counter);
+    assert.equal(find('path', '/api/x')?.detailed, false);
+    const valued = loadText(
+      'domain: v\ndescriptors:\n  - key: route\n    value_to_metric: true\n    descriptors:\n      - key: method\n        rate_limit: { unit: minute, requests_per_unit: 6 }\n',
+    );
+    assert.equal(findRule(valued, 'v', entries(['route', 'r'], ['method', 'GET']))?.detailed, true);
   });
 
   it('wildcardMatch agrees with a regular expression of the pattern', () => {
