@@ -6,6 +6,7 @@ import {
   loadPackageDefinition,
   type ServiceDefinition,
   type ServerUnaryCall,
+  type ServerWritableStream,
   type sendUnaryData,
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -64,6 +65,9 @@ export interface GrpcOptions {
   storeFailed(error: unknown): void;
 }
 
+/** How often a Watch looks at the health again. */
+const WATCH_INTERVAL_MS = 5000;
+
 /** Names the health service answers for: the whole server, upstream's `ratelimit`, and the service's own. */
 const HEALTH_NAMES = new Set(['', 'ratelimit', 'envoy.service.ratelimit.v3.RateLimitService']);
 
@@ -72,8 +76,14 @@ const HEALTH_NAMES = new Set(['', 'ratelimit', 'envoy.service.ratelimit.v3.RateL
  * is loaded and the store answers). Resolves with the port it listens on.
  */
 export async function listenGrpc(options: GrpcOptions): Promise<{ port: number; close(): Promise<void> }> {
-  const { rateLimit, health } = loadServices();
+  const { rateLimit, health: healthService } = loadServices();
   const server = new Server();
+  const health = async (): Promise<string> => {
+    const loaded = (options.served()?.domains.size ?? 0) > 0;
+    return loaded && (await options.ready()) ? 'SERVING' : 'NOT_SERVING';
+  };
+  /** How each Watch stream is ended: they would hold the server's shutdown open. */
+  const watching = new Set<() => void>();
   server.addService(rateLimit, {
     ShouldRateLimit: (
       call: ServerUnaryCall<RequestMessage, ResponseMessage>,
@@ -98,17 +108,39 @@ export async function listenGrpc(options: GrpcOptions): Promise<{ port: number; 
       );
     },
   });
-  server.addService(health, {
+  server.addService(healthService, {
     Check: (call: ServerUnaryCall<{ service: string }, unknown>, callback: sendUnaryData<unknown>) => {
       if (!HEALTH_NAMES.has(call.request.service))
         return callback({ code: grpcStatus.NOT_FOUND, details: 'no such service' });
-      const loaded = (options.served()?.domains.size ?? 0) > 0;
-      void (loaded ? options.ready() : Promise.resolve(false)).then((ok) =>
-        callback(null, { status: ok ? 'SERVING' : 'NOT_SERVING' }),
-      );
+      void health().then((status) => callback(null, { status }));
     },
-    Watch: (call: { emit(event: 'error', error: unknown): void }) =>
-      call.emit('error', { code: grpcStatus.UNIMPLEMENTED, details: 'use Check' }),
+    // The status now, then each change (looked at every few seconds), until the caller leaves or
+    // the server stops; an unknown service is SERVICE_UNKNOWN, as the protocol says.
+    Watch: (call: ServerWritableStream<{ service: string }, unknown>) => {
+      if (!HEALTH_NAMES.has(call.request.service)) {
+        call.write({ status: 'SERVICE_UNKNOWN' });
+        return;
+      }
+      let last: string | undefined;
+      const look = () =>
+        void health().then((status) => {
+          if (status === last || call.cancelled) return;
+          last = status;
+          call.write({ status });
+        });
+      const timer = setInterval(look, WATCH_INTERVAL_MS);
+      const stop = () => {
+        clearInterval(timer);
+        watching.delete(end);
+      };
+      const end = () => {
+        stop();
+        call.end();
+      };
+      watching.add(end);
+      call.on('cancelled', stop);
+      look();
+    },
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(
@@ -121,7 +153,8 @@ export async function listenGrpc(options: GrpcOptions): Promise<{ port: number; 
     port,
     close: () =>
       new Promise<void>((resolve) => {
-        // Calls in flight finish; a call that outlives the grace is cut.
+        for (const end of [...watching]) end();
+        // Calls in flight finish; a call that outlives the grace is cut (Watch streams among them).
         const grace = setTimeout(() => server.forceShutdown(), 5000);
         server.tryShutdown(() => {
           clearTimeout(grace);

@@ -20,6 +20,8 @@ export interface EnvoySluice {
   callError(request: EnvoyRequest, deadlineMs?: number): Promise<ServiceError>;
   /** grpc.health.v1.Health/Check: 1 SERVING, 2 NOT_SERVING; a failure resolves to its code as a negative. */
   health(service?: string): Promise<number>;
+  /** The first status grpc.health.v1.Health/Watch sends. */
+  watchOnce(service?: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -82,6 +84,26 @@ export async function startEnvoySluice(
         10_000,
       ).catch((error: ServiceError) => -error.code);
     },
+    watchOnce: (service = '') =>
+      new Promise<number>((resolve, reject) => {
+        const body =
+          service === '' ? Buffer.alloc(0) : Buffer.from([10, service.length, ...Buffer.from(service)]);
+        const stream = client.makeServerStreamRequest(
+          '/grpc.health.v1.Health/Watch',
+          (b: Buffer) => b,
+          (b: Buffer) => Number(fieldsOf(b).get(1)?.[0] ?? 0n),
+          body,
+          new Metadata(),
+          { deadline: Date.now() + 10_000 },
+        );
+        stream.once('data', (status: number) => {
+          resolve(status);
+          stream.cancel();
+        });
+        stream.once('error', (error: ServiceError) => {
+          if (error.code !== 1) reject(error);
+        });
+      }),
     stop: async () => {
       client.close();
       await sluice.stop();

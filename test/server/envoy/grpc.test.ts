@@ -340,11 +340,13 @@ describe("Envoy's rate limit service over gRPC", () => {
     assert.equal(deep.code, 3);
   });
 
-  it('answers health: SERVING for the server, ratelimit and the service; NOT_FOUND for others', async () => {
+  it('answers health: SERVING for the server, ratelimit and the service; NOT_FOUND for others; Watch too', async () => {
     assert.equal(await envoy.health(), 1);
     assert.equal(await envoy.health('ratelimit'), 1);
     assert.equal(await envoy.health('envoy.service.ratelimit.v3.RateLimitService'), 1);
     assert.equal(await envoy.health('other'), -5);
+    assert.equal(await envoy.watchOnce(), 1);
+    assert.equal(await envoy.watchOnce('other'), 3);
   });
 
   it('POST /json takes and gives proto3 JSON: 200, 429, 400', async () => {
