@@ -186,7 +186,8 @@ function startupText(url: string, config: string, rules: number, store: string, 
     (tokens
       ? ''
       : 'sluice: the policy has no auth tokens: listening on loopback only, without authentication\n') +
-    `Try a decision:\n  curl -s ${url}/v1/decisions -H 'content-type: application/json'${auth} -d '${example}'\n`
+    `Try a decision:\n  curl -s ${url}/v1/decisions -H 'content-type: application/json'${auth} -d '${example}'\n` +
+    `Live dashboard: ${url}/dashboard${tokens ? ' (sign in with an admin token)' : ''}\n`
   );
 }
 
