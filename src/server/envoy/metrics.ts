@@ -27,6 +27,7 @@ export class EnvoyMetrics {
   private readonly latency: Histogram;
   private readonly detailed = new Map<string, { domain: string; descriptor: string; top: TopK }>();
   private readonly key = randomBytes(32);
+  private readonly results: Partial<Record<CallResult, { inc(): void }>> = {};
   /** Each rule's counters by outcome, looked up once: a label lookup per call costs more than the count. */
   private readonly children = new WeakMap<EnvoyRule, Partial<Record<HitOutcome, { inc(n: number): void }>>>();
 
@@ -93,7 +94,7 @@ export class EnvoyMetrics {
   }
 
   call(result: CallResult, seconds: number): void {
-    this.calls.inc({ result });
+    (this.results[result] ??= this.calls.labels({ result })).inc();
     this.latency.observe(seconds);
   }
 
