@@ -9,7 +9,13 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Decision } from '../core/decision.js';
-import { createGuard, isPreflight, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
+import {
+  createGuard,
+  isPreflight,
+  needsSettling,
+  type RateLimitOptions,
+  type RequestRateLimit,
+} from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import {
   errorResponse,
@@ -78,7 +84,7 @@ export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler
       return c.body(failure.body, 500, failure.headers);
     }
     c.set('rateLimit', outcome);
-    if (outcome.receipts.length === 0) return next();
+    if (!needsSettling(outcome)) return next();
     const outgoing = nodeResponseOf(c);
     if (outgoing !== undefined) {
       settleOnClose(outgoing, outcome, guard);

@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import {
   isPreflight,
+  needsSettling,
   type Guard,
   type GuardOutcome,
   type RequestFacts,
@@ -102,9 +103,10 @@ export interface ClosingResponse {
 }
 
 /**
- * Settles an admitted request's receipts (`countOnly`) when its response closes: with its status
- * when the response was ended, as failed when the connection closed before. Does nothing
- * (and allocates nothing) for an outcome without receipts.
+ * Settles an admitted request when its response closes (its receipts under `countOnly`, its
+ * concurrency lease): with its status when the response was ended, as failed when the
+ * connection closed before. Does nothing (and allocates nothing) for an outcome with nothing to
+ * settle.
  *
  * @example
  * settleOnClose(res, outcome, guard)
@@ -114,7 +116,7 @@ export function settleOnClose(
   outcome: RequestRateLimit,
   guard: Pick<Guard<never>, 'settle'>,
 ): void {
-  if (outcome.receipts.length === 0) return;
+  if (!needsSettling(outcome)) return;
   // Ended, not finished: finishing also waits for the client to read, which an in-process client
   // (Fastify's inject) never does; a response ended before the connection closed is complete.
   const settle = () => guard.settle(outcome, response.writableEnded ? response.statusCode : undefined);

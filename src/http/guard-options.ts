@@ -11,6 +11,7 @@ import { checkOptionKeys } from '../core/options.js';
 import type { Cascade } from '../limiter/cascade.js';
 import type { DecisionEvents } from '../limiter/events.js';
 import type { Limiter } from '../limiter/limiter.js';
+import { isConcurrencyLimiter, type ConcurrencyLimiter } from '../limiter/concurrency.js';
 import { AddressList } from './address-list.js';
 import { HEADER_STYLES, type HeaderStyle } from './headers.js';
 import type { ProblemOptions } from './problem.js';
@@ -34,6 +35,8 @@ export interface ErrorReportDetails {
 export interface GuardSettings {
   limiters: readonly Limiter[] | undefined;
   cascade: Cascade | undefined;
+  /** The concurrency limit that ends `limits`, if any: its lease is acquired after the rates. */
+  concurrency: ConcurrencyLimiter | undefined;
   cost: number | ((request: never) => number);
   methods: ReadonlySet<string> | undefined;
   excluded: RouteSet | undefined;
@@ -126,7 +129,9 @@ export function readGuardOptions(options: unknown): GuardSettings {
     cacheControl = 'no-store',
     onError = defaultOnError,
   } = given;
-  const limiters = toLimiters(limits);
+  const { rates, concurrency } = splitConcurrency(limits);
+  const limiters =
+    concurrency !== undefined && Array.isArray(rates) && rates.length === 0 ? [] : toLimiters(rates);
   const cascade = limiters === undefined ? (limits as Cascade) : undefined;
   if (typeof key !== 'function') throw configError('rateLimit key', 'a function of the request', key);
   if (!(typeof cost === 'function' || (Number.isSafeInteger(cost) && (cost as number) >= 0))) {
@@ -147,10 +152,13 @@ export function readGuardOptions(options: unknown): GuardSettings {
   const access = readAccessOptions(given);
   const countOnly = readCountOnly(given.countOnly, limiters);
   const maxWait = readDelay(given.mode, given.maxWait, limiters);
-  const first = limiters?.[0] ?? cascade!.limiters[0];
+  if (maxWait !== undefined && concurrency !== undefined)
+    throw optionError('rateLimit mode', '"refuse" with a concurrency limit (a request waits for no lease)');
+  const first = limiters?.[0] ?? cascade?.limiters[0] ?? concurrency;
   return {
     limiters,
     cascade,
+    concurrency,
     cost: cost as GuardSettings['cost'],
     methods: parseMethods(given.methods),
     excluded: excludedRoutes(given.exclude),
@@ -289,6 +297,20 @@ function checkProblem(problem: unknown): ProblemOptions | undefined {
   if (detail !== undefined && (typeof detail !== 'string' || !plainText.test(detail)))
     throw configError('rateLimit problem.detail', 'a line of text', detail);
   return problem as ProblemOptions;
+}
+
+/**
+ * A concurrency limit may end `limits` (or be it): its lease is taken once every rate limit
+ * admitted, and the rate takes are refunded when the lease is refused. One at most, last.
+ */
+function splitConcurrency(limits: unknown): { rates: unknown; concurrency: ConcurrencyLimiter | undefined } {
+  if (isConcurrencyLimiter(limits)) return { rates: [], concurrency: limits };
+  if (!Array.isArray(limits)) return { rates: limits, concurrency: undefined };
+  const at = limits.findIndex(isConcurrencyLimiter);
+  if (at === -1) return { rates: limits, concurrency: undefined };
+  if (at !== limits.length - 1)
+    throw optionError('rateLimit limits', 'rate limiters first and at most one concurrency limit, last');
+  return { rates: limits.slice(0, -1), concurrency: limits[at] as ConcurrencyLimiter };
 }
 
 function toLimiters(limits: unknown): readonly Limiter[] | undefined {

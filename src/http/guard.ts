@@ -7,6 +7,8 @@ import type { Limiter, SyncLimiter, TakeOptions } from '../limiter/limiter.js';
 import type { Receipt } from '../limiter/receipts.js';
 import type { Duration } from '../core/duration.js';
 import { takeDelayed } from './delayed-take.js';
+import type { ConcurrencyLimiter, Lease } from '../limiter/concurrency.js';
+import { leaseOrRefund } from '../limiter/lease-cascade.js';
 import { earlierCharge, rememberCharge } from './charged-once.js';
 import { FailureReports } from './failure-reports.js';
 import { headerToken, readGuardOptions, type CountOnly, type ErrorReportDetails } from './guard-options.js';
@@ -56,8 +58,12 @@ export interface RateLimitOptions<Request> {
   /**
    * The limit(s) to apply, wide to narrow. An array is a first-refusal cascade: the first refusal
    * stops and later limits are not charged. Pass a `createCascade(...)` for all-or-nothing.
+   *
+   * A concurrency limit (`concurrencyLimit`) may end the array, or be the only limit: once every
+   * rate limit admitted, the request acquires a lease, released when its response finishes or
+   * its connection closes; a refused lease refunds the rate takes (the request never ran).
    */
-  limits: Limiter | readonly Limiter[] | Cascade;
+  limits: Limiter | ConcurrencyLimiter | readonly (Limiter | ConcurrencyLimiter)[] | Cascade;
   /**
    * The key step. Throw a `SluiceError` (`SLUICE_KEY_INVALID`, `SLUICE_UNAUTHORIZED`) to answer
    * 400/401; returning nothing is a developer error (500), never a pass.
@@ -236,6 +242,23 @@ export interface RequestRateLimit {
    * holds the key: never log it.
    */
   readonly receipts: readonly Receipt[];
+  /**
+   * The lease of a concurrency limit ending the limits, held while the request runs: the adapter
+   * releases it when the response finishes or the connection closes (through `settle`).
+   */
+  readonly lease?: Lease;
+}
+
+/**
+ * True when an admitted request has something to settle once its response is done: receipts
+ * under `countOnly`, or a concurrency limit's lease. Adapters wait for the response's end only
+ * then.
+ *
+ * @example
+ * if (needsSettling(outcome)) settleOnClose(res, outcome, guard);
+ */
+export function needsSettling(outcome: RequestRateLimit): boolean {
+  return outcome.receipts.length > 0 || outcome.lease !== undefined;
 }
 
 /**
@@ -257,11 +280,12 @@ export interface Guard<Request> {
    */
   report(error: unknown): void;
   /**
-   * Settles an admitted request under `countOnly` once its response is ended: refunds the
-   * charges of a request that does not count. `status` is the response's status, or undefined
-   * when the connection closed before the response was ended. Adapters call it once per
-   * outcome with receipts; it does nothing for an outcome without. Never throws: a refund that
-   * fails is reported through `onError`; a receipt the application settled itself is left alone.
+   * Settles an admitted request once its response is ended or its connection closed: releases
+   * its lease, and under `countOnly` refunds the charges of a request that does not count.
+   * `status` is the response's status, or undefined when the connection closed before the
+   * response was ended. Adapters call it once per outcome that {@link needsSettling}; it does
+   * nothing for another. Never throws: a refund or release that fails is reported through
+   * `onError`; a receipt the application settled itself is left alone.
    */
   settle(outcome: RequestRateLimit, status: number | undefined): void;
   /**
@@ -322,8 +346,10 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const settings = readGuardOptions(options);
   const { limiters, cascade, cost, methods, excluded, chargePreflight, headers, problem, cacheControl } =
     settings;
+  const concurrency = settings.concurrency;
   const key = options.key;
-  const count = limiters?.length ?? (cascade as Cascade).limiters.length;
+  const count =
+    (limiters?.length ?? (cascade as Cascade).limiters.length) + (concurrency === undefined ? 0 : 1);
   const reports = new FailureReports(settings.clock);
   // A limit in shadow mode is invisible to clients: its decisions (all admitted) send no headers.
   const shadowNames = new Set(
@@ -334,7 +360,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
 
   // Limits on synchronous stores (memory) decide without a promise per take: the hot path.
   const syncLimiters =
-    limiters !== undefined && limiters.every(isSyncLimiter)
+    limiters !== undefined && concurrency === undefined && limiters.every(isSyncLimiter)
       ? (limiters as readonly SyncLimiter[])
       : undefined;
   const syncCascade =
@@ -384,6 +410,8 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   };
 
   const settle = (outcome: RequestRateLimit, status: number | undefined): void => {
+    const lease = outcome.lease;
+    if (lease !== undefined && concurrency !== undefined) concurrency.release(lease).catch(refundFailed);
     const receipts = outcome.receipts;
     if (countOnly === undefined || receipts.length === 0) return;
     const failedResponse = status === undefined || status >= 400;
@@ -395,6 +423,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     decisions: Decision[],
     extra: HeaderValues | undefined,
     receipts: readonly Receipt[] | undefined,
+    lease?: Lease,
   ): GuardOutcome => {
     for (const decision of decisions) {
       if (!decision.allowed) {
@@ -412,12 +441,13 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
         };
       }
     }
-    return {
+    const admitted: GuardOutcome = {
       action: 'continue',
       headers: admittedHeaders(enforcing(decisions), headers, extra),
       decisions,
       receipts: receipts ?? noReceipts,
     };
+    return lease === undefined ? admitted : { ...admitted, lease };
   };
 
   /** Takes from limits on synchronous stores; a bucket this request was charged by already is not charged again. */
@@ -469,6 +499,9 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   ): Promise<GuardOutcome> => {
     const decisions: Decision[] = [];
     const receipts: Receipt[] | undefined = countOnly === undefined ? undefined : [];
+    // With a concurrency limit every rate take keeps its receipt, to be refunded if the lease is refused.
+    const taken: Receipt[] | undefined = concurrency === undefined ? receipts : (receipts ?? []);
+    let lease: Lease | undefined;
     let extra: HeaderValues | undefined;
     try {
       const specs = keySpecs(await result, count);
@@ -489,19 +522,24 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
           const spec = specs[i]!;
           let decision = earlierCharge(request, limiter, spec.key) as Decision | undefined;
           if (decision === undefined) {
-            if (receipts === undefined) decision = await limiter.take(spec.key, takeOptions(units, spec));
+            if (taken === undefined) decision = await limiter.take(spec.key, takeOptions(units, spec));
             else {
-              const taken = await limiter.takeWithReceipt(spec.key, takeOptions(units, spec));
-              decision = taken.decision;
-              if (taken.receipt !== undefined) receipts.push(taken.receipt);
+              const answer = await limiter.takeWithReceipt(spec.key, takeOptions(units, spec));
+              decision = answer.decision;
+              if (answer.receipt !== undefined) taken.push(answer.receipt);
             }
             rememberCharge(request, limiter, spec.key, decision);
           }
           decisions.push(decision);
           if (!decision.allowed) break;
         }
+        if (concurrency !== undefined && !decisions.some((d) => !d.allowed)) {
+          const answer = await leaseOrRefund(concurrency, specs[count - 1]!.key, taken!, refund);
+          decisions.push(answer.decision);
+          lease = answer.lease;
+        }
       }
-      return concluded(decisions, extra, receipts);
+      return concluded(decisions, extra, receipts, lease);
     } catch (error) {
       return failed(error, extra, decisions);
     }

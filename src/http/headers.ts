@@ -1,4 +1,5 @@
 import type { Decision } from '../core/decision.js';
+import { isConcurrentDecision } from '../core/concurrency-decision.js';
 import { serializeBareItem } from './structured-fields.js';
 
 /**
@@ -87,7 +88,8 @@ export function rateLimitHeaders(
   const list: readonly Decision[] = Array.isArray(decisions) ? decisions : [decisions as Decision];
   const headers: HeaderValues = {};
   if (style === 'legacy') {
-    const decisive = decisiveOf(list);
+    // The legacy fields count per window; a concurrency limit's slots are no such count.
+    const decisive = decisiveOf(list.filter((decision) => !isConcurrentDecision(decision)));
     if (decisive === undefined) return headers;
     headers['X-RateLimit-Limit'] = String(headerInteger(decisive.limit));
     headers['X-RateLimit-Remaining'] = String(headerInteger(decisive.remaining));
@@ -107,6 +109,14 @@ export function rateLimitHeaders(
         state += ', ';
       }
       policy += `${name};q=${headerInteger(decision.limit)}`;
+      if (isConcurrentDecision(decision)) {
+        // The draft's unit for requests in flight: no window, and a reset only when refused
+        // (the latest a slot frees, when the earliest lease held expires unreleased).
+        policy += ';qu="concurrent-requests"';
+        state += `${name};r=${headerInteger(decision.remaining)}`;
+        if (!decision.allowed) state += `;t=${headerInteger(decision.retryAfterSeconds)}`;
+        continue;
+      }
       if (decision.windowMs > 0) policy += `;w=${headerInteger(secondsUp(decision.windowMs))}`;
       state += `${name};r=${headerInteger(decision.remaining)};t=${headerInteger(secondsUp(decision.resetMs))}`;
     }

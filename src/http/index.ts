@@ -13,6 +13,7 @@
 export {
   createGuard,
   isPreflight,
+  needsSettling,
   type ErrorReportDetails,
   type Guard,
   type GuardOutcome,

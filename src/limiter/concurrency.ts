@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import { makeDecision, type Decision } from '../core/decision.js';
+import { markConcurrent } from '../core/concurrency-decision.js';
 import { parseTimerDuration, type Duration } from '../core/duration.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
@@ -217,7 +218,7 @@ class LeaseLimiter implements ConcurrencyLimiter {
   }
 
   private decisionOf(grant: LeaseGrant): Decision {
-    return makeDecision(
+    const decision = makeDecision(
       grant.acquired,
       this.name,
       this.max,
@@ -227,5 +228,6 @@ class LeaseLimiter implements ConcurrencyLimiter {
       grant.acquired ? 0 : Math.max(1, grant.retryAfterMs),
       Math.max(0, grant.resetMs),
     );
+    return markConcurrent(decision);
   }
 }

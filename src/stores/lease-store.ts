@@ -105,3 +105,21 @@ export function checkLeaseGroup(store: string, max: unknown, ttlMs: unknown): vo
     throw new SluiceError('SLUICE_CONFIG', `${store} lease ttl must be a positive whole number of ms`);
   }
 }
+
+/**
+ * Checks what reaches a store's lease call: a non-empty key, a lease id a store keeps as it is
+ * (see {@link checkLeaseId}), and a finite `now`. The concurrency limiter checks these already;
+ * a store checks again because its groups can be called directly.
+ * @throws SluiceError `SLUICE_ARGUMENT` (naming the type, never the value)
+ * @example checkLeaseCall('RedisStore', key, id, now)
+ */
+export function checkLeaseCall(store: string, key: unknown, id: unknown, now: unknown): void {
+  if (typeof key !== 'string' || key.length === 0)
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `${store}: a key must be a non-empty string (got a ${typeof key})`,
+    );
+  checkLeaseId(id);
+  if (typeof now !== 'number' || !Number.isFinite(now))
+    throw new SluiceError('SLUICE_ARGUMENT', `${store}: now must be a finite number of ms`);
+}

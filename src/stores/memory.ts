@@ -10,7 +10,7 @@ import { newBucket, resetBucket, type MemoryBucket } from './memory/memory-bucke
 import { MemoryLeaseBuckets } from './memory/memory-leases.js';
 import { checkLeaseGroup, type LeaseStore } from './lease-store.js';
 import { bucketId } from './shared/bucket-id.js';
-import { checkRuleName } from './shared/rule-name.js';
+import { assertNameFree, checkRuleName } from './shared/rule-name.js';
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -104,7 +104,7 @@ export class MemoryStore implements SyncStore, LeaseStore {
 
   bind(name: string, rule: Rule): MemoryRuleBuckets {
     checkRuleName(name, 'MemoryStore rule name');
-    this.checkFree(name);
+    assertNameFree('MemoryStore', name, this.rules, this.leaseGroups);
     // A sliding window's summary ages its counts window by window, so it needs the length.
     const slidingMs = rule.shape === 'sliding-count' ? rule.windowMs : 0;
     if (
@@ -129,20 +129,10 @@ export class MemoryStore implements SyncStore, LeaseStore {
   bindLeases(name: string, max: number, ttlMs: number): MemoryLeaseBuckets {
     checkRuleName(name, 'MemoryStore lease group name');
     checkLeaseGroup('MemoryStore', max, ttlMs);
-    this.checkFree(name);
+    assertNameFree('MemoryStore', name, this.rules, this.leaseGroups);
     const group = new MemoryLeaseBuckets(name, max, ttlMs, this.maxKeysPerGeneration, this.hasher);
     this.leaseGroups.set(name, group);
     return group;
-  }
-
-  /** Rules and lease groups share one namespace: a name is bound once. */
-  private checkFree(name: string): void {
-    if (this.rules.has(name) || this.leaseGroups.has(name)) {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        `a rule named ${JSON.stringify(name)} is already bound to this MemoryStore; every limit needs its own name`,
-      );
-    }
   }
 
   /** How many buckets a rule holds now (both generations): at most 2 × maxKeysPerGeneration. */

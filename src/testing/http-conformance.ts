@@ -24,6 +24,7 @@ import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/lim
 import { DecisionEvents } from '../limiter/events.js';
 import { MemoryStore } from '../stores/memory.js';
 import { FailingStore } from './failing-store.js';
+import { httpLeaseCases } from './http-lease-conformance.js';
 
 /**
  * A route of the harness's app that may carry a limit of its own.
@@ -141,9 +142,10 @@ export interface HttpHarness {
    */
   readonly findsClientAddress?: boolean;
   /**
-   * True when the adapter puts the limit's outcome on the request and settles `countOnly` when
-   * the response closes: the app then serves `POST /api/outcome` ({@link AppSpec.outcome}), the
-   * running app can {@link RunningApp.abandon} a request, and the suite checks both.
+   * True when the adapter puts the limit's outcome on the request and settles `countOnly` (and
+   * releases a concurrency limit's lease) when the response closes: the app then serves
+   * `POST /api/outcome` ({@link AppSpec.outcome}), the running app can
+   * {@link RunningApp.abandon} a request, and the suite checks both.
    * @default false
    */
   readonly countOnly?: boolean;
@@ -1171,6 +1173,15 @@ export function httpConformance(harness: HttpHarness): void {
                 ],
           );
         }
+      });
+
+      httpLeaseCases({
+        reset: () => {
+          reset();
+          return clock;
+        },
+        limiter,
+        withApp,
       });
     }
 

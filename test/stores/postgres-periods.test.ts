@@ -141,7 +141,7 @@ describe('PostgreSQL calendar periods', { skip }, () => {
           isSluiceError(e, 'SLUICE_STORE_SCHEMA'),
         );
       }
-      assert.deepEqual(await store.migrate(), ['005_window_counters', '007_lockouts']);
+      assert.deepEqual(await store.migrate(), ['005_window_counters', '007_lockouts', '008_leases']);
       assert.equal(
         (
           await store

@@ -1,5 +1,5 @@
 import { SluiceError } from '../../core/errors.js';
-import { checkLeaseId, type LeaseBuckets, type LeaseGrant } from '../lease-store.js';
+import { checkLeaseCall, type LeaseBuckets, type LeaseGrant } from '../lease-store.js';
 import { bucketId } from '../shared/bucket-id.js';
 import type { KeyHasher } from './key-hash.js';
 
@@ -172,9 +172,7 @@ export class MemoryLeaseBuckets implements LeaseBuckets {
         `lease group ${JSON.stringify(this.name)} is not bound to this MemoryStore (unbound since)`,
       );
     }
-    if (typeof key !== 'string' || key.length === 0)
-      throw new SluiceError('SLUICE_ARGUMENT', 'a lease key must be a non-empty string');
-    checkLeaseId(id);
+    checkLeaseCall('MemoryStore', key, id, 0);
   }
 
   /** The key's leases with the expired ones dropped; a key found in the previous generation moves up. */

@@ -1,4 +1,5 @@
 import { quoteIdentifier, userIdType } from './identifier.js';
+import { leasesMigration } from './leases.js';
 
 /** Where the application's users live, for account erasure. */
 export interface UsersTableOptions {
@@ -53,6 +54,8 @@ export interface SchemaNames {
   readonly accountBuckets: string;
   readonly dayStart: string;
   readonly migrations: string;
+  /** One row per key of a lease group: the leases held (see leases.ts). */
+  readonly leases: string;
 }
 
 /** Quoted names of sluice's objects in `schema` (checked: see {@link quoteIdentifier}). */
@@ -66,6 +69,7 @@ export function schemaNames(schema: unknown = 'sluice'): SchemaNames {
     accountBuckets: `${s}.account_rate_limit_buckets`,
     dayStart: `${s}.local_day_start`,
     migrations: `${s}.migrations`,
+    leases: `${s}.leases`,
   };
 }
 
@@ -242,6 +246,7 @@ $fn$`,
     name: '007_lockouts',
     statements: [lockoutColumns(n.tokenBuckets), lockoutColumns(n.windowCounters)],
   });
+  list.push(leasesMigration(n));
   return list;
 }
 

@@ -17,7 +17,7 @@ import {
 import { postgresMigrations, schemaNames, type SchemaNames, type UsersTableOptions } from './migrations.js';
 import { PostgresRuleBuckets, type AccountTakeResult, type BucketsContext } from './postgres-rule-buckets.js';
 import { ruleStatements, type RuleStatements } from './statements.js';
-import { checkRuleName } from '../shared/rule-name.js';
+import { assertNameFree, checkRuleName } from '../shared/rule-name.js';
 import { storeError } from './postgres-errors.js';
 import {
   algorithmOf,
@@ -29,6 +29,8 @@ import {
 import { AllOrNothing } from './all-or-nothing.js';
 import { StoreTime } from './store-time.js';
 import { readTimeSource, type TimeSource } from '../shared/time-source.js';
+import { checkLeaseGroup, type LeaseStore } from '../lease-store.js';
+import { PostgresLeaseBuckets, leaseStatements, type LeaseContext } from './leases.js';
 
 export type { AccountTakeOptions } from './accounts.js';
 
@@ -103,6 +105,8 @@ export interface PostgresPruneResult {
    * decision.
    */
   readonly windowRows: number;
+  /** Rows of concurrency limits whose every lease has expired. */
+  readonly leaseRows: number;
 }
 
 /** The migration that references the users table (see migrations.ts). */
@@ -122,7 +126,7 @@ const usersKeys = ['schema', 'table', 'column', 'type'] as const;
  * await store.migrate();
  * const reports = createLimiter({ name: 'reports', rule: calendarQuota({ limit: 10 }), store });
  */
-export class PostgresStore implements Store {
+export class PostgresStore implements Store, LeaseStore {
   readonly kind = 'postgres';
   /** The schema holding the tables. */
   readonly schema: string;
@@ -143,6 +147,8 @@ export class PostgresStore implements Store {
   private readonly allOrNothing: AllOrNothing;
   private readonly rules = new Map<string, PostgresRuleBuckets>();
   private readonly modules = new Map<PostgresRuleBuckets, AlgorithmModule>();
+  private readonly leaseGroups = new Map<string, PostgresLeaseBuckets>();
+  private leaseContext: LeaseContext | undefined;
 
   constructor(options: PostgresStoreOptions) {
     // Before the key check, so that the former `clock` option is refused with its new spelling.
@@ -204,12 +210,7 @@ export class PostgresStore implements Store {
 
   bind(name: string, bound: Rule): PostgresRuleBuckets {
     checkRuleName(name, 'PostgresStore rule name');
-    if (this.rules.has(name)) {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        `a rule named ${JSON.stringify(name)} is already bound to this PostgresStore; every limit needs its own name`,
-      );
-    }
+    assertNameFree('PostgresStore', name, this.rules, this.leaseGroups);
     const module = algorithmOf(bound);
     const block = bound.block;
     let binding = module.bind(name, bound);
@@ -230,11 +231,32 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * Binds a lease group (see `concurrencyLimit`): per key a row of the leases held (the `leases`
+   * table of migration 008), acquired and released in one statement each (see leases.ts).
+   */
+  bindLeases(name: string, max: number, ttlMs: number): PostgresLeaseBuckets {
+    checkRuleName(name, 'PostgresStore lease group name');
+    checkLeaseGroup('PostgresStore', max, ttlMs);
+    assertNameFree('PostgresStore', name, this.rules, this.leaseGroups);
+    this.leaseContext ??= {
+      client: this.client,
+      timeSource: this.timeSource,
+      timeoutMs: this.timeoutMs,
+      statements: leaseStatements(this.names, this.timeSource),
+      holds: (group) => this.leaseGroups.get(group.name) === group,
+    };
+    const group = new PostgresLeaseBuckets(this.leaseContext, name, max, ttlMs);
+    this.leaseGroups.set(name, group);
+    return group;
+  }
+
+  /**
    * Frees `name`: it may be bound again, and calls on the freed buckets reject with
    * `SLUICE_CONFIG`. The rows stay in PostgreSQL (other nodes may still use the rule) and are
    * pruned as usual.
    */
   unbind(name: string): void {
+    this.leaseGroups.delete(name);
     const buckets = this.rules.get(name);
     if (buckets === undefined) return;
     buckets.release();
@@ -338,7 +360,12 @@ export class PostgresStore implements Store {
         if (step !== undefined)
           tokenRows += await this.deleteInBatches(step.text, [...step.values], batchSize);
       }
-      return { quotaRows, tokenRows, windowRows };
+      const leaseRows = await this.deleteInBatches(
+        `WITH d AS (DELETE FROM ${n.leases} WHERE ctid IN (SELECT ctid FROM ${n.leases} WHERE expires_at <= ${now} LIMIT $1) RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
+        [batchSize],
+        batchSize,
+      );
+      return { quotaRows, tokenRows, windowRows, leaseRows };
     } catch (error) {
       throw storeError(error);
     }

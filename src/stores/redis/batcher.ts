@@ -12,6 +12,15 @@ import {
   singleDecisionScriptSha,
 } from './scripts.js';
 import { ServerClockOffset } from './server-clock-offset.js';
+import {
+  LEASE_REPLY_WIDTH,
+  leaseAnswerAt,
+  leaseScript,
+  leaseScriptSha,
+  pushLeaseArguments,
+  type LeaseOperation,
+} from './leases.js';
+import type { LeaseGrant } from '../lease-store.js';
 import { redisErrorCode, storeError, timedOut, unavailable } from './redis-errors.js';
 
 /** What the batcher needs from one rule's buckets. */
@@ -91,11 +100,12 @@ const DECISION: Script = { source: decisionScript, sha: decisionScriptSha };
 const SINGLE_DECISION: Script = { source: singleDecisionScript, sha: singleDecisionScriptSha };
 const ADJUSTMENT: Script = { source: adjustScript, sha: adjustScriptSha };
 const RESERVATION: Script = { source: reserveScript, sha: reserveScriptSha };
+const LEASES: Script = { source: leaseScript, sha: leaseScriptSha };
 
 /**
- * A request waiting for Redis: a single take (`group` null), an all-or-nothing take, or an
- * adjustment or a reservation of one key (`alone` set, `group` null). One class for all keeps the hot path
- * monomorphic.
+ * A request waiting for Redis: a single take (`group` null), an all-or-nothing take, an
+ * adjustment or a reservation of one key (`alone` set, `group` null), or a lease operation
+ * (`lease` set). One class for all keeps the hot path monomorphic.
  */
 class Pending {
   resolve!: (value: never) => void;
@@ -110,6 +120,7 @@ class Pending {
     readonly now: number,
     readonly slot: number,
     readonly alone: Alone | null,
+    readonly lease: LeaseOperation | null = null,
   ) {}
 
   /**
@@ -285,6 +296,15 @@ export class Batcher {
     return this.enqueue(rule, key, cost, undefined, null, now, slot, 1, reservation) as Promise<Decision>;
   }
 
+  /**
+   * A lease operation on `key` (see leases.ts): batched with the lease operations queued next to
+   * it, in a call of the lease script, with the deadline and failures of a take. Resolves to the
+   * grant of an acquisition, or whether a release found the lease held.
+   */
+  lease(op: LeaseOperation, key: string, now: number, slot: number): Promise<LeaseGrant | boolean> {
+    return this.enqueue(null, key, 0, undefined, null, now, slot, 1, null, op) as Promise<never>;
+  }
+
   /** Refuses new decisions; those already queued or in flight still settle. */
   close(): void {
     this.closed = true;
@@ -300,6 +320,7 @@ export class Batcher {
     slot: number,
     size: number,
     alone: Alone | null,
+    lease: LeaseOperation | null = null,
   ): Promise<Decision | Decision[]> {
     const { client, maxPending } = this.settings;
     if (this.closed) return Promise.reject(unavailable('store is closed'));
@@ -307,7 +328,7 @@ export class Batcher {
     // every call until it reconnects, and memory would grow for as long as Redis is gone.
     if (!client.ready()) return Promise.reject(unavailable('connection is not ready'));
     if (this.pending + size > maxPending) return Promise.reject(this.full());
-    const request = new Pending(rule, key, cost, limit, group, now, slot, alone);
+    const request = new Pending(rule, key, cost, limit, group, now, slot, alone, lease);
     const promise = new Promise<Decision | Decision[]>((resolve, reject) => {
       request.resolve = resolve as (value: never) => void;
       request.reject = reject;
@@ -366,13 +387,16 @@ export class Batcher {
       const limit = Math.min(this.settings.maxBatch, Math.max(SPLIT, Math.ceil(queued / free)));
       let taken = 0;
       let size = 0;
-      // An adjustment or a reservation goes alone, in a call of its own script; takes queued
-      // after it go in the next call, so every call runs in the order it was asked for.
+      // An adjustment or a reservation goes alone, in a call of its own script; lease
+      // operations go together in calls of theirs, takes in calls of theirs: what is queued
+      // after goes in the next call, so every call runs in the order it was asked for.
       if (queue[0]!.alone !== null) taken = 1;
       else {
+        const leases = queue[0]!.lease !== null;
         while (
           taken < queue.length &&
           queue[taken]!.alone === null &&
+          (queue[taken]!.lease !== null) === leases &&
           (size === 0 || size + queue[taken]!.size <= limit)
         ) {
           size += queue[taken]!.size;
@@ -467,6 +491,10 @@ export class Batcher {
 
   private send(requests: Pending[]): void {
     const { serverClock, slackMs } = this.settings;
+    if (requests[0]!.lease !== null) {
+      this.sendLeases(requests);
+      return;
+    }
     if (requests.length === 1 && requests[0]!.group === null) {
       this.sendSingle(requests);
       return;
@@ -573,6 +601,21 @@ export class Batcher {
   }
 
   /** A reservation: {@link reserveScript}, one key, its reply a lone take's and the wait. */
+  /** Lease operations: one call of {@link leaseScript}, a key each. */
+  private sendLeases(requests: Pending[]): void {
+    const { serverClock, slackMs } = this.settings;
+    const deadline = this.startClocks(requests);
+    const keys: string[] = [];
+    const args: string[] = [serverClock ? '' : String(slackMs), ''];
+    for (const request of requests) {
+      keys.push(request.key);
+      pushLeaseArguments(args, request.lease as LeaseOperation, serverClock ? undefined : request.now);
+    }
+    args[1] = this.serverDeadline(deadline);
+    const replyLength = 1 + LEASE_REPLY_WIDTH * requests.length;
+    this.start(new Batch(requests, keys, args, replyLength, LEASES, deadline));
+  }
+
   private sendReservation(request: Pending, maxWaitMs: number): void {
     const { serverClock, slackMs } = this.settings;
     const rule = request.rule as BatchRule;
@@ -725,6 +768,14 @@ export class Batcher {
       const request = requests[0]!;
       if (Number(reply[1]) === -3) this.refuse(request, -3);
       else this.settle(request, undefined, undefined);
+      return;
+    }
+    if (batch.script === LEASES) {
+      for (let i = 0; i < requests.length; i++) {
+        const request = requests[i]!;
+        const answer = leaseAnswerAt(reply, 1 + i * LEASE_REPLY_WIDTH, request.lease as LeaseOperation);
+        this.settle(request, undefined, answer as never);
+      }
       return;
     }
     if (batch.script === RESERVATION) {

@@ -10,11 +10,13 @@ import { checkAdjustArguments, checkTakeArguments } from './take-arguments.js';
 import { redisClient, type RedisClient, type RedisClientInput } from './redis-client.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
-import { checkRuleName } from '../shared/rule-name.js';
+import { assertNameFree, checkRuleName } from '../shared/rule-name.js';
 import { readTimeSource, type TimeSource } from '../shared/time-source.js';
 import { withDeadline } from '../shared/deadline.js';
 import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
+import { checkLeaseGroup, type LeaseStore } from '../lease-store.js';
+import { RedisLeaseBuckets } from './redis-lease-buckets.js';
 
 /**
  * Which part of a bucket's Redis key is its Cluster hash tag (the part the slot is computed from):
@@ -98,7 +100,7 @@ const APP_TIME_SLACK_MS = 60_000;
  * const login = createLimiter({ name: 'login', rule: tokenBucket({ limit: 10, period: '10m' }), store });
  * const decision = await login.take(ipKey);
  */
-export class RedisStore implements Store {
+export class RedisStore implements Store, LeaseStore {
   readonly kind = 'redis';
   /** The key prefix. */
   readonly prefix: string;
@@ -113,6 +115,7 @@ export class RedisStore implements Store {
   /** @internal */
   readonly batcher: Batcher;
   private readonly rules = new Map<string, RedisRuleBuckets>();
+  private readonly leaseGroups = new Map<string, RedisLeaseBuckets>();
 
   constructor(options: RedisStoreOptions) {
     const timeSource = readTimeSource('RedisStore', options);
@@ -156,19 +159,33 @@ export class RedisStore implements Store {
 
   bind(name: string, rule: Rule): RedisRuleBuckets {
     checkRuleName(name, 'RedisStore rule name');
-    if (this.rules.has(name)) {
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        `a rule named ${JSON.stringify(name)} is already bound to this RedisStore; every limit needs its own name`,
-      );
-    }
+    assertNameFree('RedisStore', name, this.rules, this.leaseGroups);
     const buckets = new RedisRuleBuckets(this, name, rule);
     this.rules.set(name, buckets);
     return buckets;
   }
 
+  /**
+   * Binds a lease group (see `concurrencyLimit`): per key a sorted set of the leases held, scored
+   * by their expiries, acquired and released in one script call each (see leases.ts).
+   */
+  bindLeases(name: string, max: number, ttlMs: number): RedisLeaseBuckets {
+    checkRuleName(name, 'RedisStore lease group name');
+    checkLeaseGroup('RedisStore', max, ttlMs);
+    assertNameFree('RedisStore', name, this.rules, this.leaseGroups);
+    const group = new RedisLeaseBuckets(this, name, max, ttlMs, new RedisRuleBuckets(this, name, undefined));
+    this.leaseGroups.set(name, group);
+    return group;
+  }
+
   unbind(name: string): void {
     this.rules.delete(name);
+    this.leaseGroups.delete(name);
+  }
+
+  /** @internal True while `group` is the lease group bound under its name. */
+  holdsLeases(group: RedisLeaseBuckets): boolean {
+    return this.leaseGroups.get(group.name) === group;
   }
 
   /** @internal True while `buckets` is the rule bound under its name (not unbound, not replaced). */
@@ -222,7 +239,10 @@ export class RedisStore implements Store {
    * @example
    * await store.erase(pseudonymsOf(userId), ['reports', 'reports-burst']);
    */
-  async erase(keys: readonly string[], names: readonly string[] = [...this.rules.keys()]): Promise<number> {
+  async erase(
+    keys: readonly string[],
+    names: readonly string[] = [...this.rules.keys(), ...this.leaseGroups.keys()],
+  ): Promise<number> {
     for (const name of names) {
       checkRuleName(name, 'RedisStore.erase names');
     }

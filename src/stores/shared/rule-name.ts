@@ -20,3 +20,20 @@ export function checkRuleName(name: unknown, option: string): asserts name is st
     throw new SluiceError('SLUICE_CONFIG', `${option} must be ${RULE_NAME_EXPECTED}`);
   }
 }
+
+/**
+ * Rules and concurrency limits share one namespace per store (and, in Redis, one key layout): a
+ * name is bound once. Every store checks a new binding with this.
+ *
+ * @param store the store's class name for the message, e.g. `'MemoryStore'`
+ * @throws SluiceError `SLUICE_CONFIG` when one of `bound` holds the name
+ * @example assertNameFree('RedisStore', name, this.rules, this.leaseGroups)
+ */
+export function assertNameFree(store: string, name: string, ...bound: ReadonlyMap<string, unknown>[]): void {
+  if (bound.some((names) => names.has(name))) {
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `a rule named ${JSON.stringify(name)} is already bound to this ${store}; every limit needs its own name`,
+    );
+  }
+}

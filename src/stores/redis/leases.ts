@@ -1,0 +1,120 @@
+import { createHash } from 'node:crypto';
+import type { LeaseGrant } from '../lease-store.js';
+
+/**
+ * Leases in Redis: per key a sorted set, one member per lease held (its id), scored by its
+ * expiry in ms. One script serves acquisitions and releases, batched like takes (several keys
+ * per call under load, one round trip each), each operation atomic since the script runs alone:
+ *
+ * - acquire: drop the members whose expiry has passed (`ZREMRANGEBYSCORE`), count the rest
+ *   (`ZCARD`); below `max`, add the lease with its expiry and set the key's TTL to its latest
+ *   expiry (so a key whose leases all ended vanishes, however many processes crashed);
+ * - release: drop the expired members, then `ZREM` the lease: 1 when it was held, 0 when it was
+ *   not (released already or expired). Redis deletes a sorted set that becomes empty.
+ *
+ * Layout (all strings; `KEYS`: one per operation):
+ * - `ARGV[1]`: empty on the server's clock (the script reads `TIME` once); otherwise the app's
+ *   clock decides, every operation carries its `now`, and this is the extra TTL in ms.
+ * - `ARGV[2]`: on the server's clock the call's deadline (ms of the server's clock): a call that
+ *   starts after it changes nothing and replies `[now, -4]`, as the decision script does.
+ * - then per operation: `op` (1 acquire, 0 release), the lease id, `max`, the ttl in ms, and on
+ *   the app's clock its `now`.
+ *
+ * Reply: `[now, then per operation: status, held, resetMs]`. Acquire: status 0 granted, else the
+ * ms until the earliest lease held expires (refused); `held` the leases held after it; `resetMs`
+ * until the latest expires. Release: status 1 released or 0 not held, then 0, 0.
+ *
+ * A key of another type (a rule's bucket under the same name, written by a process that binds the
+ * name otherwise) is deleted and read as empty: the key is in the store's own prefix.
+ */
+export const leaseScript = `local call = redis.call
+local pcall = redis.pcall
+local tonumber = tonumber
+local argv = ARGV
+local keys = KEYS
+local slack = tonumber(argv[1])
+local caller = slack ~= nil
+local now = 0
+if not caller then
+  slack = 0
+  local t = call('TIME')
+  local us = tonumber(t[2])
+  now = tonumber(t[1]) * 1000 + (us - us % 1000) / 1000
+  local deadline = tonumber(argv[2])
+  if deadline and now > deadline then return { now, -4 } end
+end
+local reply = { now }
+local r = 1
+local a = 3
+for i = 1, #keys do
+  local key = keys[i]
+  local op = argv[a]
+  local id = argv[a + 1]
+  local max = tonumber(argv[a + 2])
+  local ttl = tonumber(argv[a + 3])
+  a = a + 4
+  local t = now
+  if caller then
+    t = tonumber(argv[a])
+    a = a + 1
+  end
+  local dropped = pcall('ZREMRANGEBYSCORE', key, '-inf', t)
+  if type(dropped) == 'table' and dropped.err then call('DEL', key) end
+  if op == '1' then
+    local held = call('ZCARD', key)
+    if held < max then
+      call('ZADD', key, t + ttl, id)
+      local last = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+      call('PEXPIRE', key, last - t + slack)
+      reply[r + 1] = 0
+      reply[r + 2] = held + 1
+      reply[r + 3] = last - t
+    else
+      local first = tonumber(call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
+      local last = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+      reply[r + 1] = first - t
+      reply[r + 2] = held
+      reply[r + 3] = last - t
+    end
+  else
+    reply[r + 1] = call('ZREM', key, id)
+    reply[r + 2] = 0
+    reply[r + 3] = 0
+  end
+  r = r + 3
+end
+return reply
+`;
+
+/** SHA1 of {@link leaseScript}, for EVALSHA. */
+export const leaseScriptSha: string = createHash('sha1').update(leaseScript).digest('hex');
+
+/** One lease operation waiting for the script. */
+export interface LeaseOperation {
+  /** True to acquire, false to release. */
+  readonly acquire: boolean;
+  readonly id: string;
+  readonly max: number;
+  readonly ttlMs: number;
+}
+
+/** Appends an operation's arguments (see {@link leaseScript}); `now` only on the app's clock. */
+export function pushLeaseArguments(args: string[], op: LeaseOperation, now: number | undefined): void {
+  args.push(op.acquire ? '1' : '0', op.id, String(op.max), String(op.ttlMs));
+  if (now !== undefined) args.push(String(now));
+}
+
+/** Integers of the reply per operation. */
+export const LEASE_REPLY_WIDTH = 3;
+
+/** An operation's answer from the reply at `o`: a grant for an acquisition, true or false for a release. */
+export function leaseAnswerAt(reply: unknown[], o: number, op: LeaseOperation): LeaseGrant | boolean {
+  const status = Number(reply[o]);
+  if (!op.acquire) return status === 1;
+  return {
+    acquired: status === 0,
+    held: Number(reply[o + 1]),
+    retryAfterMs: status,
+    resetMs: Number(reply[o + 2]),
+  };
+}
