@@ -9,7 +9,13 @@
  * Deno.serve(limit.wrap((request) => new Response('hello')));
  */
 import type { Decision } from '../core/decision.js';
-import { createGuard, isPreflight, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
+import {
+  createGuard,
+  isPreflight,
+  needsSettling,
+  type RateLimitOptions,
+  type RequestRateLimit,
+} from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import { EXPOSE_HEADER, mergeExposed } from '../http/merge-exposed.js';
 import { pathOf } from '../http/path.js';
@@ -97,7 +103,7 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
     if (outcome === undefined) return response;
     try {
       let out = withHeaders(response, outcome.headers);
-      if (outcome.receipts.length > 0) out = settledBody(out, (status) => guard.settle(outcome, status));
+      if (needsSettling(outcome)) out = settledBody(out, (status) => guard.settle(outcome, status));
       return out;
     } catch (error) {
       guard.report(error);

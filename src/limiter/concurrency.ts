@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../core/clock.js';
-import { makeDecision, type Decision } from '../core/decision.js';
-import { markConcurrent } from '../core/concurrency-decision.js';
+import type { Decision } from '../core/decision.js';
+import { concurrencyDecision } from '../core/concurrency-decision.js';
 import { parseTimerDuration, type Duration } from '../core/duration.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
@@ -218,16 +218,13 @@ class LeaseLimiter implements ConcurrencyLimiter {
   }
 
   private decisionOf(grant: LeaseGrant): Decision {
-    const decision = makeDecision(
+    return concurrencyDecision(
       grant.acquired,
       this.name,
       this.max,
-      this.max,
       Math.max(0, this.max - grant.held),
-      1,
       grant.acquired ? 0 : Math.max(1, grant.retryAfterMs),
       Math.max(0, grant.resetMs),
     );
-    return markConcurrent(decision);
   }
 }

@@ -28,12 +28,51 @@ function processTag(): string {
 }
 
 /**
- * The leases one concurrency limit granted, open or released. A WeakMap: a lease nobody holds any
- * more costs nothing. A lease not in it (another limit's, a copy, one made by hand) is refused;
- * a released one releases nothing again.
+ * A lease as granted: its fields frozen, and the book it is held in (none once released) in a
+ * private field that nothing outside this class can read, set or copy: a copy or a lease made by
+ * hand has no such field and is refused. No WeakMap entry per lease: those cost the garbage
+ * collector more than the lease itself on a hot path.
+ */
+class GrantedLease implements Lease {
+  #book: LeaseBook;
+  #open = true;
+
+  constructor(
+    book: LeaseBook,
+    readonly rule: string,
+    readonly key: string,
+    readonly id: string,
+    readonly at: number,
+    readonly expiresAt: number,
+  ) {
+    this.#book = book;
+    Object.freeze(this);
+  }
+
+  /**
+   * Marks `lease` released in `book`: true when it was held, false when released already;
+   * undefined when it is no lease of that book.
+   */
+  static take(lease: unknown, book: LeaseBook): boolean | undefined {
+    if (typeof lease !== 'object' || lease === null || !(#book in lease)) return undefined;
+    if (lease.#book !== book) return undefined;
+    const open = lease.#open;
+    lease.#open = false;
+    return open;
+  }
+
+  static reopen(lease: Lease): void {
+    if (lease instanceof GrantedLease) lease.#open = true;
+  }
+}
+
+/**
+ * The leases one concurrency limit granted: each says itself which book it belongs to and
+ * whether it is held (see GrantedLease), so the book holds nothing and never grows with traffic.
+ * A lease of another book (another limit's, a copy, one made by hand) is refused; a released one
+ * releases nothing again.
  */
 export class LeaseBook {
-  private readonly leases = new WeakMap<Lease, boolean>();
   private readonly tag = processTag();
   private counter = 0;
 
@@ -43,9 +82,7 @@ export class LeaseBook {
   }
 
   issue(rule: string, key: string, id: string, at: number, ttlMs: number): Lease {
-    const lease: Lease = Object.freeze({ rule, key, id, at, expiresAt: at + ttlMs });
-    this.leases.set(lease, true);
-    return lease;
+    return new GrantedLease(this, rule, key, id, at, at + ttlMs);
   }
 
   /**
@@ -53,20 +90,18 @@ export class LeaseBook {
    * @throws SluiceError `SLUICE_ARGUMENT` for a lease this limit did not grant
    */
   take(lease: Lease): boolean {
-    const open = typeof lease === 'object' && lease !== null ? this.leases.get(lease) : undefined;
+    const open = GrantedLease.take(lease, this);
     if (open === undefined) {
       throw new SluiceError(
         'SLUICE_ARGUMENT',
         'this concurrency limit granted no such lease: it is another limit’s, a copy, or made by hand',
       );
     }
-    if (!open) return false;
-    this.leases.set(lease, false);
-    return true;
+    return open;
   }
 
   /** Opens a lease again whose release failed in the store, so that it may be tried again. */
   reopen(lease: Lease): void {
-    this.leases.set(lease, true);
+    GrantedLease.reopen(lease);
   }
 }

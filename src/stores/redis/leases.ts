@@ -7,8 +7,10 @@ import type { LeaseGrant } from '../lease-store.js';
  * per call under load, one round trip each), each operation atomic since the script runs alone:
  *
  * - acquire: drop the members whose expiry has passed (`ZREMRANGEBYSCORE`), count the rest
- *   (`ZCARD`); below `max`, add the lease with its expiry and set the key's TTL to its latest
- *   expiry (so a key whose leases all ended vanishes, however many processes crashed);
+ *   (`ZCARD`); below `max`, add the lease with its expiry and set the key's TTL to the lease's
+ *   (the latest expiry of the set: every lease in it was granted no later), so a key whose
+ *   leases all ended vanishes, however many processes crashed. On the app's clock, a clock set
+ *   back by more than the slack could end an older lease early: the slack covers ordinary skew;
  * - release: drop the expired members, then `ZREM` the lease: 1 when it was held, 0 when it was
  *   not (released already or expired). Redis deletes a sorted set that becomes empty.
  *
@@ -63,12 +65,13 @@ for i = 1, #keys do
   if op == '1' then
     local held = call('ZCARD', key)
     if held < max then
+      -- The new lease is the last to expire (the leases before it were granted no later), so
+      -- the key's TTL is its ttl: no read of the set's end on the hot path.
       call('ZADD', key, t + ttl, id)
-      local last = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-      call('PEXPIRE', key, last - t + slack)
+      call('PEXPIRE', key, ttl + slack)
       reply[r + 1] = 0
       reply[r + 2] = held + 1
-      reply[r + 3] = last - t
+      reply[r + 3] = ttl
     else
       local first = tonumber(call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
       local last = tonumber(call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
