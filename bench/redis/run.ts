@@ -23,6 +23,10 @@
  * A refused flood, last: one key of a rule of 1 per hour, exhausted first, taken by 256 in flight
  * by two limiters on the same bucket, with and without `refusalCache`, alternating in the same
  * rounds (`refused_flood_cached`, `refused_flood_uncached` and their ratio).
+ * Concurrency leases, last: `lease_256` (a lease acquired and released per operation, two store
+ * calls) against `take_pair_256` (two plain takes in a row per operation, two store calls), 256
+ * in flight on the same 100,000 keys, alternating in the same rounds; their ratio is
+ * `ratio_lease_vs_take_pair` (the target: at least 0.8).
  * Last line: one JSON object.
  */
 import { spawnSync } from 'node:child_process';
@@ -30,6 +34,7 @@ import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import {
   MAX_COUNT,
+  concurrencyLimit,
   createLimiter,
   fixedWindow,
   slidingWindow,
@@ -122,6 +127,22 @@ async function measure(
   };
 }
 
+/**
+ * ROUNDS rounds of 256 in flight on `keys`, the contenders taking turns in a rotating order;
+ * each contender's cells, by name.
+ */
+async function alternate(contenders: readonly Contender[], keys: string[]): Promise<Map<string, Cell[]>> {
+  const rounds = new Map<string, Cell[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < contenders.length; i++) {
+      const contender = contenders[(i + round) % contenders.length]!;
+      const cell = await measure(contender.decide, 256, keys);
+      rounds.set(contender.name, [...(rounds.get(contender.name) ?? []), cell]);
+    }
+  }
+  return rounds;
+}
+
 /** Per figure, the median over rounds. */
 function medianCell(cells: Cell[]): Cell {
   const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
@@ -192,14 +213,7 @@ async function refusedFlood(): Promise<{ cached: Cell; uncached: Cell }> {
     { name: 'cached', decide: (key) => cachedLimiter.take(key) },
     { name: 'uncached', decide: (key) => uncachedLimiter.take(key) },
   ];
-  const rounds = new Map<string, Cell[]>();
-  for (let round = 0; round < ROUNDS; round++) {
-    for (let i = 0; i < contenders.length; i++) {
-      const contender = contenders[(i + round) % contenders.length]!;
-      const cell = await measure(contender.decide, 256, keys);
-      rounds.set(contender.name, [...(rounds.get(contender.name) ?? []), cell]);
-    }
-  }
+  const rounds = await alternate(contenders, keys);
   const cached = medianCell(rounds.get('cached')!);
   const uncached = medianCell(rounds.get('uncached')!);
   for (const [name, cell] of [
@@ -213,6 +227,64 @@ async function refusedFlood(): Promise<{ cached: Cell; uncached: Cell }> {
   }
   for (const client of clients) client.disconnect();
   return { cached, uncached };
+}
+
+/** A token bucket that never refuses: 1e9 tokens an hour (see main). */
+const neverRefusing = () => tokenBucket({ limit: 1_000_000, period: '3600ms', burst: 1e9 });
+
+/**
+ * Lease pairs against take pairs, 256 in flight on `keys`, alternating in the same rounds, each
+ * on a client of its own. A lease operation acquires and releases (a max no key reaches: the
+ * admitted path); a take pair takes twice from a bucket that never refuses.
+ */
+async function leasePairs(keys: string[]): Promise<{ lease: Cell; takePair: Cell }> {
+  const leaseClient = await connect();
+  const takeClient = await connect();
+  const leases = concurrencyLimit({
+    name: 'bench-leases',
+    max: 1000,
+    leaseTtl: '1m',
+    store: new RedisStore({ client: leaseClient, prefix: `${run}:l:`, timeout: '1s' }),
+    timeout: '1s',
+  });
+  const takes = createLimiter({
+    name: 'bench-pairs',
+    rule: neverRefusing(),
+    store: new RedisStore({ client: takeClient, prefix: `${run}:p:`, timeout: '1s' }),
+    timeout: '1s',
+  });
+  const contenders: Contender[] = [
+    {
+      name: 'lease',
+      decide: async (key) => {
+        const { lease } = await leases.acquire(key);
+        if (lease === undefined) throw new Error('a lease was refused');
+        await leases.release(lease);
+      },
+    },
+    {
+      name: 'take_pair',
+      decide: async (key) => {
+        await takes.take(key);
+        await takes.take(key);
+      },
+    },
+  ];
+  const rounds = await alternate(contenders, keys);
+  const lease = medianCell(rounds.get('lease')!);
+  const takePair = medianCell(rounds.get('take_pair')!);
+  for (const [name, cell] of [
+    ['lease', lease],
+    ['take_pair', takePair],
+  ] as const) {
+    console.log(
+      `${name.padEnd(14)} 256 in flight, many keys: ` +
+        `${String(cell.opsPerSec).padStart(7)} pairs/s      p50 ${cell.p50} ms  p99 ${cell.p99} ms`,
+    );
+  }
+  leaseClient.disconnect();
+  takeClient.disconnect();
+  return { lease, takePair };
 }
 
 async function main(): Promise<void> {
@@ -235,7 +307,7 @@ async function main(): Promise<void> {
     const store = new RedisStore({ client, prefix: `${run}:s${sluiceClients.length}:`, timeout: '1s' });
     return createLimiter({ name: 'bench', rule, store, timeout: '1s' });
   };
-  const limiter = await sluice(tokenBucket({ limit: 1_000_000, period: '3600ms', burst: 1e9 }));
+  const limiter = await sluice(neverRefusing());
   // Windows that never fill: the admitted path, as for the bucket.
   const fixed = await sluice(fixedWindow({ limit: MAX_COUNT, window: '1h' }));
   const sliding = await sluice(slidingWindow({ limit: MAX_COUNT, window: '1h' }));
@@ -294,6 +366,7 @@ async function main(): Promise<void> {
   if (ping === undefined) throw new Error('unreachable: ping is measured in the first cell');
 
   const flood = await refusedFlood();
+  const pairs = await leasePairs(keysMany);
 
   const sha = String(await admin.script('LOAD', 'return 1'));
   const ceiling = redisBenchmarkCeiling(admin, sha);
@@ -335,6 +408,11 @@ async function main(): Promise<void> {
   json.refused_flood_cached_p99_ms = flood.cached.p99;
   json.refused_flood_uncached_p99_ms = flood.uncached.p99;
   json.ratio_refused_flood_cached = round(flood.cached.opsPerSec / flood.uncached.opsPerSec);
+  json.lease_256 = pairs.lease.opsPerSec;
+  json.take_pair_256 = pairs.takePair.opsPerSec;
+  json.lease_256_p99_ms = pairs.lease.p99;
+  json.take_pair_256_p99_ms = pairs.takePair.p99;
+  json.ratio_lease_vs_take_pair = round(pairs.lease.opsPerSec / pairs.takePair.opsPerSec);
   console.log(JSON.stringify(json));
 }
 

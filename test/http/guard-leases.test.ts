@@ -30,6 +30,10 @@ describe('guard with a concurrency limit', () => {
     );
     assert.doesNotThrow(() => createGuard({ limits: [rate, inFlight], key: () => 'k' }));
     assert.doesNotThrow(() => createGuard({ limits: inFlight, key: () => 'k' }));
+    assert.throws(
+      () => createGuard({ limits: [rate, inFlight], key: () => 'k', mode: 'delay', maxWait: '1s' }),
+      (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG') && /mode/.test((e as Error).message),
+    );
   });
 
   it('a lease store that fails answers 503, and the rate take before it is refunded', async () => {

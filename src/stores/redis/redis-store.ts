@@ -231,8 +231,9 @@ export class RedisStore implements Store, LeaseStore {
   }
 
   /**
-   * Erases a subject (for a deletion request): deletes the buckets of every key in `keys` under every rule in
-   * `names` (default: every rule bound to this store). No SCAN: the caller names the keys, e.g.
+   * Erases a subject (for a deletion request): deletes the buckets (and leases) of every key in
+   * `keys` under every rule or concurrency limit in `names` (default: every one bound to this
+   * store). No SCAN: the caller names the keys, e.g.
    * the subject's pseudonymous keys of every secret generation. Resolves to the number of Redis
    * keys deleted.
    *
