@@ -26,6 +26,29 @@ const LATENCY_BUCKETS_S = [
 ];
 
 type Child = { inc(value?: number): void };
+type Observer = { observe(value: number): void };
+
+/**
+ * One series of a counter, counted in a plain number on each event and handed to prom-client
+ * when metrics are read (its `inc` hashes the labels on every call): a decision pays an
+ * increment, the exposition pays the rest.
+ */
+class Tally {
+  pending = 0;
+  constructor(private readonly child: Child) {}
+  flush(): void {
+    if (this.pending === 0) return;
+    this.child.inc(this.pending);
+    this.pending = 0;
+  }
+}
+
+/** A limit's tallies, found by plain lookups: no label set, key string or closure per event. */
+interface LimitTallies {
+  readonly decisions: Map<DecisionOutcome, Tally>;
+  readonly failures: Map<string, Tally>;
+  readonly units: Tally;
+}
 
 /** Another listener of every rule's channel (the dashboard's), with the key ids it needs. */
 export interface ChannelTap {
@@ -56,6 +79,8 @@ export class ServerMetrics {
   private readonly info: Gauge<'hash' | 'store'>;
   private readonly rules: Gauge;
   private readonly lastReload: Gauge;
+  /** Every tally, flushed into its counter when the registry is read. */
+  private readonly tallies: Tally[] = [];
   /** One channel per rule name, kept across reloads: a kept limiter reports to the one it was built with. */
   private readonly channels = new Map<string, DecisionEvents>();
   /** Undefined until a reload was tried. */
@@ -63,22 +88,27 @@ export class ServerMetrics {
 
   constructor(private readonly tap?: ChannelTap) {
     const registers = [this.registry];
+    // The decision counters are tallied apart and handed over whenever the registry is read.
+    const flush = () => this.flush();
     this.decisions = new Counter({
       name: 'sluice_decisions_total',
       help: 'Decisions, by rule, limit (- for the allow and deny lists) and outcome',
       labelNames: ['rule', 'limit', 'outcome'],
+      collect: flush,
       registers,
     });
     this.units = new Counter({
       name: 'sluice_admitted_units_total',
       help: 'Units (cost) charged by admitted requests, by rule and limit',
       labelNames: ['rule', 'limit'],
+      collect: flush,
       registers,
     });
     this.failures = new Counter({
       name: 'sluice_failure_policy_activations_total',
       help: "Decisions made by a rule's failure policy because its store failed, by rule, limit and policy",
       labelNames: ['rule', 'limit', 'policy'],
+      collect: flush,
       registers,
     });
     this.latency = new Histogram({
@@ -151,27 +181,61 @@ export class ServerMetrics {
 
   /** Records a rule's events; the label sets are looked up once and their children reused. */
   private recorder(rule: string): (event: DecisionEvent) => void {
-    const children = new Map<string, Child>();
-    const child = (id: string, make: () => Child): Child => {
-      let found = children.get(id);
+    const byLimit = new Map<string, LimitTallies>();
+    const limitTallies = (limit: string): LimitTallies => {
+      let found = byLimit.get(limit);
       if (found === undefined) {
-        found = make();
-        children.set(id, found);
+        found = {
+          decisions: new Map(),
+          failures: new Map(),
+          units: this.tally(this.units.labels(rule, limit)),
+        };
+        byLimit.set(limit, found);
       }
       return found;
     };
+    const latencyByStore = new Map<string, Observer>();
     return (event) => {
       const limit = event.rule ?? NO_LIMIT;
       const { outcome } = event;
-      child(`d\0${limit}\0${outcome}`, () => this.decisions.labels(rule, limit, outcome)).inc();
-      if (outcome === 'admitted' && event.cost > 0)
-        child(`u\0${limit}`, () => this.units.labels(rule, limit)).inc(event.cost);
+      const tallies = limitTallies(limit);
+      let decided = tallies.decisions.get(outcome);
+      if (decided === undefined) {
+        decided = this.tally(this.decisions.labels(rule, limit, outcome));
+        tallies.decisions.set(outcome, decided);
+      }
+      decided.pending++;
+      if (outcome === 'admitted' && event.cost > 0) tallies.units.pending += event.cost;
       const policy = failurePolicies[outcome];
-      if (policy !== undefined)
-        child(`f\0${limit}\0${policy}`, () => this.failures.labels(rule, limit, policy)).inc();
+      if (policy !== undefined) {
+        let failed = tallies.failures.get(policy);
+        if (failed === undefined) {
+          failed = this.tally(this.failures.labels(rule, limit, policy));
+          tallies.failures.set(policy, failed);
+        }
+        failed.pending++;
+      }
       // A cost the rule can never hold is refused without asking the store.
-      if (event.storeLatencyMs > 0 && event.retryAfterMs !== Infinity && event.store !== undefined)
-        this.latency.labels(event.store).observe(event.storeLatencyMs / 1000);
+      const store = event.store;
+      if (event.storeLatencyMs > 0 && event.retryAfterMs !== Infinity && store !== undefined) {
+        let latency = latencyByStore.get(store);
+        if (latency === undefined) {
+          latency = this.latency.labels(store);
+          latencyByStore.set(store, latency);
+        }
+        latency.observe(event.storeLatencyMs / 1000);
+      }
     };
+  }
+
+  private tally(child: Child): Tally {
+    const tally = new Tally(child);
+    this.tallies.push(tally);
+    return tally;
+  }
+
+  /** Hands every tally's count to its counter: prom-client calls it before it reads them. */
+  private flush(): void {
+    for (const tally of this.tallies) tally.flush();
   }
 }
