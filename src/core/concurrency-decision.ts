@@ -1,4 +1,4 @@
-import { makeDecision, type Decision, type DecisionSource } from './decision.js';
+import type { Decision, DecisionSource } from './decision.js';
 
 /**
  * A concurrency limit's decision (a lease granted or refused): the fields and their order of
@@ -21,18 +21,26 @@ class ConcurrencyDecision {
   readonly source: DecisionSource;
   readonly windowMs: number;
 
-  constructor(d: Decision) {
-    this.allowed = d.allowed;
-    this.name = d.name;
-    this.limit = d.limit;
-    this.capacity = d.capacity;
-    this.remaining = d.remaining;
-    this.cost = d.cost;
-    this.retryAfterMs = d.retryAfterMs;
-    this.retryAfterSeconds = d.retryAfterSeconds;
-    this.resetMs = d.resetMs;
-    this.source = d.source;
-    this.windowMs = d.windowMs;
+  constructor(
+    allowed: boolean,
+    name: string,
+    max: number,
+    remaining: number,
+    retryAfterMs: number,
+    resetMs: number,
+  ) {
+    this.allowed = allowed;
+    this.name = name;
+    this.limit = max;
+    this.capacity = max;
+    this.remaining = remaining;
+    this.cost = 1;
+    this.retryAfterMs = retryAfterMs;
+    // Rounded as every decision's (see makeDecision): at least 1 s when refused.
+    this.retryAfterSeconds = allowed ? 0 : retryAfterMs <= 1000 ? 1 : Math.ceil(retryAfterMs / 1000);
+    this.resetMs = resetMs;
+    this.source = 'store';
+    this.windowMs = 0;
   }
 }
 
@@ -49,8 +57,7 @@ export function concurrencyDecision(
   retryAfterMs: number,
   resetMs: number,
 ): Decision {
-  const fields = makeDecision(allowed, name, max, max, remaining, 1, retryAfterMs, resetMs);
-  return new ConcurrencyDecision(fields) as Decision;
+  return new ConcurrencyDecision(allowed, name, max, remaining, retryAfterMs, resetMs) as Decision;
 }
 
 /**

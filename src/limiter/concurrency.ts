@@ -157,38 +157,47 @@ class LeaseLimiter implements ConcurrencyLimiter {
   acquire(key: string): Promise<LeaseDecision> {
     let now: number;
     let id: string;
+    let pending: Promise<LeaseGrant>;
     try {
       this.assertOpen();
       checkKey(key);
       now = readClock(this.clock);
       id = this.book.nextId();
+      pending = this.bounded(this.buckets.acquire(key, id, now));
     } catch (error) {
-      return Promise.reject(error);
+      return Promise.reject(this.failure(error, 'acquire a lease'));
     }
-    return this.bounded(() => this.buckets.acquire(key, id, now), 'acquire a lease').then((grant) => ({
-      decision: this.decisionOf(grant),
-      lease: grant.acquired ? this.book.issue(this.name, key, id, now, this.leaseTtlMs) : undefined,
-    }));
+    // One `then` for both outcomes: a promise less per acquisition than a `catch` and a `then`.
+    return pending.then(
+      (grant) => ({
+        decision: this.decisionOf(grant),
+        lease: grant.acquired ? this.book.issue(this.name, key, id, now, this.leaseTtlMs) : undefined,
+      }),
+      (error: unknown) => Promise.reject(this.failure(error, 'acquire a lease')),
+    );
   }
 
   release(lease: Lease): Promise<boolean> {
-    let now: number;
+    let pending: Promise<boolean>;
     try {
       this.assertOpen();
       if (!this.book.take(lease)) {
         // Released already: harmless, nothing is freed twice.
         return Promise.resolve(false);
       }
-      now = readClock(this.clock);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.bounded(() => this.buckets.release(lease.key, lease.id, now), 'release a lease').catch(
-      (error: unknown) => {
-        this.book.reopen(lease);
-        return Promise.reject(error);
-      },
-    );
+    try {
+      pending = this.bounded(this.buckets.release(lease.key, lease.id, readClock(this.clock)));
+    } catch (error) {
+      this.book.reopen(lease);
+      return Promise.reject(this.failure(error, 'release a lease'));
+    }
+    return pending.catch((error: unknown) => {
+      this.book.reopen(lease);
+      return Promise.reject(this.failure(error, 'release a lease'));
+    });
   }
 
   close(): void {
@@ -205,16 +214,14 @@ class LeaseLimiter implements ConcurrencyLimiter {
       );
   }
 
-  /** One store call within the timeout, its failure a coded error logged at most once a minute. */
-  private bounded<T>(call: () => Promise<T>, operation: string): Promise<T> {
-    let pending: Promise<T>;
-    try {
-      pending = call();
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
-    return bounded.catch((error: unknown) => Promise.reject(this.handler.resetFailed(error, operation)));
+  /** A store call within the timeout (the store's own, when it bounds its calls itself). */
+  private bounded<T>(pending: Promise<T>): Promise<T> {
+    return this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
+  }
+
+  /** A failed store call as a coded error, logged at most once a minute; a caller's error as it is. */
+  private failure(error: unknown, operation: string): unknown {
+    return this.handler.resetFailed(error, operation);
   }
 
   private decisionOf(grant: LeaseGrant): Decision {

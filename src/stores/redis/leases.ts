@@ -97,13 +97,14 @@ export interface LeaseOperation {
   /** True to acquire, false to release. */
   readonly acquire: boolean;
   readonly id: string;
-  readonly max: number;
-  readonly ttlMs: number;
+  /** The group's max and ttl as the script's arguments, made once per group. */
+  readonly maxArg: string;
+  readonly ttlArg: string;
 }
 
 /** Appends an operation's arguments (see {@link leaseScript}); `now` only on the app's clock. */
 export function pushLeaseArguments(args: string[], op: LeaseOperation, now: number | undefined): void {
-  args.push(op.acquire ? '1' : '0', op.id, String(op.max), String(op.ttlMs));
+  args.push(op.acquire ? '1' : '0', op.id, op.maxArg, op.ttlArg);
   if (now !== undefined) args.push(String(now));
 }
 

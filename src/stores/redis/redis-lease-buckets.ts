@@ -11,6 +11,10 @@ import type { RedisRuleBuckets, RedisStore } from './redis-store.js';
  * batched with the lease operations around it.
  */
 export class RedisLeaseBuckets implements LeaseBuckets {
+  /** `max` and `ttlMs` as script arguments, converted once. */
+  private readonly maxArg: string;
+  private readonly ttlArg: string;
+
   constructor(
     private readonly store: RedisStore,
     readonly name: string,
@@ -18,7 +22,10 @@ export class RedisLeaseBuckets implements LeaseBuckets {
     readonly ttlMs: number,
     /** Builds the group's Redis keys as a rule of its name would. */
     private readonly keys: RedisRuleBuckets,
-  ) {}
+  ) {
+    this.maxArg = String(max);
+    this.ttlArg = String(ttlMs);
+  }
 
   acquire(key: string, id: string, now: number): Promise<LeaseGrant> {
     return this.run(key, id, now, true) as Promise<LeaseGrant>;
@@ -39,7 +46,7 @@ export class RedisLeaseBuckets implements LeaseBuckets {
       checkLeaseCall('RedisStore', key, id, now);
       const redisKey = this.keys.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      const op: LeaseOperation = { acquire, id, max: this.max, ttlMs: this.ttlMs };
+      const op: LeaseOperation = { acquire, id, maxArg: this.maxArg, ttlArg: this.ttlArg };
       return this.store.batcher.lease(op, redisKey, Math.floor(now), slot);
     } catch (error) {
       return Promise.reject(error);
