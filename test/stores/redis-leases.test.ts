@@ -84,6 +84,26 @@ describe('RedisStore leases', { skip }, () => {
     assert.ok(released.every((r) => r));
   });
 
+  it('two concurrency limits in one script call keep their own max and ttl', async () => {
+    const client = counting(redisClient(redis));
+    const store = new RedisStore({ client, prefix: `${prefix}s5:`, timeout: '2s' });
+    const one = concurrencyLimit({ name: 'one', max: 1, leaseTtl: '10s', store });
+    const three = concurrencyLimit({ name: 'three', max: 3, leaseTtl: '1m', store });
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? one : three).acquire('k')),
+    );
+    assert.ok(client.calls < 40, 'the operations shared calls');
+    const granted = answers.filter((a) => a.lease !== undefined);
+    const count = (rule: string) => granted.filter((a) => a.lease!.rule === rule).length;
+    assert.deepEqual([count('one'), count('three')], [1, 3]);
+    const refusedOne = answers.find((a) => a.decision.name === 'one' && !a.decision.allowed)!;
+    assert.ok(refusedOne.decision.retryAfterMs <= 10_000, "the short limit's own ttl");
+    const released = await Promise.all(
+      granted.map((a) => (a.lease!.rule === 'one' ? one : three).release(a.lease!)),
+    );
+    assert.deepEqual(released, [true, true, true, true]);
+  });
+
   it("erase removes a subject's leases; a key of another type is replaced, not a failure", async () => {
     const clock = manualClock(Date.UTC(2026, 0, 1));
     const store = new RedisStore({ client: redis, prefix: `${prefix}s3:`, timeSource: 'app', timeout: '2s' });

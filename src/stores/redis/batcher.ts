@@ -606,12 +606,22 @@ export class Batcher {
     const { serverClock, slackMs } = this.settings;
     const deadline = this.startClocks(requests);
     const keys: string[] = [];
-    const args: string[] = [serverClock ? '' : String(slackMs), ''];
+    // The groups' values first, each once, then the operations (see leases.ts).
+    const groups: string[] = [];
+    const refs = new Map<readonly [string, string], number>();
+    const ops: string[] = [];
     for (const request of requests) {
       keys.push(request.key);
-      pushLeaseArguments(args, request.lease as LeaseOperation, serverClock ? undefined : request.now);
+      const op = request.lease as LeaseOperation;
+      pushLeaseArguments(ops, groups, refs, op, serverClock ? undefined : request.now);
     }
-    args[1] = this.serverDeadline(deadline);
+    const args: string[] = [
+      serverClock ? '' : String(slackMs),
+      this.serverDeadline(deadline),
+      String(groups.length),
+    ];
+    for (let i = 0; i < groups.length; i++) args.push(groups[i]!);
+    for (let i = 0; i < ops.length; i++) args.push(ops[i]!);
     const replyLength = 1 + LEASE_REPLY_WIDTH * requests.length;
     this.start(new Batch(requests, keys, args, replyLength, LEASES, deadline));
   }

@@ -19,8 +19,11 @@ import type { LeaseGrant } from '../lease-store.js';
  *   clock decides, every operation carries its `now`, and this is the extra TTL in ms.
  * - `ARGV[2]`: on the server's clock the call's deadline (ms of the server's clock): a call that
  *   starts after it changes nothing and replies `[now, -4]`, as the decision script does.
- * - then per operation: `op` (1 acquire, 0 release), the lease id, `max`, the ttl in ms, and on
- *   the app's clock its `now`.
+ * - `ARGV[3]`: `S`, the number of group values that follow (`ARGV[4 .. 3 + S]`): each lease
+ *   group of the call once, its `max` and its ttl in ms.
+ * - then per operation: `ref`, the index in ARGV of its group's `max`, positive to acquire and
+ *   negated to release; the lease id; and on the app's clock its `now`. Few arguments: each
+ *   costs the client and Redis a little on every call.
  *
  * Reply: `[now, then per operation: status, held, resetMs]`. Acquire: status 0 granted, else the
  * ms until the earliest lease held expires (refused); `held` the leases held after it; `resetMs`
@@ -47,14 +50,19 @@ if not caller then
 end
 local reply = { now }
 local r = 1
-local a = 3
+-- The groups' max and ttl, each group once, as numbers at their index in ARGV.
+local a = 4 + tonumber(argv[3])
+local P = {}
+for x = 4, a - 1 do P[x] = tonumber(argv[x]) end
 for i = 1, #keys do
   local key = keys[i]
-  local op = argv[a]
+  local ref = tonumber(argv[a])
   local id = argv[a + 1]
-  local max = tonumber(argv[a + 2])
-  local ttl = tonumber(argv[a + 3])
-  a = a + 4
+  a = a + 2
+  local acquire = ref > 0
+  if not acquire then ref = -ref end
+  local max = P[ref]
+  local ttl = P[ref + 1]
   local t = now
   if caller then
     t = tonumber(argv[a])
@@ -62,7 +70,7 @@ for i = 1, #keys do
   end
   local dropped = pcall('ZREMRANGEBYSCORE', key, '-inf', t)
   if type(dropped) == 'table' and dropped.err then call('DEL', key) end
-  if op == '1' then
+  if acquire then
     local held = call('ZCARD', key)
     if held < max then
       -- The new lease is the last to expire (the leases before it were granted no later), so
@@ -97,14 +105,28 @@ export interface LeaseOperation {
   /** True to acquire, false to release. */
   readonly acquire: boolean;
   readonly id: string;
-  /** The group's max and ttl as the script's arguments, made once per group. */
-  readonly maxArg: string;
-  readonly ttlArg: string;
+  /** The group's max and ttl as the script's arguments: one array per group, made once. */
+  readonly group: readonly [string, string];
 }
 
-/** Appends an operation's arguments (see {@link leaseScript}); `now` only on the app's clock. */
-export function pushLeaseArguments(args: string[], op: LeaseOperation, now: number | undefined): void {
-  args.push(op.acquire ? '1' : '0', op.id, op.maxArg, op.ttlArg);
+/**
+ * Appends an operation's arguments (see {@link leaseScript}), its group's values the first time
+ * the call names the group; `now` only on the app's clock.
+ */
+export function pushLeaseArguments(
+  args: string[],
+  groups: string[],
+  refs: Map<readonly [string, string], number>,
+  op: LeaseOperation,
+  now: number | undefined,
+): void {
+  let ref = refs.get(op.group);
+  if (ref === undefined) {
+    ref = 4 + groups.length;
+    refs.set(op.group, ref);
+    groups.push(op.group[0], op.group[1]);
+  }
+  args.push(String(op.acquire ? ref : -ref), op.id);
   if (now !== undefined) args.push(String(now));
 }
 

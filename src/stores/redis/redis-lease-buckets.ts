@@ -11,9 +11,8 @@ import type { RedisRuleBuckets, RedisStore } from './redis-store.js';
  * batched with the lease operations around it.
  */
 export class RedisLeaseBuckets implements LeaseBuckets {
-  /** `max` and `ttlMs` as script arguments, converted once. */
-  private readonly maxArg: string;
-  private readonly ttlArg: string;
+  /** `max` and `ttlMs` as script arguments, converted once (see leases.ts). */
+  private readonly group: readonly [string, string];
 
   constructor(
     private readonly store: RedisStore,
@@ -23,8 +22,7 @@ export class RedisLeaseBuckets implements LeaseBuckets {
     /** Builds the group's Redis keys as a rule of its name would. */
     private readonly keys: RedisRuleBuckets,
   ) {
-    this.maxArg = String(max);
-    this.ttlArg = String(ttlMs);
+    this.group = [String(max), String(ttlMs)];
   }
 
   acquire(key: string, id: string, now: number): Promise<LeaseGrant> {
@@ -46,7 +44,7 @@ export class RedisLeaseBuckets implements LeaseBuckets {
       checkLeaseCall('RedisStore', key, id, now);
       const redisKey = this.keys.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      const op: LeaseOperation = { acquire, id, maxArg: this.maxArg, ttlArg: this.ttlArg };
+      const op: LeaseOperation = { acquire, id, group: this.group };
       return this.store.batcher.lease(op, redisKey, Math.floor(now), slot);
     } catch (error) {
       return Promise.reject(error);
