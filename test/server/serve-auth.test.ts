@@ -110,6 +110,8 @@ describe('sluice serve: without tokens', () => {
         /^sluice: serving \S+ \(8 rules, memory store\) on http:\/\/127\.0\.0\.1:\d+\n/,
       );
       assert.match(sluice.output(), /listening on loopback only, without authentication/);
+      // Keys without a secret stay in this process's memory: nothing to warn about.
+      assert.doesNotMatch(sluice.output(), /pseudonymSecret/);
       const curl = /curl -s (\S+) -H 'content-type: application\/json' -d '(.*)'\n/.exec(sluice.output());
       assert.ok(curl !== null);
       const reply = await sluice.post(new URL(curl[1]!).pathname, curl[2]!);

@@ -68,6 +68,11 @@ describe('sluice serve on Redis', async () => {
 
   it('two servers on one Redis enforce one limit', { skip }, async () => {
     assert.match(servers[0]!.output(), /\(2 rules, redis store\)/);
+    // No secret in this policy: the keys in Redis are the text of the keys, and the start says so.
+    assert.match(
+      servers[0]!.output(),
+      /warning: the policy has no clients\.pseudonymSecret, so keys go to the redis store as plain text/,
+    );
     assert.deepEqual(await alternate(servers, 'shared', 5), [200, 200, 200, 429, 429]);
     await reportOnce(servers[1]!);
   });

@@ -138,11 +138,13 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   if (options.watch === true) live.watchFile();
   dashboard.start(live, metrics);
   const { port } = server.address() as AddressInfo;
+  const plainKeysShared = opened.type !== 'memory' && policy.clients.secrets.length === 0;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;
   // One write: a reader that waits for the address gets every line at once.
   options.out(
     startupText(url, options.config, policy.rules.length, opened.type, policy.tokens.length > 0) +
+      (plainKeysShared ? plainKeysWarning(opened.type) : '') +
       (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo !== undefined)) +
       (envoy === undefined ? '' : envoyText(options.host, envoy.port)),
   );
@@ -150,6 +152,13 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     { event: 'start', url, rules: policy.rules.length, store: opened.type, auth: policy.tokens.length > 0 },
     'sluice serve listening',
   );
+  if (plainKeysShared)
+    log.warn(
+      { event: 'plain-keys', store: opened.type },
+      plainKeysWarning(opened.type)
+        .trim()
+        .replace(/^sluice: /, ''),
+    );
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -175,6 +184,13 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       })()),
   };
 }
+
+/**
+ * Said at start when keys reach a shared store as text: there they outlive the process and are
+ * seen by anyone who can list the store's keys (in memory they never leave the process).
+ */
+const plainKeysWarning = (store: string): string =>
+  `sluice: warning: the policy has no clients.pseudonymSecret, so keys go to the ${store} store as plain text (client addresses, header values); set a secret to store HMACs of them\n`;
 
 function startupText(url: string, config: string, rules: number, store: string, tokens: boolean): string {
   const auth = tokens ? ` -H "authorization: Bearer $SLUICE_TOKEN"` : '';
