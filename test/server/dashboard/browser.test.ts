@@ -158,6 +158,8 @@ describe('the dashboard in headless Chromium', { skip }, () => {
   });
 
   it('draws outcomes in a colour-blind-safe palette, each with its own line pattern', async () => {
+    // The table's head is drawn from the feed's snapshots: on a busy machine the first may still be on its way.
+    await page.waitForSelector('#rules-table thead .swatch', { timeout: 15_000 });
     const swatches = await page.$$eval('#rules-table thead .swatch', (marks) =>
       marks.map((m) => [getComputedStyle(m).borderTopColor, getComputedStyle(m).borderTopStyle]),
     );
