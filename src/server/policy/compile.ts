@@ -89,6 +89,13 @@ export interface CompileOptions {
    * unchanged rule of the previous policy, so that its buckets keep their state.
    */
   reuse?: (rule: RuleModel) => readonly Limiter[] | undefined;
+  /**
+   * The secret keys are stored as HMACs under when the policy names none: a server on the memory
+   * store draws one when it starts, so that its buckets never hold an address or a header value
+   * as text (they never outlive the process, so no one needs to know it). Ignored when the
+   * policy has a `pseudonymSecret`.
+   */
+  fallbackSecret?: string;
 }
 
 /**
@@ -120,7 +127,10 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     policy.clients.trustedProxies,
     issues,
   );
-  const keys = checkedSecrets(loaded, policy, issues) ?? bucketKeys([]);
+  const keys =
+    policy.clients.secrets.length === 0 && options.fallbackSecret !== undefined
+      ? bucketKeys([options.fallbackSecret])
+      : (checkedSecrets(loaded, policy, issues) ?? bucketKeys([]));
   const read = proxiesRead ? attempt(['clients'], () => requestReader(policy.clients)) : undefined;
 
   const rules: CompiledRule[] = [];

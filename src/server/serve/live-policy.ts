@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Limiter } from '../../limiter/limiter.js';
@@ -51,11 +51,18 @@ export class LivePolicy implements PolicyHolder {
   private settle: NodeJS.Timeout | undefined;
   private failures = 0;
   private lastFailureLog = -Infinity;
+  /**
+   * On the memory store, the secret keys are stored under when the policy has none: drawn once,
+   * kept across reloads (a kept limiter's buckets keep their keys).
+   */
+  private readonly fallbackSecret: string | undefined;
 
   private constructor(
     private readonly options: LivePolicyOptions,
     first: { loaded: LoadedPolicy; text: string },
   ) {
+    this.fallbackSecret =
+      options.opened.type === 'memory' ? randomBytes(32).toString('base64url') : undefined;
     this.generation = this.build(first.loaded, first.text, undefined).generation;
     this.announce(first.loaded, false);
   }
@@ -202,6 +209,7 @@ export class LivePolicy implements PolicyHolder {
           'decisions failed (answered 500)',
         ),
       events: (rule) => metrics.channel(rule),
+      ...(this.fallbackSecret === undefined ? {} : { fallbackSecret: this.fallbackSecret }),
       reuse: (rule) => {
         const old = before?.rule(rule.name);
         if (old === undefined || limitsOf(old.model) !== limitsOf(rule)) return undefined;
