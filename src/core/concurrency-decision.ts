@@ -1,4 +1,4 @@
-import type { Decision, DecisionSource } from './decision.js';
+import { retryAfterSecondsOf, type Decision, type DecisionSource } from './decision.js';
 
 /**
  * A concurrency limit's decision (a lease granted or refused): the fields and their order of
@@ -36,8 +36,7 @@ class ConcurrencyDecision {
     this.remaining = remaining;
     this.cost = 1;
     this.retryAfterMs = retryAfterMs;
-    // Rounded as every decision's (see makeDecision): at least 1 s when refused.
-    this.retryAfterSeconds = allowed ? 0 : retryAfterMs <= 1000 ? 1 : Math.ceil(retryAfterMs / 1000);
+    this.retryAfterSeconds = retryAfterSecondsOf(allowed, retryAfterMs);
     this.resetMs = resetMs;
     this.source = 'store';
     this.windowMs = 0;

@@ -69,6 +69,14 @@ export interface RefusedDecision extends DecisionFields {
 export type Decision = AllowedDecision | RefusedDecision;
 
 /**
+ * A decision's `retryAfterSeconds`: 0 when admitted, else its retry time rounded up to whole
+ * seconds and at least 1 (Retry-After 0 would invite an immediate retry).
+ */
+export function retryAfterSecondsOf(allowed: boolean, retryAfterMs: number): number {
+  return allowed ? 0 : retryAfterMs <= 1000 ? 1 : Math.ceil(retryAfterMs / 1000);
+}
+
+/**
  * Builds a decision. Every decision has this one shape (same fields, same order), which keeps the
  * hot path monomorphic.
  */
@@ -91,7 +99,7 @@ export function makeDecision(
     remaining,
     cost,
     retryAfterMs,
-    retryAfterSeconds: allowed ? 0 : retryAfterMs <= 1000 ? 1 : Math.ceil(retryAfterMs / 1000),
+    retryAfterSeconds: retryAfterSecondsOf(allowed, retryAfterMs),
     resetMs,
     source: 'store',
     windowMs,

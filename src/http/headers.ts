@@ -58,17 +58,23 @@ export function exposedHeaders(style: HeaderStyle, extra?: readonly string[]): s
 
 /**
  * The decision that speaks for several: the first refusal, otherwise the one with the fewest
- * units left. Decisions that no bucket made (`fail-open`) never speak.
+ * units left. Decisions that no bucket made (`fail-open`) never speak, nor those `among` leaves out.
  */
-export function decisiveOf(decisions: readonly Decision[]): Decision | undefined {
+export function decisiveOf(
+  decisions: readonly Decision[],
+  among?: (decision: Decision) => boolean,
+): Decision | undefined {
   let decisive: Decision | undefined;
   for (const decision of decisions) {
-    if (decision.source === 'fail-open') continue;
+    if (decision.source === 'fail-open' || (among !== undefined && !among(decision))) continue;
     if (!decision.allowed) return decision;
     if (decisive === undefined || decision.remaining < decisive.remaining) decisive = decision;
   }
   return decisive;
 }
+
+/** A rate limit's decision, not a concurrency limit's: what the legacy fields can describe. */
+const isRateDecision = (decision: Decision): boolean => !isConcurrentDecision(decision);
 
 /**
  * Rate-limit headers describing exactly the bucket(s) that decided, in the given style. Nothing
@@ -89,7 +95,7 @@ export function rateLimitHeaders(
   const headers: HeaderValues = {};
   if (style === 'legacy') {
     // The legacy fields count per window; a concurrency limit's slots are no such count.
-    const decisive = decisiveOf(list.filter((decision) => !isConcurrentDecision(decision)));
+    const decisive = decisiveOf(list, isRateDecision);
     if (decisive === undefined) return headers;
     headers['X-RateLimit-Limit'] = String(headerInteger(decisive.limit));
     headers['X-RateLimit-Remaining'] = String(headerInteger(decisive.remaining));
