@@ -1,13 +1,13 @@
 /**
  * What sluice/fetch keeps about one request between the limit and `finish`: the peer address its
  * server handed over, the outcome of the last limit that admitted it (`rateLimitOf`), and each
- * limit's admitted outcome until its `finish`. Held on the `Request` under a symbol private to
- * this module (invisible to JSON, `Object.keys` and `for … in`), as the guard keeps its charges:
- * a WeakMap entry per request costs the garbage collector more than the rest of the limit. A
- * request that takes no new property is remembered in a WeakMap instead.
+ * limit's admitted outcome until its `finish`. Held with the `Request` in a `requestSlot`, as the
+ * guard keeps its charges: a WeakMap entry per request costs the garbage collector more than the
+ * rest of the limit.
  */
 import type { RequestRateLimit } from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
+import { requestSlot } from '../http/request-slot.js';
 
 /** An admitted outcome, with the headers `finish` adds. */
 export type Admitted = RequestRateLimit & { readonly headers: HeaderValues };
@@ -25,32 +25,20 @@ export interface FetchState {
   pending: Pending | undefined;
 }
 
-const STATE = Symbol('sluice.fetch');
-const ofSealed = new WeakMap<object, FetchState>();
-
-interface Holder {
-  [STATE]?: FetchState;
-}
+const states = requestSlot<FetchState>('sluice.fetch');
 
 /** The request's state, or undefined when nothing was kept about it. */
 export function stateOf(request: Request): FetchState | undefined {
-  return (request as Holder)[STATE] ?? ofSealed.get(request);
+  return states.get(request);
 }
 
 /** The request's state, created empty when there is none yet. */
 export function ensureState(request: Request): FetchState {
-  let state = stateOf(request);
-  if (state !== undefined) return state;
-  state = { peer: undefined, last: undefined, pending: undefined };
-  if (Object.isExtensible(request)) {
-    try {
-      (request as Holder)[STATE] = state;
-      return state;
-    } catch {
-      // A proxy that refuses the property: remembered beside it, as a sealed request is.
-    }
+  let state = states.get(request);
+  if (state === undefined) {
+    state = { peer: undefined, last: undefined, pending: undefined };
+    states.set(request, state);
   }
-  ofSealed.set(request, state);
   return state;
 }
 

@@ -2,15 +2,12 @@
  * What each bucket decided for a request, so that a request passing the same limit twice (the
  * middleware mounted twice, or at app level and again on the route) is charged once.
  *
- * Held on the request object itself, under a symbol private to this module: a short list of
- * (limit, key, decision) entries, most recent first. A WeakMap keyed by request would keep the
- * framework's object untouched, but every request would then add an entry to it, and entries
- * of a WeakMap are costly for the garbage collector: in a decision server that cost was larger
- * than the decision itself. A symbol-keyed property is invisible to JSON, `Object.keys` and
- * `for … in`. Objects that take no new property (frozen, sealed, non-extensible) are remembered
- * in a WeakMap instead.
+ * Held with the request object in a {@link requestSlot} (a property under a private symbol, not a
+ * WeakMap entry per request: in a decision server that cost more than the decision itself): a
+ * short list of (limit, key, decision) entries, most recent first.
  */
 import type { Decision } from '../core/decision.js';
+import { requestSlot } from './request-slot.js';
 
 type Decided = Decision | readonly Decision[];
 
@@ -22,24 +19,11 @@ interface Charge {
   readonly next: Charge | undefined;
 }
 
-const CHARGES = Symbol('sluice.charges');
-
-interface Holder {
-  [CHARGES]?: Charge;
-}
-
-/** The charges of requests that cannot take a property. */
-const ofSealed = new WeakMap<object, Charge>();
-
-/** The request's charges, most recent first: on the object, else (or once sealed) beside it. */
-function chargesOf(request: object): Charge | undefined {
-  const own = (request as Holder)[CHARGES];
-  if (own !== undefined && Object.isExtensible(request)) return own;
-  return ofSealed.get(request) ?? own;
-}
+/** Each request's charges, most recent first. */
+const charges = requestSlot<Charge>('sluice.charges');
 
 function find(request: object, limit: object, key: string): Charge | undefined {
-  for (let charge = chargesOf(request); charge !== undefined; charge = charge.next)
+  for (let charge = charges.get(request); charge !== undefined; charge = charge.next)
     if (charge.limit === limit && charge.key === key) return charge;
   return undefined;
 }
@@ -69,14 +53,5 @@ export function rememberCharge(request: unknown, limit: object, key: string, dec
     known.decided = decided;
     return;
   }
-  const charge: Charge = { limit, key, decided, next: chargesOf(request) };
-  if (Object.isExtensible(request)) {
-    try {
-      (request as Holder)[CHARGES] = charge;
-      return;
-    } catch {
-      // A proxy that refuses the property: remembered beside it, as a sealed object is.
-    }
-  }
-  ofSealed.set(request, charge);
+  charges.set(request, { limit, key, decided, next: charges.get(request) });
 }
