@@ -1118,6 +1118,28 @@ export function storeConformance(target: ConformanceTarget): void {
       );
 
       it(
+        'a reservation whose wait ends between two milliseconds keeps the exact arrival time: the next decision sees the bucket full in whole time',
+        { ...needs(['token-bucket']), ...waits },
+        async () => {
+          await fresh();
+          // A token every 3333⅓ ms: the second reservation waits 3333⅓ ms (reported 3,334), and
+          // the six tokens taken then refill in exactly 20 s.
+          const l = limiter(tokenBucket({ limit: 3, period: '10s', burst: 5 }));
+          const reserve = (cost: number, maxWaitMs: number) =>
+            l.buckets.reserve!('k', cost, clock(), maxWaitMs).then((d) => [
+              d.allowed,
+              d.retryAfterMs,
+              d.resetMs,
+            ]);
+          assert.deepEqual(await reserve(3, 0), [true, 0, 10_000]);
+          assert.deepEqual(await reserve(3, 30_000), [true, 3_334, 20_000]);
+          assert.deepEqual(await reserve(1, 0), [false, 6_667, 20_000]);
+          const peek = await l.peek('k');
+          assert.deepEqual([peek.remaining, peek.resetMs], [0, 20_000]);
+        },
+      );
+
+      it(
         'takeOrWait: at once when the bucket has room, refused at once beyond maxWait; an aborted wait gives back exactly its reservation',
         { ...needs(['token-bucket']), ...waits },
         async () => {
@@ -1132,8 +1154,18 @@ export function storeConformance(target: ConformanceTarget): void {
           );
           const first = new AbortController();
           const second = new AbortController();
+          // Both reservations must have landed before the first wait is aborted: on a store with a
+          // pool of connections the two travel on different ones, in no fixed order.
+          let reported = 0;
+          let bothReserved!: () => void;
+          const reserved = new Promise<void>((resolve) => (bothReserved = resolve));
+          const unsubscribe = l.events.subscribe(() => {
+            if (++reported === 2) bothReserved();
+          });
           const waiting = l.takeOrWait('k', { maxWait: '5m', signal: first.signal });
           const behind = l.takeOrWait('k', { maxWait: '5m', signal: second.signal });
+          await reserved;
+          unsubscribe();
           const reason = new Error('client left');
           first.abort(reason);
           await assert.rejects(waiting, (e) => e === reason);

@@ -46,10 +46,11 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
     else
       remaining = 0
       if d < 0 then
-        r = -d % rate
-        if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
-        waited = (-d - r) / rate
-        if r > 0 then waited = waited + 1 end
+        -- A remainder of its own: r is the new state's, stored below.
+        local rw = -d % rate
+        if rw < 0 then rw = rw + rate elseif rw >= rate then rw = rw - rate end
+        waited = (-d - rw) / rate
+        if rw > 0 then waited = waited + 1 end
       end
     end
     retry = 0
