@@ -12,7 +12,7 @@ export {
   type FixedWindowOptions,
 } from './core/fixed-window.js';
 export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/sliding-window.js';
-export type { Rule } from './core/rule.js';
+export type { Rule, BucketTier, CallLimit } from './core/rule.js';
 export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/block.js';
 export type { BucketState } from './core/state.js';
 export type { Decision, AllowedDecision, RefusedDecision, DecisionSource } from './core/decision.js';

@@ -17,7 +17,7 @@
  */
 import type { Decision } from './core/decision.js';
 import { SluiceError } from './core/errors.js';
-import type { Rule } from './core/rule.js';
+import type { CallLimit, Rule } from './core/rule.js';
 
 /** One rule's buckets in one store. */
 export interface RuleBuckets {
@@ -28,9 +28,11 @@ export interface RuleBuckets {
   /**
    * Takes `cost` units from `key`'s bucket (cost 0: peek) and returns the decision.
    * `now` is the caller's clock in ms; a shared store may ignore it in favour of its own.
-   * `limit` replaces the rule's limit for this call (rules with `acceptsCallLimit`: calendar quotas, fixed and sliding windows).
+   * `limit` replaces the rule's parameters for this call: a count for rules with
+   * `acceptsCallLimit` (calendar quotas, fixed and sliding windows), a `BucketTier` for rules with
+   * `acceptsCallTier` (the token bucket, whose state is then migrated as the rule says).
    */
-  take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision>;
+  take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision>;
   /** Forgets `key`: its next take finds a full bucket. */
   reset(key: string): Promise<void>;
   /**
@@ -39,29 +41,44 @@ export interface RuleBuckets {
    * units a token bucket had refilled by `until` (`takenAt` plus the decision's `resetMs`);
    * `delta > 0` charges `delta` more at `now`; all as the rule's `adjust` says (a refund gives
    * back only what still weighs; a lockout is never touched). The limiter checks that each take
-   * is settled once and never for more than it charged.
+   * is settled once and never for more than it charged. `limit` is the per-call limit the take
+   * was made under (a token bucket settles in its tier's units).
    */
-  adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void>;
+  adjust(
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    limit?: CallLimit,
+  ): Promise<void>;
   /**
    * Reserves the earliest slot for a take of `cost` (at least 1) on `key`, atomically and in one
    * round trip as a take: the rule's `reserve` (present only for rules that can reserve, the
    * token bucket without a lockout), charged at once when the slot is at most `maxWaitMs` away.
    * The store orders reservations: each one queues behind those it saw. Optional: a store
-   * without it cannot serve `limiter.takeOrWait`.
+   * without it cannot serve `limiter.takeOrWait`. `limit` as for {@link take}.
    */
-  reserve?(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision>;
+  reserve?(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Promise<Decision>;
 }
 
 /** Buckets that can also answer synchronously (the memory store). */
 export interface SyncRuleBuckets extends RuleBuckets {
   /** Synchronous {@link RuleBuckets.take}. */
-  takeSync(key: string, cost: number, now: number, limit: number | undefined): Decision;
+  takeSync(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision;
   /** Synchronous {@link RuleBuckets.reset}. */
   resetSync(key: string): void;
   /** Synchronous {@link RuleBuckets.adjust}. */
-  adjustSync(key: string, delta: number, now: number, takenAt: number, until: number): void;
+  adjustSync(
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    limit?: CallLimit,
+  ): void;
   /** Synchronous {@link RuleBuckets.reserve}. */
-  reserveSync?(key: string, cost: number, now: number, maxWaitMs: number): Decision;
+  reserveSync?(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Decision;
 }
 
 /** One entry of an all-or-nothing take: a key of one bound rule and its cost. */
@@ -69,7 +86,7 @@ export interface TakeEntry {
   readonly buckets: RuleBuckets;
   readonly key: string;
   readonly cost: number;
-  readonly limit: number | undefined;
+  readonly limit: CallLimit | undefined;
 }
 
 /** A store of buckets. */

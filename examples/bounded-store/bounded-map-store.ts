@@ -17,6 +17,7 @@ import {
   assertDistinctEntries,
   reserverOf,
   type BucketState,
+  type CallLimit,
   type Decision,
   type Rule,
   type RuleBuckets,
@@ -121,7 +122,7 @@ class BoundedMapBuckets implements RuleBuckets {
     private readonly maxKeys: number,
   ) {}
 
-  async take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+  async take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     const state = this.stateOf(key, now);
     if (cost === 0 || this.states.has(key))
       return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
@@ -146,21 +147,34 @@ class BoundedMapBuckets implements RuleBuckets {
     this.states.delete(key);
   }
 
-  async adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
+  async adjust(
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    limit?: CallLimit,
+  ): Promise<void> {
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
-    if (this.rule.adjust(state, now, this.epoch, delta, takenAt, until) && !known) {
+    if (this.rule.adjust(state, now, this.epoch, delta, takenAt, until, limit) && !known) {
       this.makeRoom(1, now);
       this.states.set(key, state);
     }
   }
 
-  async reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+  async reserve(
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+    limit?: CallLimit,
+  ): Promise<Decision> {
     // SLUICE_CONFIG for a rule that cannot reserve (a window, a lockout).
     const reserve = reserverOf(this.rule);
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
-    const decision = reserve.call(this.rule, state, now, this.epoch, this.name, cost, maxWaitMs);
+    const decision = reserve.call(this.rule, state, now, this.epoch, this.name, cost, maxWaitMs, limit);
     if (decision.allowed && !known) {
       this.makeRoom(1, now);
       this.states.set(key, state);

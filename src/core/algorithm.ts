@@ -6,8 +6,11 @@ import type { BucketState } from './state.js';
  * How an algorithm's state reads, for code that keeps states without knowing the algorithm (the
  * memory store's summary of forgotten buckets, tools that inspect a store):
  *
- * - `'arrival-time'`: `value` is a time in the rule's scaled units (a token bucket's theoretical
- *   arrival time); larger is more restrictive; `window` and `previous` are unused (0).
+ * - `'arrival-time'`: `value` is a time in scaled units (a token bucket's theoretical arrival
+ *   time); larger is more restrictive. `window` and `previous` are 0 when the state is kept in
+ *   the rule's own parameters; a state charged under a per-call {@link BucketTier} keeps there
+ *   the rate its `value` is scaled by and its tolerance (see `tokenBucket`), and only the rule
+ *   (its `normalize`) can bring it back to the rule's own scale.
  * - `'window-count'`: `value` is the count spent in the window that starts at `window` (ms since
  *   the Unix epoch); a later window starts from zero; `previous` is unused (0).
  * - `'sliding-count'`: as `'window-count'`, and `previous` is the count of the window just
@@ -16,6 +19,23 @@ import type { BucketState } from './state.js';
  * A new algorithm whose state fits none of these adds a shape, and the memory store learns it.
  */
 export type StateShape = 'arrival-time' | 'window-count' | 'sliding-count';
+
+/**
+ * A token bucket's parameters for one call instead of the rule's (a plan's tier from data):
+ * tokens per period, the period in ms, the capacity. Checked by the limiter before a store sees
+ * it (`limit` from 1 to 10^6, `burst` from 1 to 10^12, `2 × burst × periodMs` a safe integer).
+ */
+export interface BucketTier {
+  readonly limit: number;
+  readonly periodMs: number;
+  readonly burst: number;
+}
+
+/**
+ * What a take may carry instead of its rule's own limit: a count for rules counted per window
+ * (`acceptsCallLimit`), a {@link BucketTier} for a token bucket (`acceptsCallTier`).
+ */
+export type CallLimit = number | BucketTier;
 
 /**
  * The algorithm contract: what every rule is. A rule is a value that decides, purely: it reads a
@@ -55,19 +75,31 @@ export interface Rule {
    * the bucket.
    */
   readonly block: BlockPolicy | undefined;
-  /** Whether a take may pass its own limit for this call (a per-key limit from data). */
+  /** Whether a take may pass its own count limit for this call (a per-key limit from data). */
   readonly acceptsCallLimit: boolean;
+  /**
+   * Whether a take may pass its own {@link BucketTier} for this call (a token bucket's rate,
+   * period and burst from data). A state kept under one tier and taken under another is migrated
+   * by the rule (the token bucket keeps the fraction of its capacity in use).
+   */
+  readonly acceptsCallTier?: boolean;
   /**
    * The limit a decision reports under the per-call `limit` (undefined: the rule's own): the
    * token bucket's rate, a window's count.
    */
-  limitFor(limit: number | undefined): number;
+  limitFor(limit: CallLimit | undefined): number;
   /**
    * The largest cost one take can ever be admitted with, under the per-call `limit` or the
    * rule's own: a larger cost is refused for good, whatever the state, so a limiter answers it
    * without asking the store.
    */
-  capacityFor(limit: number | undefined): number;
+  capacityFor(limit: CallLimit | undefined): number;
+  /**
+   * Brings a state kept under per-call parameters back to the rule's own, in place, as a take
+   * under the rule's own parameters at `now` would read it (for the memory store's summary of
+   * forgotten buckets, whose cells hold one scale). Absent for rules whose states have one scale.
+   */
+  normalize?(state: BucketState, now: number, epoch: number): void;
   /** The state of a key never seen before (a full bucket, an untouched window) at `now`. */
   initialState(now: number, epoch: number): BucketState;
   /**
@@ -96,7 +128,8 @@ export interface Rule {
    * - `delta > 0` charges `delta` more units at `now`, whatever the state (the work is done): a
    *   token bucket's debt and a count stop at the bounds a penalty stops at.
    *
-   * A lockout is never touched: a refund does not lift a block.
+   * A lockout is never touched: a refund does not lift a block. `limit` is the per-call limit
+   * the take was made under (a token bucket settles in its tier's units).
    */
   adjust(
     state: BucketState,
@@ -105,13 +138,15 @@ export interface Rule {
     delta: number,
     takenAt: number,
     until: number,
+    limit?: CallLimit,
   ): boolean;
   /**
    * Reserves the earliest slot the rule gives a take of `cost` (at least 1), charging it at once
    * even when the slot is up to `maxWaitMs` in the future (see `limiter.takeOrWait`): an admitted
    * decision whose `retryAfterMs` is the ms until the slot (0: now). A slot further away is a
    * refusal that charges nothing. Only rules whose state is a schedule have it (the token
-   * bucket): a window counts its own window and cannot hold a place in the next one.
+   * bucket): a window counts its own window and cannot hold a place in the next one. `limit`
+   * as for {@link decide}.
    */
   reserve?(
     state: BucketState,
@@ -120,6 +155,7 @@ export interface Rule {
     name: string,
     cost: number,
     maxWaitMs: number,
+    limit?: CallLimit,
   ): Decision;
   /**
    * Decides a take of `cost` units (0 = peek: report whether a take of 1 would succeed, change
@@ -134,7 +170,7 @@ export interface Rule {
     epoch: number,
     name: string,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     commit: boolean,
   ): Decision;
 }

@@ -3,6 +3,7 @@ import { parseDuration, type Duration } from './duration.js';
 import { optionError } from './errors.js';
 import { checkOptionKeys } from './options.js';
 import type { BucketState } from './state.js';
+import type { CallLimit } from './algorithm.js';
 
 /**
  * Options of a rule's lockout (the `block` option of every built-in rule): a refusal locks the
@@ -126,7 +127,7 @@ export interface BucketDecider {
     epoch: number,
     name: string,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     commit: boolean,
   ): Decision;
 }
@@ -152,7 +153,7 @@ export function decideWithBlock(
   epoch: number,
   name: string,
   cost: number,
-  limit: number | undefined,
+  limit: CallLimit | undefined,
   commit: boolean,
 ): Decision {
   const blockedUntil = state.blockedUntil;

@@ -2,7 +2,7 @@ import { makeDecision, type Decision } from './decision.js';
 import { parseDuration, type Duration } from './duration.js';
 import { MAX_COUNT, MAX_TOKEN_RATE } from './bounds.js';
 import { SluiceError, configError } from './errors.js';
-import type { Rule } from './algorithm.js';
+import type { BucketTier, CallLimit, Rule } from './algorithm.js';
 import type { BucketState } from './state.js';
 import { checkOptionKeys } from './options.js';
 import {
@@ -49,12 +49,25 @@ const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty', 'block'] as cons
  * whatever `period / limit` is. Integers stay exact in a double while `|now − epoch| × limit`
  * stays below 2^53, i.e. for about 285 years at `limit` 1,000 and 104 days at `limit` 1,000,000
  * from the epoch the store keeps; beyond that results are off by fractions of a millisecond.
+ *
+ * Per-call parameters ({@link BucketTier}: a plan's tier from data) decide a take under their
+ * own rate, period and burst. A state is scaled by the rate it was charged under; one charged
+ * under a tier whose rate or tolerance (burst × period) differs from the rule's keeps both in
+ * its `window` and `previous` fields (0 and 0: the rule's own). When a take comes under other
+ * parameters than the state's, the state is migrated proportionally: the fraction of the
+ * capacity in use is kept (a bucket 30% spent stays 30% spent, in the new tokens), neither reset
+ * to full nor counted twice, with any debt capped as a penalty's. The scaled time queued ahead
+ * of now is multiplied by the new tolerance and divided by the old in double arithmetic, in that
+ * order, and rounded up to the next scaled unit: a deterministic computation that every store
+ * (Lua, SQL) repeats with the same operations, so they agree to the unit.
  */
 export class TokenBucketRule implements Rule {
   readonly kind = 'token-bucket' as const;
   readonly shape = 'arrival-time' as const;
-  /** A token bucket takes no per-call limit: its capacity is its burst. */
+  /** A token bucket takes no per-call count: its per-call parameters are a {@link BucketTier}. */
   readonly acceptsCallLimit = false;
+  /** A take may carry its own rate, period and burst. */
+  readonly acceptsCallTier = true;
   /** Tokens per period. */
   readonly limit: number;
   /** The period in milliseconds. */
@@ -96,14 +109,81 @@ export class TokenBucketRule implements Rule {
     this.tolerance = burst * periodMs;
   }
 
-  /** The rate, whatever the per-call limit (token buckets take none). */
-  limitFor(_limit: number | undefined): number {
-    return this.limit;
+  /** The rate: the per-call tier's, or the rule's. */
+  limitFor(limit: CallLimit | undefined): number {
+    return typeof limit === 'object' ? limit.limit : this.limit;
   }
 
-  /** The most one take can ever get: the burst, whatever the per-call limit (token buckets take none). */
-  capacityFor(_limit: number | undefined): number {
-    return this.burst;
+  /** The most one take can ever get: the burst of the per-call tier, or the rule's. */
+  capacityFor(limit: CallLimit | undefined): number {
+    return typeof limit === 'object' ? limit.burst : this.burst;
+  }
+
+  /**
+   * The per-call parameters as this bucket runs them: `undefined` for the rule's own (including
+   * a tier equal to them), so that the common path allocates nothing.
+   */
+  private tierOf(limit: CallLimit | undefined): BucketTier | undefined {
+    if (typeof limit !== 'object') return undefined;
+    if (limit.limit === this.limit && limit.periodMs === this.periodMs && limit.burst === this.burst)
+      return undefined;
+    return limit;
+  }
+
+  /**
+   * The scaled time queued ahead of `now` (0: a full bucket) in the scale of rate `rate` and
+   * tolerance `tolerance`, read from `state` whatever it was charged under: when that differs,
+   * migrated proportionally (see the class). Never changes `state`.
+   */
+  private queuedUnder(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    rate: number,
+    tolerance: number,
+  ): number {
+    const keptRate = state.window === 0 ? this.limit : state.window;
+    const scaledNow = (now - epoch) * keptRate;
+    const queued = state.value > scaledNow ? state.value - scaledNow : 0;
+    const keptTolerance = state.previous === 0 ? this.tolerance : state.previous;
+    if (keptRate === rate && keptTolerance === tolerance) return queued;
+    if (queued === 0) return 0;
+    const moved = Math.ceil((queued * tolerance) / keptTolerance);
+    return moved < 2 * tolerance ? moved : 2 * tolerance;
+  }
+
+  /** Writes a state charged at `now` with `queued` scaled time ahead, under `tier` (or the rule's own). */
+  private charge(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    queued: number,
+    tier: BucketTier | undefined,
+  ): void {
+    if (tier === undefined) {
+      state.value = (now - epoch) * this.limit + queued;
+      state.window = 0;
+      state.previous = 0;
+      return;
+    }
+    const rate = tier.limit;
+    const tolerance = tier.burst * tier.periodMs;
+    const own = rate === this.limit && tolerance === this.tolerance;
+    state.value = (now - epoch) * rate + queued;
+    state.window = own ? 0 : rate;
+    state.previous = own ? 0 : tolerance;
+  }
+
+  /** Brings a state kept under a tier back to the rule's own scale (for the memory store's summary). */
+  normalize(state: BucketState, now: number, epoch: number): void {
+    if (state.window === 0 && state.previous === 0) return;
+    this.charge(
+      state,
+      now,
+      epoch,
+      this.queuedUnder(state, now, epoch, this.limit, this.tolerance),
+      undefined,
+    );
   }
 
   /** A full bucket: the arrival time is now. */
@@ -121,8 +201,9 @@ export class TokenBucketRule implements Rule {
    * lockout, at least until the key's last block is forgotten.
    */
   horizonMs(state: BucketState, now: number, epoch: number): number {
-    const queued = state.value - (now - epoch) * this.limit;
-    const full = queued > 0 ? Math.ceil(queued / this.limit) : 0;
+    const rate = state.window === 0 ? this.limit : state.window;
+    const queued = state.value - (now - epoch) * rate;
+    const full = queued > 0 ? Math.ceil(queued / rate) : 0;
     if (this.block === undefined) return full;
     const blocked = blockHorizonMs(this.block, state, now);
     return blocked > full ? blocked : full;
@@ -131,7 +212,8 @@ export class TokenBucketRule implements Rule {
   /**
    * A refund moves the arrival time back by the take's units that have not refilled yet (those
    * left between now and `until`, at most `-delta` tokens), never before now; a charge moves it
-   * forward, the debt capped as a penalty's.
+   * forward, the debt capped as a penalty's. Both in the units of the tier the take was made
+   * under (`limit`), the state migrated to it first when it was kept under another.
    */
   adjust(
     state: BucketState,
@@ -140,20 +222,24 @@ export class TokenBucketRule implements Rule {
     delta: number,
     _takenAt: number,
     until: number,
+    limit?: CallLimit,
   ): boolean {
-    const scaledNow = (now - epoch) * this.limit;
+    const tier = this.tierOf(limit);
+    const rate = tier === undefined ? this.limit : tier.limit;
+    const unit = tier === undefined ? this.unit : tier.periodMs;
+    const tolerance = tier === undefined ? this.tolerance : tier.burst * tier.periodMs;
+    const queued = this.queuedUnder(state, now, epoch, rate, tolerance);
     if (delta < 0) {
-      const left = (until - now) * this.limit;
-      if (!(state.value > scaledNow) || !(left > 0)) return false;
-      const asked = -delta * this.unit;
-      const back = state.value - (asked < left ? asked : left);
-      state.value = back > scaledNow ? back : scaledNow;
+      const left = (until - now) * rate;
+      if (!(queued > 0) || !(left > 0)) return false;
+      const asked = -delta * unit;
+      const back = queued - (asked < left ? asked : left);
+      this.charge(state, now, epoch, back > 0 ? back : 0, tier);
       return true;
     }
     if (delta === 0) return false;
-    const queued = state.value > scaledNow ? state.value - scaledNow : 0;
-    const charged = queued + delta * this.unit;
-    state.value = scaledNow + (charged < 2 * this.tolerance ? charged : 2 * this.tolerance);
+    const charged = queued + delta * unit;
+    this.charge(state, now, epoch, charged < 2 * tolerance ? charged : 2 * tolerance, tier);
     return true;
   }
 
@@ -171,29 +257,21 @@ export class TokenBucketRule implements Rule {
     name: string,
     cost: number,
     maxWaitMs: number,
+    limit?: CallLimit,
   ): Decision {
-    const rate = this.limit;
-    const unit = this.unit;
-    const tolerance = this.tolerance;
-    const scaledNow = (now - epoch) * rate;
-    const queued = state.value > scaledNow ? state.value - scaledNow : 0;
+    const tier = this.tierOf(limit);
+    const rate = tier === undefined ? this.limit : tier.limit;
+    const unit = tier === undefined ? this.unit : tier.periodMs;
+    const burst = tier === undefined ? this.burst : tier.burst;
+    const tolerance = burst * unit;
+    const queued = this.queuedUnder(state, now, epoch, rate, tolerance);
     const after = queued + cost * unit;
-    if (cost < 1 || cost > this.burst || after > tolerance + maxWaitMs * rate)
-      return this.decideBucket(state, now, epoch, name, cost, undefined, false);
-    state.value = scaledNow + after;
+    if (cost < 1 || cost > burst || after > tolerance + maxWaitMs * rate)
+      return this.decideBucket(state, now, epoch, name, cost, tier, false);
+    this.charge(state, now, epoch, after, tier);
     const wait = after > tolerance ? Math.ceil((after - tolerance) / rate) : 0;
     const remaining = after < tolerance ? Math.floor((tolerance - after) / unit) : 0;
-    return makeDecision(
-      true,
-      name,
-      rate,
-      this.burst,
-      remaining,
-      cost,
-      wait,
-      Math.ceil(after / rate),
-      this.periodMs,
-    );
+    return makeDecision(true, name, rate, burst, remaining, cost, wait, Math.ceil(after / rate), unit);
   }
 
   decide(
@@ -202,7 +280,7 @@ export class TokenBucketRule implements Rule {
     epoch: number,
     name: string,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     commit: boolean,
   ): Decision {
     const block = this.block;
@@ -218,48 +296,56 @@ export class TokenBucketRule implements Rule {
     epoch: number,
     name: string,
     cost: number,
-    _limit: number | undefined,
+    limit: CallLimit | undefined,
     commit: boolean,
   ): Decision {
-    const rate = this.limit;
-    const unit = this.unit;
-    const tolerance = this.tolerance;
-    const scaledNow = (now - epoch) * rate;
-    const tat = state.value > scaledNow ? state.value : scaledNow;
+    const tier = this.tierOf(limit);
+    const rate = tier === undefined ? this.limit : tier.limit;
+    const unit = tier === undefined ? this.unit : tier.periodMs;
+    const burst = tier === undefined ? this.burst : tier.burst;
+    const tolerance = tier === undefined ? this.tolerance : burst * unit;
     // Scaled time already queued ahead of now: 0 for a full bucket, up to `tolerance` for an empty one.
-    const queued = tat - scaledNow;
+    const queued =
+      tier === undefined && state.window === 0 && state.previous === 0
+        ? this.queuedOwn(state, now, epoch)
+        : this.queuedUnder(state, now, epoch, rate, tolerance);
     const asked = cost === 0 ? 1 : cost;
     const after = queued + asked * unit;
 
-    if (after <= tolerance && asked <= this.burst) {
+    if (after <= tolerance && asked <= burst) {
       // Admitted. A peek (cost 0) reports the bucket as it is and changes nothing.
       const used = cost === 0 ? queued : after;
-      if (commit && cost !== 0) state.value = scaledNow + after;
+      if (commit && cost !== 0) this.charge(state, now, epoch, after, tier);
       return makeDecision(
         true,
         name,
         rate,
-        this.burst,
+        burst,
         Math.floor((tolerance - used) / unit),
         cost,
         0,
         Math.ceil(used / rate),
-        this.periodMs,
+        unit,
       );
     }
     const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
     const resetMs = Math.ceil(queued / rate);
-    if (asked > this.burst) {
+    if (asked > burst) {
       // More than the bucket can ever hold: refuse without waiting advice that would never come true.
-      return makeDecision(false, name, rate, this.burst, remaining, cost, Infinity, resetMs, this.periodMs);
+      return makeDecision(false, name, rate, burst, remaining, cost, Infinity, resetMs, unit);
     }
     if (commit && this.penalty && cost > 0) {
       // Debt is capped at one extra full refill, so a penalty can never lock a key out for good.
-      const charged = after < 2 * tolerance ? after : 2 * tolerance;
-      state.value = scaledNow + charged;
+      this.charge(state, now, epoch, after < 2 * tolerance ? after : 2 * tolerance, tier);
     }
     const retryAfterMs = Math.ceil((after - tolerance) / rate);
-    return makeDecision(false, name, rate, this.burst, remaining, cost, retryAfterMs, resetMs, this.periodMs);
+    return makeDecision(false, name, rate, burst, remaining, cost, retryAfterMs, resetMs, unit);
+  }
+
+  /** The hot path's {@link queuedUnder}: a state in the rule's own scale, read under it. */
+  private queuedOwn(state: BucketState, now: number, epoch: number): number {
+    const scaledNow = (now - epoch) * this.limit;
+    return state.value > scaledNow ? state.value - scaledNow : 0;
   }
 }
 

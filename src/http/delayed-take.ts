@@ -1,6 +1,6 @@
 import type { Decision } from '../core/decision.js';
 import type { Duration } from '../core/duration.js';
-import type { Limiter } from '../limiter/limiter.js';
+import type { Limiter, TakeOptions } from '../limiter/limiter.js';
 import type { Receipt } from '../limiter/receipts.js';
 import type { WaitedDecision } from '../limiter/wait-for-slot.js';
 
@@ -22,6 +22,8 @@ const cutShort = new Error('another limit of the request refused or failed');
 export interface DelayedCall {
   readonly limiter: Limiter;
   readonly key: string;
+  /** The take's options (cost and the key's own parameters), undefined for a cost of 1 and none. */
+  readonly options: TakeOptions | undefined;
   /** The decision of an earlier charge of this limit and key on this request, if any. */
   readonly earlier: Decision | undefined;
 }
@@ -45,7 +47,7 @@ export async function takeDelayed(
   const pending = calls.map((call) =>
     call.earlier !== undefined
       ? Promise.resolve<WaitedDecision>({ decision: call.earlier, receipt: undefined, waitedMs: 0 })
-      : call.limiter.takeOrWait(call.key, { maxWait, cost, signal: waits.signal }).then(
+      : call.limiter.takeOrWait(call.key, { ...call.options, maxWait, cost, signal: waits.signal }).then(
           (taken) => {
             if (!taken.decision.allowed) waits.abort(cutShort);
             return taken;

@@ -32,8 +32,15 @@ import {
 export interface KeySpec {
   /** The bucket key: build it with the key helpers (`ipKey`, `compositeKey`, `pseudonymousKey`). */
   key: string;
-  /** This request's limit instead of the rule's (calendar quotas), e.g. an API key's daily limit. */
+  /**
+   * This request's limit instead of the rule's, e.g. an API key's daily limit: a count for rules
+   * counted per window (calendar quotas, fixed and sliding windows), the rate for a token bucket.
+   */
   limit?: number;
+  /** This request's token-bucket period instead of the rule's, e.g. `"1m"` (a plan's tier). */
+  period?: Duration;
+  /** This request's token-bucket burst instead of the rule's (a plan's tier). */
+  burst?: number;
   /** Sent as `X-Auth-Mode` on every response of this limit: `anon`, `session` or `key`. */
   authMode?: string;
 }
@@ -561,10 +568,14 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
       const units = unitsOf(request);
       if (units === 0) return decideAsync(request, specs);
       const calls = limiters!.map((limiter, i) => {
-        const { key, limit } = specs[i]!;
-        if (limit !== undefined)
-          throw new SluiceError('SLUICE_ARGUMENT', 'a per-call limit does not apply to a token bucket');
-        return { limiter, key, earlier: earlierCharge(request, limiter, key) as Decision | undefined };
+        const spec = specs[i]!;
+        const key = spec.key;
+        return {
+          limiter,
+          key,
+          options: takeOptions(units, spec),
+          earlier: earlierCharge(request, limiter, key) as Decision | undefined,
+        };
       });
       const taken = await takeDelayed(calls, units, maxWait!, signal);
       if (taken.gone) return clientGone;
@@ -709,7 +720,9 @@ function authModeHeader(spec: KeySpec): HeaderValues | undefined {
 
 /** The take options of one key; none for the default cost of 1, to spare an object per request. */
 function takeOptions(units: number, spec: KeySpec): TakeOptions | undefined {
-  if (spec.limit !== undefined) return { cost: units, limit: spec.limit };
+  const { limit, period, burst } = spec;
+  if (period !== undefined || burst !== undefined) return { cost: units, limit, period, burst };
+  if (limit !== undefined) return { cost: units, limit };
   return units === 1 ? undefined : { cost: units };
 }
 

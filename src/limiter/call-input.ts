@@ -1,7 +1,8 @@
-import { MAX_COUNT } from '../core/bounds.js';
+import { MAX_COUNT, MAX_TOKEN_RATE } from '../core/bounds.js';
+import { parseDuration } from '../core/duration.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { SluiceError, describeValue } from '../core/errors.js';
-import type { Rule } from '../core/rule.js';
+import type { BucketTier, CallLimit, Rule } from '../core/rule.js';
 
 /**
  * Checks of what a caller passes per call (key, cost, per-call limit) and of the clock reading.
@@ -67,24 +68,85 @@ export function settledCost(cost: unknown): number {
   return costOf(cost);
 }
 
+/** What a call may carry instead of its rule's own parameters (see `TakeOptions`). */
+export interface CallParams {
+  readonly limit?: unknown;
+  readonly period?: unknown;
+  readonly burst?: unknown;
+}
+
 /**
- * Checks a per-call limit: rules that accept one (counts per window, not token buckets), a whole
- * number from 1 to {@link MAX_COUNT}.
+ * Checks a call's own parameters against its rule: a count `limit` for rules counted per window
+ * (a whole number from 1 to {@link MAX_COUNT}); `limit`, `period` and `burst` for a token bucket,
+ * made into a {@link BucketTier} (what the call leaves out comes from the rule, except that a
+ * call giving a `limit` and no `burst` gets a burst of its limit, as `tokenBucket` defaults it).
+ * Undefined when the call carries none.
  */
-export function limitOf(limit: unknown, rule: Rule): number | undefined {
-  if (limit === undefined) return undefined;
-  if (!rule.acceptsCallLimit) {
+export function callLimitOf(options: CallParams, rule: Rule): CallLimit | undefined {
+  const { limit, period, burst } = options;
+  if (period === undefined && burst === undefined) {
+    if (limit === undefined) return undefined;
+    if (rule.acceptsCallLimit) return countLimitOf(limit);
+  }
+  if (rule.acceptsCallTier !== true) {
+    // Name what the rule cannot take: a period or burst, or a limit at all.
+    const what = period !== undefined ? 'period' : burst !== undefined ? 'burst' : 'limit';
     throw new SluiceError(
       'SLUICE_ARGUMENT',
-      `a per-call limit applies to rules counted per window, not to a ${rule.kind} rule`,
+      what === 'limit'
+        ? `a per-call limit applies to token buckets and rules counted per window, not to a ${rule.kind} rule`
+        : `a per-call ${what} applies to token buckets, not to a ${rule.kind} rule`,
     );
   }
+  return tierOf(limit, period, burst, rule as Rule & BucketTier);
+}
+
+/** A count limit: a whole number from 1 to {@link MAX_COUNT}. */
+function countLimitOf(limit: unknown): number {
   if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_COUNT)
     return limit;
   throw new SluiceError(
     'SLUICE_ARGUMENT',
     `limit must be a whole number from 1 to ${MAX_COUNT}; received ${describeNumber(limit)}`,
   );
+}
+
+/** A token bucket's tier, its bounds those of `tokenBucket` (messages name the option, never a value). */
+function tierOf(limit: unknown, period: unknown, burst: unknown, rule: BucketTier): BucketTier | undefined {
+  let rate = rule.limit;
+  if (limit !== undefined) {
+    if (!(typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_TOKEN_RATE))
+      throw new SluiceError(
+        'SLUICE_ARGUMENT',
+        `a token bucket's per-call limit must be a whole number from 1 to ${MAX_TOKEN_RATE}; received ${describeNumber(limit)}`,
+      );
+    rate = limit;
+  }
+  let periodMs = rule.periodMs;
+  if (period !== undefined) {
+    try {
+      periodMs = parseDuration(period, 'period');
+    } catch {
+      throw new SluiceError(
+        'SLUICE_ARGUMENT',
+        `a per-call period must be a duration string with a unit, like "1m" or "1h"; received ${describeType(period)}`,
+      );
+    }
+  }
+  let size = limit === undefined ? rule.burst : rate;
+  if (burst !== undefined) {
+    if (!(typeof burst === 'number' && Number.isSafeInteger(burst) && burst >= 1 && burst <= MAX_COUNT))
+      throw new SluiceError(
+        'SLUICE_ARGUMENT',
+        `burst must be a whole number from 1 to ${MAX_COUNT}; received ${describeNumber(burst)}`,
+      );
+    size = burst;
+  }
+  if (!Number.isSafeInteger(size * periodMs * 2))
+    throw new SluiceError('SLUICE_ARGUMENT', 'a per-call burst × period is too large to count exactly');
+  // The rule's own parameters are no tier: the take runs exactly as one without them.
+  if (rate === rule.limit && periodMs === rule.periodMs && size === rule.burst) return undefined;
+  return { limit: rate, periodMs, burst: size };
 }
 
 /**

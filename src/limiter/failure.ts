@@ -2,6 +2,7 @@ import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError, isSluiceError } from '../core/errors.js';
 import type { SyncRuleBuckets } from '../store.js';
+import type { CallLimit } from '../core/rule.js';
 
 /**
  * What a rule does when its store fails or does not answer in time. A store failure is
@@ -84,7 +85,7 @@ export class FailureHandler {
    * The decision for a take whose store call failed with `error`, or a throw under `closed`.
    * Errors that are the caller's (bad key, bad cost) are rethrown as they are.
    */
-  decide(error: unknown, key: string, cost: number, now: number, limit: number | undefined): Decision {
+  decide(error: unknown, key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
     if (!isStoreFailure(error)) throw error;
     if (isSluiceError(error, 'SLUICE_STORE_OVERLOADED')) return this.overloaded(error, key, cost, now, limit);
     const stats = this.stats;
@@ -155,7 +156,7 @@ export class FailureHandler {
     key: string,
     cost: number,
     now: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
   ): Decision {
     this.stats.overloads++;
     this.log(error, 'rate-limit store overloaded; no request is admitted without a decision');
@@ -167,14 +168,17 @@ export class FailureHandler {
     );
   }
 
-  private insured(key: string, cost: number, now: number, limit: number | undefined): Decision {
+  private insured(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
     this.stats.insuranceDecisions++;
     return { ...(this.insurance as SyncRuleBuckets).takeSync(key, cost, now, limit), source: 'insurance' };
   }
 
-  private insuranceCapacity(limit: number | undefined): { limit: number; capacity: number } {
+  private insuranceCapacity(limit: CallLimit | undefined): { limit: number; capacity: number } {
     const rule = this.insurance?.rule;
-    if (rule === undefined) return { limit: limit ?? 0, capacity: limit ?? 0 };
+    if (rule === undefined) {
+      if (typeof limit === 'object') return { limit: limit.limit, capacity: limit.burst };
+      return { limit: limit ?? 0, capacity: limit ?? 0 };
+    }
     return { limit: rule.limitFor(limit), capacity: rule.capacityFor(limit) };
   }
 

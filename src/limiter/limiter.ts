@@ -2,12 +2,12 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import type { Rule } from '../core/rule.js';
+import type { CallLimit, Rule } from '../core/rule.js';
 import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
 import { MemoryStore } from '../stores/memory.js';
 import { checkRuleName } from '../stores/shared/rule-name.js';
 import type { Duration } from '../core/duration.js';
-import { checkKey, costOf, limitOf, readClock, settledCost } from './call-input.js';
+import { callLimitOf, checkKey, costOf, readClock, settledCost } from './call-input.js';
 import { resolveTimeout } from './store-timeout.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import { DecisionEvents } from './events.js';
@@ -123,11 +123,23 @@ export interface TakeOptions {
    */
   cost?: number;
   /**
-   * This call's limit instead of the rule's: a per-key limit from data (e.g. an API
-   * key's own daily limit, as in examples/reports/README.md). Rules counted per window only
-   * (calendar quotas, fixed and sliding windows); a whole number from 1 to `MAX_COUNT`.
+   * This call's limit instead of the rule's: a per-key limit from data (e.g. an API key's own
+   * daily limit, as in examples/reports/README.md, or a plan's rate). For rules counted per
+   * window (calendar quotas, fixed and sliding windows) the count, a whole number from 1 to
+   * `MAX_COUNT`; for a token bucket the tokens per period, from 1 to `MAX_TOKEN_RATE`.
    */
   limit?: number;
+  /**
+   * A token bucket's period for this call instead of the rule's, e.g. `"1m"`. With `limit` and
+   * `burst`, a plan's tier from data: the bucket of a key whose tier changes keeps the fraction
+   * of its capacity in use (see docs/accounting.md), neither refilled nor counted twice.
+   */
+  period?: Duration;
+  /**
+   * A token bucket's burst for this call instead of the rule's, from 1 to `MAX_COUNT`.
+   * @default the call's `limit` when it gives one, otherwise the rule's burst
+   */
+  burst?: number;
 }
 
 /** A rule enforced on a store: take, peek and reset by key. */
@@ -184,7 +196,7 @@ export interface Limiter {
    */
   takeOrWait(key: string, options: WaitOptions): Promise<WaitedDecision>;
   /** What a take of 1 would get now, charging nothing. */
-  peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision>;
+  peek(key: string, options?: Pick<TakeOptions, 'limit' | 'period' | 'burst'>): Promise<Decision>;
   /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket. */
   reset(key: string): Promise<void>;
   /**
@@ -226,7 +238,7 @@ export interface SyncLimiter extends Limiter {
   /** Synchronous {@link Limiter.take}. */
   takeSync(key: string, options?: TakeOptions): Decision;
   /** Synchronous {@link Limiter.peek}. */
-  peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision;
+  peekSync(key: string, options?: Pick<TakeOptions, 'limit' | 'period' | 'burst'>): Decision;
   /** Synchronous {@link Limiter.reset}. */
   resetSync(key: string): void;
   /** Synchronous {@link Limiter.unblock}. */
@@ -349,7 +361,7 @@ export interface LimiterInternals extends Limiter {
     key: string,
     cost: number,
     now: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
   ): Decision;
   /**
    * Reports a take's decision, or (`decision` undefined) its failure with `error`, to the
@@ -379,7 +391,7 @@ export function refusedForGood(
   name: string,
   cost: number,
   now: number,
-  limit: number | undefined,
+  limit: CallLimit | undefined,
 ): Decision {
   return rule.decide(rule.initialState(now, now), now, now, name, cost, limit, false);
 }
@@ -429,7 +441,7 @@ class RuleLimiter implements LimiterInternals {
       if (this.closed) throw closedError(this.name);
       checkKey(key);
       const cost = options === undefined ? 1 : costOf(options.cost);
-      const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+      const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
       const decided = this.decideTake(key, cost, readClock(this.clock), limit);
       return this.mode === 'shadow' ? decided.then(shadowOf) : decided;
     } catch (error) {
@@ -442,11 +454,11 @@ class RuleLimiter implements LimiterInternals {
       if (this.closed) throw closedError(this.name);
       checkKey(key);
       const cost = options === undefined ? 1 : costOf(options.cost);
-      const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+      const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
       const now = readClock(this.clock);
       return this.decideTake(key, cost, now, limit).then((decision) => ({
         decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
-        receipt: this.receipts.issue(this.name, key, decision, now),
+        receipt: this.receipts.issue(this.name, key, decision, now, limit),
       }));
     } catch (error) {
       return Promise.reject(error);
@@ -457,11 +469,13 @@ class RuleLimiter implements LimiterInternals {
     let maxWaitMs: number;
     let signal: AbortSignal | undefined;
     let cost: number;
+    let limit: CallLimit | undefined;
     let now: number;
     try {
       if (this.closed) throw closedError(this.name);
       checkKey(key);
       ({ maxWaitMs, signal, cost } = readWaitOptions(options));
+      limit = callLimitOf(options, this.rule);
       reserverOf(this.rule);
       if (this.mode === 'shadow')
         throw new SluiceError(
@@ -479,11 +493,11 @@ class RuleLimiter implements LimiterInternals {
       return Promise.reject(error);
     }
     const started = this.events.listening ? performance.now() : 0;
-    return this.reserveSlot(key, cost, now, maxWaitMs).then((decision) => {
+    return this.reserveSlot(key, cost, now, maxWaitMs, limit).then((decision) => {
       const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
       const answer = wait > 0 ? arrived(decision, wait) : decision;
       if (this.events.listening) this[reportTake](key, cost, answer, undefined, performance.now() - started);
-      const receipt = this.receipts.issue(this.name, key, decision, now);
+      const receipt = this.receipts.issue(this.name, key, decision, now, limit);
       if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
       return sleepUnlessAborted(wait, signal).then(
         () => ({ decision: answer, receipt, waitedMs: wait }),
@@ -505,17 +519,23 @@ class RuleLimiter implements LimiterInternals {
    * A reservation in the store, bounded by the store timeout; a store that fails decides as for
    * a take (the failure policy), without waiting.
    */
-  protected reserveSlot(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
-    if (cost > this.rule.capacityFor(undefined))
-      return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, undefined));
+  protected reserveSlot(
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+    limit: CallLimit | undefined,
+  ): Promise<Decision> {
+    if (cost > this.rule.capacityFor(limit))
+      return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, limit));
     let pending: Promise<Decision>;
     try {
-      pending = this.buckets.reserve!(key, cost, now, maxWaitMs);
+      pending = this.buckets.reserve!(key, cost, now, maxWaitMs, limit);
     } catch (error) {
-      return settle(() => this.handler.decide(error, key, cost, now, undefined));
+      return settle(() => this.handler.decide(error, key, cost, now, limit));
     }
     const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
-    return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, undefined));
+    return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
   }
 
   refund(receipt: Receipt): Promise<void> {
@@ -544,7 +564,7 @@ class RuleLimiter implements LimiterInternals {
     const refusals = this.refusals;
     let pending: Promise<void>;
     try {
-      pending = this.buckets.adjust(key, delta, now, at, until);
+      pending = this.buckets.adjust(key, delta, now, at, until, receipt.limit);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -560,11 +580,11 @@ class RuleLimiter implements LimiterInternals {
     return settled.finally(() => refusals.forget(key));
   }
 
-  peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision> {
+  peek(key: string, options?: Pick<TakeOptions, 'limit' | 'period' | 'burst'>): Promise<Decision> {
     try {
       if (this.closed) throw closedError(this.name);
       checkKey(key);
-      const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+      const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
       const decided = this.decide(key, 0, readClock(this.clock), limit);
       return this.mode === 'shadow' ? decided.then(shadowOf) : decided;
     } catch (error) {
@@ -614,7 +634,7 @@ class RuleLimiter implements LimiterInternals {
     key: string,
     cost: number,
     now: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
   ): Decision {
     return this.handler.decide(error, key, cost, now, limit);
   }
@@ -633,7 +653,12 @@ class RuleLimiter implements LimiterInternals {
   }
 
   /** A take: decided, and reported when someone listens (peeks are not reported). */
-  protected decideTake(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+  protected decideTake(
+    key: string,
+    cost: number,
+    now: number,
+    limit: CallLimit | undefined,
+  ): Promise<Decision> {
     if (this.refusals !== undefined) {
       const remembered = this.refusals.answer(key, cost, limit, now);
       if (remembered !== undefined) {
@@ -661,7 +686,7 @@ class RuleLimiter implements LimiterInternals {
     );
   }
 
-  protected decide(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+  protected decide(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     if (cost > this.rule.capacityFor(limit)) {
       return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, limit));
     }
@@ -709,7 +734,7 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     }
   }
 
-  override peek(key: string, options?: Pick<TakeOptions, 'limit'>): Promise<Decision> {
+  override peek(key: string, options?: Pick<TakeOptions, 'limit' | 'period' | 'burst'>): Promise<Decision> {
     try {
       return Promise.resolve(this.peekSync(key, options));
     } catch (error) {
@@ -732,33 +757,30 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     cost: number,
     now: number,
     maxWaitMs: number,
+    limit: CallLimit | undefined,
   ): Promise<Decision> {
     // A synchronous store written elsewhere may reserve only asynchronously.
-    if (this.buckets.reserveSync === undefined) return super.reserveSlot(key, cost, now, maxWaitMs);
+    if (this.buckets.reserveSync === undefined) return super.reserveSlot(key, cost, now, maxWaitMs, limit);
     try {
-      if (cost > this.rule.capacityFor(undefined))
-        return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, undefined));
-      return Promise.resolve(this.buckets.reserveSync(key, cost, now, maxWaitMs));
+      if (cost > this.rule.capacityFor(limit))
+        return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, limit));
+      return Promise.resolve(this.buckets.reserveSync(key, cost, now, maxWaitMs, limit));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   takeSync(key: string, options?: TakeOptions): Decision {
-    const decision = this.takeEnforced(key, options, undefined);
-    return this.mode === 'shadow' ? shadowOf(decision) : decision;
-  }
-
-  /**
-   * The decision enforcement makes (reported as the limit's mode says), at `at` or the clock's
-   * reading when undefined.
-   */
-  private takeEnforced(key: string, options: TakeOptions | undefined, at: number | undefined): Decision {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
     const cost = options === undefined ? 1 : costOf(options.cost);
-    const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
-    const now = at ?? readClock(this.clock);
+    const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
+    const decision = this.takeEnforced(key, cost, limit, readClock(this.clock));
+    return this.mode === 'shadow' ? shadowOf(decision) : decision;
+  }
+
+  /** The decision enforcement makes at `now` (reported as the limit's mode says), its input checked. */
+  private takeEnforced(key: string, cost: number, limit: CallLimit | undefined, now: number): Decision {
     // Refused the same way as on a shared store (which is never asked), so that a decision does
     // not depend on the store behind the limiter.
     if (cost > this.rule.capacityFor(limit)) {
@@ -775,11 +797,14 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
 
   takeWithReceiptSync(key: string, options?: TakeOptions): ReceiptedDecision {
     if (this.closed) throw closedError(this.name);
+    checkKey(key);
+    const cost = options === undefined ? 1 : costOf(options.cost);
+    const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
     const now = readClock(this.clock);
-    const decision = this.takeEnforced(key, options, now);
+    const decision = this.takeEnforced(key, cost, limit, now);
     return {
       decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
-      receipt: this.receipts.issue(this.name, key, decision, now),
+      receipt: this.receipts.issue(this.name, key, decision, now, limit),
     };
   }
 
@@ -816,17 +841,24 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     const delta = actual - receipt.cost;
     if (delta === 0) return;
     try {
-      this.buckets.adjustSync(receipt.key, delta, readClock(this.clock), receipt.at, receipt.until);
+      this.buckets.adjustSync(
+        receipt.key,
+        delta,
+        readClock(this.clock),
+        receipt.at,
+        receipt.until,
+        receipt.limit,
+      );
     } catch (error) {
       this.receipts.reopen(receipt);
       throw error;
     }
   }
 
-  peekSync(key: string, options?: Pick<TakeOptions, 'limit'>): Decision {
+  peekSync(key: string, options?: Pick<TakeOptions, 'limit' | 'period' | 'burst'>): Decision {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
-    const limit = options === undefined ? undefined : limitOf(options.limit, this.rule);
+    const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
     const decision = this.buckets.takeSync(key, 0, readClock(this.clock), limit);
     return this.mode === 'shadow' ? shadowOf(decision) : decision;
   }

@@ -1,4 +1,5 @@
 import type { Decision } from '../core/decision.js';
+import type { CallLimit } from '../core/rule.js';
 import { SluiceError } from '../core/errors.js';
 
 /**
@@ -22,6 +23,11 @@ export interface Receipt {
    * (a refund later gives back only what has not refilled yet).
    */
   readonly until: number;
+  /**
+   * The take's own parameters, when it carried some (`limit`, or a token bucket's tier): a
+   * refund or settlement counts in the units the take was charged in.
+   */
+  readonly limit: CallLimit | undefined;
 }
 
 /** A take's decision and, when it charged the limit's store, its receipt. */
@@ -50,6 +56,7 @@ class IssuedReceipt implements Receipt {
     readonly cost: number,
     readonly at: number,
     readonly until: number,
+    readonly limit: CallLimit | undefined,
   ) {
     this.#openIn = book;
     Object.freeze(this);
@@ -77,9 +84,15 @@ class IssuedReceipt implements Receipt {
  */
 export class ReceiptBook {
   /** The receipt of `decision`, when it charged the store. */
-  issue(name: string, key: string, decision: Decision, at: number): Receipt | undefined {
+  issue(
+    name: string,
+    key: string,
+    decision: Decision,
+    at: number,
+    limit: CallLimit | undefined,
+  ): Receipt | undefined {
     if (!decision.allowed || decision.cost === 0 || decision.source !== 'store') return undefined;
-    return new IssuedReceipt(this, name, key, decision.cost, at, at + decision.resetMs);
+    return new IssuedReceipt(this, name, key, decision.cost, at, at + decision.resetMs, limit);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { makeDecision, type Decision } from '../core/decision.js';
 import { SluiceError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import type { Rule } from '../core/rule.js';
+import type { CallLimit, Rule } from '../core/rule.js';
 
 /**
  * Options of a limiter's local cache of refusals (the `refusalCache` option of `createLimiter`).
@@ -41,7 +41,7 @@ class RememberedRefusal {
     /** The smallest cost the refusal holds for: the cost that was refused. */
     public cost: number,
     /** The per-call limit it was refused under (undefined: the rule's own). */
-    public callLimit: number | undefined,
+    public callLimit: CallLimit | undefined,
     /** The refused decision's reported limit, capacity and window. */
     public limit: number,
     public capacity: number,
@@ -102,7 +102,7 @@ export class RefusalCache {
    * undefined when only the store can tell. A local refusal: remaining 0, retry counted down to
    * the remembered instant, source `store` (the store's refusal, still in force).
    */
-  answer(key: string, cost: number, callLimit: number | undefined, now: number): Decision | undefined {
+  answer(key: string, cost: number, callLimit: CallLimit | undefined, now: number): Decision | undefined {
     let entry = this.current.get(key);
     let older = false;
     if (entry === undefined) {
@@ -116,7 +116,8 @@ export class RefusalCache {
       else this.current.delete(key);
       return undefined;
     }
-    if (cost < entry.cost || cost > entry.capacity || callLimit !== entry.callLimit) return undefined;
+    if (cost < entry.cost || cost > entry.capacity || !sameCallLimit(callLimit, entry.callLimit))
+      return undefined;
     if (older) this.promote(key, entry);
     const retryAfterMs = entry.retryAt - now;
     let resetMs = entry.resetAt - now;
@@ -144,7 +145,7 @@ export class RefusalCache {
   remember(
     key: string,
     cost: number,
-    callLimit: number | undefined,
+    callLimit: CallLimit | undefined,
     now: number,
     decision: Decision,
     epoch: number,
@@ -248,4 +249,11 @@ export function resolveRefusalCache(
     );
   }
   return storeIsLocal ? undefined : new RefusalCache(limiterName, maxKeys);
+}
+
+/** Whether two per-call limits are the same: equal counts, or tiers of equal rate, period and burst. */
+function sameCallLimit(a: CallLimit | undefined, b: CallLimit | undefined): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object') return false;
+  return a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst;
 }

@@ -21,6 +21,12 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /** Units to take: a whole number from 1 to `MAX_COUNT`. @default 1 */
   cost?: number;
+  /** This call's own rate instead of the rule's, as for `limiter.take` (`TakeOptions.limit`). */
+  limit?: number;
+  /** This call's own period, as for `limiter.take` (`TakeOptions.period`). */
+  period?: Duration;
+  /** This call's own burst, as for `limiter.take` (`TakeOptions.burst`). */
+  burst?: number;
 }
 
 /** What `limiter.takeOrWait` resolves to once the slot has arrived (or at once, refused). */
@@ -29,7 +35,7 @@ export interface WaitedDecision extends ReceiptedDecision {
   readonly waitedMs: number;
 }
 
-const waitKeys = ['maxWait', 'signal', 'cost'] as const;
+const waitKeys = ['maxWait', 'signal', 'cost', 'limit', 'period', 'burst'] as const;
 
 /** The checked options of one call. */
 export interface WaitRequest {

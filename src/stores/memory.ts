@@ -1,7 +1,7 @@
 import type { Decision } from '../core/decision.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import type { Rule } from '../core/rule.js';
+import type { CallLimit, Rule } from '../core/rule.js';
 import { checkReservation, reserverOf } from '../core/reservation.js';
 import { assertDistinctEntries, type SyncRuleBuckets, type SyncStore, type TakeEntry } from '../store.js';
 import { EvictedSummary } from './memory/evicted-summary.js';
@@ -236,6 +236,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private readonly hasher: KeyHasher;
   /** Origin of this rule's scaled time: the first `now` seen, which keeps GCRA integers small. */
   private epoch = Number.NaN;
+  /** The latest time a bucket was inserted at (NaN before the first): a fold's time when a reset's is unknown. */
+  private latest = Number.NaN;
   /** Set by unbind: every later call is a configuration error. */
   private freed = false;
   /** Whether the rule has a lockout, whose buckets keep its two numbers. */
@@ -260,7 +262,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     return this.summary.byteLength;
   }
 
-  takeSync(key: string, cost: number, now: number, limit: number | undefined): Decision {
+  takeSync(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
     if (this.epoch !== this.epoch) this.epoch = now;
@@ -302,7 +304,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     state: MemoryBucket,
     cost: number,
     now: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     commit: boolean,
   ): Decision {
     return this.rule.decide(state, now, this.epoch, this.name, cost, limit, commit);
@@ -334,22 +336,29 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     }
   }
 
-  adjustSync(key: string, delta: number, now: number, takenAt: number, until: number): void {
+  adjustSync(
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    limit?: CallLimit,
+  ): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
     if (this.epoch !== this.epoch) this.epoch = now;
     const found = this.find(id, now);
     if (found !== undefined) {
-      this.rule.adjust(found, now, this.epoch, delta, takenAt, until);
+      this.rule.adjust(found, now, this.epoch, delta, takenAt, until, limit);
       return;
     }
     // A key that left the maps settles on the state it would be decided on (never looser than
     // its own), and is kept only when that changed.
     const fresh = this.recall(id, now);
-    if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt, until)) this.insert(id, fresh, now);
+    if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt, until, limit)) this.insert(id, fresh, now);
   }
 
-  reserveSync(key: string, cost: number, now: number, maxWaitMs: number): Decision {
+  reserveSync(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Decision {
     if (this.freed) throw notBound(this.name);
     const reserve = reserverOf(this.rule);
     checkReservation(cost, maxWaitMs);
@@ -357,32 +366,39 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     if (this.epoch !== this.epoch) this.epoch = now;
     const found = this.find(id, now);
     if (found !== undefined)
-      return reserve.call(this.rule, found, now, this.epoch, this.name, cost, maxWaitMs);
+      return reserve.call(this.rule, found, now, this.epoch, this.name, cost, maxWaitMs, limit);
     const fresh = this.recall(id, now);
     const value = fresh.value;
-    const decision = reserve.call(this.rule, fresh, now, this.epoch, this.name, cost, maxWaitMs);
+    const decision = reserve.call(this.rule, fresh, now, this.epoch, this.name, cost, maxWaitMs, limit);
     if (fresh.value !== value) this.insert(id, fresh, now);
     return decision;
   }
 
-  reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+  reserve(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Promise<Decision> {
     try {
-      return Promise.resolve(this.reserveSync(key, cost, now, maxWaitMs));
+      return Promise.resolve(this.reserveSync(key, cost, now, maxWaitMs, limit));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
+  adjust(
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    limit?: CallLimit,
+  ): Promise<void> {
     try {
-      this.adjustSync(key, delta, now, takenAt, until);
+      this.adjustSync(key, delta, now, takenAt, until, limit);
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+  take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     try {
       return Promise.resolve(this.takeSync(key, cost, now, limit));
     } catch (error) {
@@ -453,6 +469,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   }
 
   private insert(id: string, state: MemoryBucket, now: number): void {
+    if (now === now) this.latest = now;
     if (this.current.size >= this.maxKeys) {
       // Generation change: the current map becomes the previous one, and the old
       // previous leaves the maps. Its buckets that are not full are folded into the summary, so
@@ -473,7 +490,13 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     // unknown `now` (NaN) keeps every block, which is merely wasteful, never loose.
     const block = this.rule.block;
     const forgetAfterMs = block === undefined ? 0 : block.forgetAfterMs;
+    // The summary's cells hold one scale: a state kept under per-call parameters is brought back
+    // to the rule's own first (proportionally, as a take under them would read it; at the latest
+    // time seen when this fold's time is unknown, which only reads it stricter).
+    const normalize = this.rule.normalize;
+    const at = now === now ? now : this.latest;
     for (const [id, state] of leaving) {
+      if (normalize !== undefined && at === at) normalize.call(this.rule, state, at, this.epoch);
       // A sliding window's previous count weighs too (for the other shapes `previous` is 0).
       const counts = state.value > floor || state.previous > 0;
       const blocked =

@@ -155,12 +155,41 @@ describe('per-call input', () => {
     assert.equal(limiter.peekSync('k').remaining, 3);
   });
 
-  it('a per-call limit applies to rules counted per window (not token buckets) and must be a positive whole number', () => {
+  it('per-call parameters: a count for rules counted per window, a rate, period and burst for token buckets; bad ones are named, never repeated', () => {
     const { limiter } = setup();
-    throwsCode(() => limiter.takeSync('k', { limit: 5 }), 'SLUICE_ARGUMENT', /per-call limit .*token-bucket/);
     const quota = createLimiter({ name: 'q', rule: calendarQuota({ limit: 3 }), store: new MemoryStore() });
     for (const limit of [0, -1, 2.5, Number.NaN])
       throwsCode(() => quota.takeSync('k', { limit }), 'SLUICE_ARGUMENT', /limit/);
+    throwsCode(
+      () => quota.takeSync('k', { period: '1m' }),
+      'SLUICE_ARGUMENT',
+      /per-call period applies to token buckets/,
+    );
+    throwsCode(
+      () => quota.takeSync('k', { limit: 2, burst: 2 }),
+      'SLUICE_ARGUMENT',
+      /per-call burst applies to token buckets/,
+    );
+    for (const limit of [0, 2.5, 1_000_001])
+      throwsCode(
+        () => limiter.takeSync('k', { limit }),
+        'SLUICE_ARGUMENT',
+        /per-call limit must be a whole number from 1 to 1000000/,
+      );
+    for (const burst of [0, -3, 1e13])
+      throwsCode(() => limiter.takeSync('k', { burst }), 'SLUICE_ARGUMENT', /burst must be a whole number/);
+    for (const period of [1000, '5 parsecs', 'alice@example.com'])
+      try {
+        limiter.takeSync('k', { period: period as never });
+        assert.fail('expected an error');
+      } catch (e) {
+        assert.ok(isSluiceError(e, 'SLUICE_ARGUMENT'));
+        assert.match((e as Error).message, /per-call period must be a duration/);
+        assert.doesNotMatch((e as Error).message, /alice|parsecs|1000/);
+      }
+    throwsCode(() => limiter.takeSync('k', { burst: 1e12, period: '1d' }), 'SLUICE_ARGUMENT', /too large/);
+    assert.equal(limiter.peekSync('k').remaining, 3, 'nothing was charged');
+    assert.equal(limiter.takeSync('k', { limit: 10, period: '1m' }).limit, 10);
   });
 
   it('a clock that returns NaN or a non-number fails the call with SLUICE_CLOCK, never a silent pass or deny', () => {

@@ -1,5 +1,5 @@
 import type { Decision } from '../../core/decision.js';
-import type { Rule } from '../../core/rule.js';
+import type { CallLimit, Rule } from '../../core/rule.js';
 import { reserverOf } from '../../core/reservation.js';
 import type { BucketState } from '../../core/state.js';
 import type { AlgorithmBinding } from './algorithms/index.js';
@@ -31,7 +31,7 @@ export class DecisionReplay {
    * for the entries of an all-or-nothing group that refused, which charged nothing (and so
    * started no block).
    */
-  next(cost: number, limit: number | undefined, commit = true): Decision {
+  next(cost: number, limit: CallLimit | undefined, commit = true): Decision {
     return this.rule.decide(this.state, this.now, 0, this.name, cost, limit, commit);
   }
 

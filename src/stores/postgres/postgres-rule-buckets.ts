@@ -1,5 +1,5 @@
 import type { Decision } from '../../core/decision.js';
-import type { Rule } from '../../core/rule.js';
+import type { CallLimit, Rule } from '../../core/rule.js';
 import type { RuleBuckets } from '../../store.js';
 import { bucketId } from '../shared/bucket-id.js';
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
@@ -46,7 +46,7 @@ interface Waiter {
 interface Group {
   readonly bucket: string;
   readonly cost: number;
-  readonly limit: number | undefined;
+  readonly limit: CallLimit | undefined;
   readonly waiters: Waiter[];
 }
 
@@ -100,8 +100,16 @@ export class PostgresRuleBuckets implements RuleBuckets {
     this.takeError = rule.block === undefined ? storeError : lockoutStoreError;
   }
 
-  take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+  take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     if (!this.bound) return Promise.reject(this.unboundError());
+    // Interim: the statements do not carry a token bucket's per-call tier yet.
+    if (typeof limit === 'object')
+      return Promise.reject(
+        new SluiceError(
+          'SLUICE_CONFIG',
+          'PostgresStore: per-call token-bucket parameters are not supported yet',
+        ),
+      );
     const account = this.context.accountKeys?.parse(key);
     if (account !== undefined) {
       return this.takeForAccount(account.userId, account.bucket, undefined, cost, now, limit).then(
@@ -224,7 +232,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     anonKey: string | undefined,
     cost: number,
     now: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
   ): Promise<AccountTakeResult> {
     if (!this.bound) throw this.unboundError();
     const account = this.statements.account;
@@ -256,7 +264,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private enqueue(
     bucket: string,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     now: number,
     waiter: Waiter,
   ): void {
@@ -290,7 +298,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private newBatch(
     bucket: string,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     now: number,
     waiter: Waiter,
   ): Batch {
@@ -317,7 +325,13 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (groups.size === 1) {
       // A lone bucket (the common case below saturation): scalar parameters, cached plan.
       const group = groups.values().next().value as Group;
-      values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch);
+      values = this.values(
+        group.bucket,
+        group.cost,
+        group.waiters.length,
+        typeof group.limit === 'object' ? undefined : group.limit,
+        batch,
+      );
     } else {
       statement = this.statements.batch;
       const size = groups.size;
@@ -341,8 +355,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
     );
   }
 
-  private limitOf(limit: number | undefined): number {
-    return limit === undefined ? this.rule.limit : limit;
+  private limitOf(limit: CallLimit | undefined): number {
+    return typeof limit === 'number' ? limit : this.rule.limit;
   }
 
   /**

@@ -22,6 +22,7 @@ import {
 } from './leases.js';
 import type { LeaseGrant } from '../lease-store.js';
 import { redisErrorCode, storeError, timedOut, unavailable } from './redis-errors.js';
+import type { CallLimit } from '../../core/rule.js';
 
 /** What the batcher needs from one rule's buckets. */
 export interface BatchRule {
@@ -46,7 +47,7 @@ export interface BatchRule {
     resetMs: number,
     windowMs: number,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
   ): Decision;
 }
 
@@ -55,7 +56,7 @@ export interface BatchEntry {
   readonly rule: BatchRule;
   readonly key: string;
   readonly cost: number;
-  readonly limit: number | undefined;
+  readonly limit: CallLimit | undefined;
 }
 
 /** Settings of a {@link Batcher}, validated by `RedisStore`. */
@@ -115,7 +116,7 @@ class Pending {
     readonly rule: BatchRule | null,
     readonly key: string,
     readonly cost: number,
-    readonly limit: number | undefined,
+    readonly limit: CallLimit | undefined,
     readonly group: readonly BatchEntry[] | null,
     readonly now: number,
     readonly slot: number,
@@ -248,7 +249,7 @@ export class Batcher {
     key: string,
     cost: number,
     now: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     slot: number,
   ): Promise<Decision> {
     return this.enqueue(rule, key, cost, limit, null, now, slot, 1, null) as Promise<Decision>;
@@ -314,7 +315,7 @@ export class Batcher {
     rule: BatchRule | null,
     key: string,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
     group: readonly BatchEntry[] | null,
     now: number,
     slot: number,
@@ -860,7 +861,7 @@ function decisionAt(
   o: number,
   rule: BatchRule,
   cost: number,
-  limit: number | undefined,
+  limit: CallLimit | undefined,
 ): Decision {
   const retry = Number(reply[o]);
   return rule.decision(
@@ -886,6 +887,6 @@ function specRef(rule: BatchRule, now: number, args: string[], refs: Map<readonl
   return ref;
 }
 
-function limitArg(limit: number | undefined): string {
+function limitArg(limit: CallLimit | undefined): string {
   return limit === undefined ? '' : String(limit);
 }

@@ -2,7 +2,7 @@ import type { Decision } from '../../core/decision.js';
 import { parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
-import type { Rule } from '../../core/rule.js';
+import type { CallLimit, Rule } from '../../core/rule.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
 import { Batcher, type BatchEntry, type BatchRule } from './batcher.js';
 import { TIMEOUT_SUBJECT, storeError, unavailable } from './redis-errors.js';
@@ -320,7 +320,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     this.timed = codec?.encoder.timed ?? false;
   }
 
-  take(key: string, cost: number, now: number, limit: number | undefined): Promise<Decision> {
+  take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
       checkTakeArguments(key, cost, limit, this.callLimit);
@@ -399,7 +399,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     resetMs: number,
     windowMs: number,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
   ): Decision {
     return (this.encoder as RuleEncoder).decision(
       allowed,

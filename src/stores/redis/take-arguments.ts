@@ -23,6 +23,12 @@ export function checkTakeArguments(key: unknown, cost: unknown, limit: unknown, 
       `RedisStore: a cost must be a whole number from 0 to ${MAX_COUNT} (got ${typeOf(cost)})`,
     );
   }
+  // Interim: the scripts do not carry a token bucket's per-call tier yet.
+  if (typeof limit === 'object' && limit !== null)
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      'RedisStore: per-call token-bucket parameters are not supported yet',
+    );
   // A rule without a per-call limit (a token bucket) ignores one, in the memory store as here.
   if (callLimit && limit !== undefined && !isCount(limit, 1)) {
     throw new SluiceError(

@@ -1,5 +1,5 @@
 import type { Decision } from '../../../core/decision.js';
-import type { Rule } from '../../../core/rule.js';
+import type { CallLimit, Rule } from '../../../core/rule.js';
 
 /**
  * What the Redis store needs to decide one algorithm next to the data: its decision and its
@@ -114,6 +114,6 @@ export interface RuleEncoder {
     resetMs: number,
     windowMs: number,
     cost: number,
-    limit: number | undefined,
+    limit: CallLimit | undefined,
   ): Decision;
 }

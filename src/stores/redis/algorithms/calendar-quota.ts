@@ -153,7 +153,7 @@ end
       },
       windowOf: (at) => periods.startOf(at),
       decision(allowed, remaining, retryAfterMs, resetMs, windowMs, cost, limit): Decision {
-        const quota = limit === undefined ? ruleLimit : limit;
+        const quota = typeof limit === 'number' ? limit : ruleLimit;
         return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
       },
     };

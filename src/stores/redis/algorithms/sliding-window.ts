@@ -142,7 +142,7 @@ end
       spec: () => spec,
       windowOf: (at) => Math.floor(at / windowMs) * windowMs,
       decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
-        const quota = limit === undefined ? ruleLimit : limit;
+        const quota = typeof limit === 'number' ? limit : ruleLimit;
         return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
       },
     };
