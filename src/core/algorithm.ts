@@ -95,9 +95,10 @@ export interface Rule {
    */
   capacityFor(limit: CallLimit | undefined): number;
   /**
-   * Brings a state kept under per-call parameters back to the rule's own, in place, as a take
-   * under the rule's own parameters at `now` would read it (for the memory store's summary of
-   * forgotten buckets, whose cells hold one scale). Absent for rules whose states have one scale.
+   * Brings a state kept under per-call parameters back to the rule's own scale, in place, for the
+   * memory store's summary of forgotten buckets, whose cells hold one scale: never looser for any
+   * parameters the key is read with later (see `tokenBucket`). Absent for rules whose states have
+   * one scale.
    */
   normalize?(state: BucketState, now: number, epoch: number): void;
   /** The state of a key never seen before (a full bucket, an untouched window) at `now`. */

@@ -174,16 +174,23 @@ export class TokenBucketRule implements Rule {
     state.previous = own ? 0 : tolerance;
   }
 
-  /** Brings a state kept under a tier back to the rule's own scale (for the memory store's summary). */
+  /**
+   * Brings a state kept under a tier back to the rule's own scale, for the memory store's summary
+   * of forgotten buckets, so that the key comes back no looser under any parameters it is read
+   * with later. The fraction in use is kept, or more when the tier refills more slowly than the
+   * rule: then the time until full is kept, since a fraction kept would drain at the rule's faster
+   * pace and hand the key back fuller than it would have been. No debt cap: the summary must not
+   * shorten a wait the key still has.
+   */
   normalize(state: BucketState, now: number, epoch: number): void {
     if (state.window === 0 && state.previous === 0) return;
-    this.charge(
-      state,
-      now,
-      epoch,
-      this.queuedUnder(state, now, epoch, this.limit, this.tolerance),
-      undefined,
-    );
+    const rate = state.window === 0 ? this.limit : state.window;
+    const tolerance = state.previous === 0 ? this.tolerance : state.previous;
+    const scaledNow = (now - epoch) * rate;
+    const queued = state.value > scaledNow ? state.value - scaledNow : 0;
+    const byFraction = (queued * this.tolerance) / tolerance;
+    const byTime = (queued * this.limit) / rate;
+    this.charge(state, now, epoch, Math.ceil(byFraction > byTime ? byFraction : byTime), undefined);
   }
 
   /** A full bucket: the arrival time is now. */

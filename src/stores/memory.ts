@@ -491,8 +491,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const block = this.rule.block;
     const forgetAfterMs = block === undefined ? 0 : block.forgetAfterMs;
     // The summary's cells hold one scale: a state kept under per-call parameters is brought back
-    // to the rule's own first (proportionally, as a take under them would read it; at the latest
-    // time seen when this fold's time is unknown, which only reads it stricter).
+    // to the rule's own first, no looser for any later reading (see the rule's normalize; at the
+    // latest time seen when this fold's time is unknown, which only reads it stricter).
     const normalize = this.rule.normalize;
     const at = now === now ? now : this.latest;
     for (const [id, state] of leaving) {
