@@ -5,6 +5,8 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { apiValidator } from '../../src/server/serve/api-schemas.js';
 import { SECRET } from './policy-support.js';
 import { fromAddress, startSluice, type Reply, type RunningSluice } from './serve-support.js';
@@ -298,6 +300,33 @@ describe('sluice serve: decisions', () => {
     const reply = await sluice.post('/v1/decisions', big);
     assert.equal(reply.status, 413);
     assert.equal(conforms(reply, 'problem').body.code, 'payload_too_large');
+  });
+
+  it('a body over 1 MiB is read to its end before the 413, so that a client still sending it gets the answer on a connection it may use again', async () => {
+    // Answering while the client still writes, then closing, made the client's system reset the
+    // connection: the client saw a failed request, not the 413.
+    const { hostname, port } = new URL(sluice.url);
+    const socket = connect(Number(port), hostname);
+    await once(socket, 'connect');
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (received += chunk));
+    const body = JSON.stringify({ items: [{ rule: 'login', key: 'x'.repeat(1024 * 1024 + 10) }] });
+    const request = (path: string, text: string) =>
+      `POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n`;
+    // Half the body, then the rest once the server has had the headers for a while.
+    socket.write(request('/v1/decisions', body) + body.slice(0, 4096));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(received, '', 'no answer before the body has arrived');
+    socket.write(body.slice(4096));
+    const small = JSON.stringify({ items: [{ rule: 'quota', key: 'after-a-large-body' }] });
+    socket.write(request('/v1/decisions', small) + small);
+    for (let i = 0; i < 200 && (received.match(/HTTP\/1\.1 /g) ?? []).length < 2; i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    socket.destroy();
+    const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+    assert.deepEqual(statuses, [413, 200], 'the 413, then the next request on the same connection');
+    assert.doesNotMatch(received.split('HTTP/1.1 200')[0]!, /connection: close/i);
   });
 
   it('no key or address reaches a problem body or the output', async () => {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorResponse, type HttpResponse } from '../../http/problem.js';
-import { MAX_BODY_BYTES } from './limits.js';
+import { MAX_BODY_BYTES, MAX_DRAINED_BYTES } from './limits.js';
 
 const PROBLEM = 'application/problem+json';
 
@@ -43,7 +43,14 @@ export function send(res: ServerResponse, response: HttpResponse): void {
 
 /** A body that could not be read: too large, or not JSON. */
 export class BodyError {
-  constructor(readonly response: HttpResponse) {}
+  /**
+   * @param close whether the connection must close after the answer (the rest of the body was
+   *   not read)
+   */
+  constructor(
+    readonly response: HttpResponse,
+    readonly close = true,
+  ) {}
 }
 
 /**
@@ -58,7 +65,8 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
       problem(415, 'unsupported_media_type', 'Unsupported Media Type', 'Send application/json.'),
     );
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY_BYTES) throw new BodyError(tooLarge());
+  // Too large to be worth reading to its end: answered at once (see MAX_DRAINED_BYTES).
+  if (declared > MAX_DRAINED_BYTES) throw new BodyError(tooLarge());
   const text = await readBody(req);
   try {
     return JSON.parse(text);
@@ -79,14 +87,16 @@ export async function readJsonOrRefuse(
     return { body: await readJson(req) };
   } catch (error) {
     if (!(error instanceof BodyError)) throw error;
-    res.setHeader('Connection', 'close');
+    if (error.close) res.setHeader('Connection', 'close');
     send(res, error.response);
     return undefined;
   }
 }
 
 /**
- * The body as text, refused (413) once it grows past the limit. Stream events rather than an
+ * The body as text, refused (413) once it grows past the limit: the rest is read and dropped up
+ * to {@link MAX_DRAINED_BYTES}, and the refusal comes once the client has sent it all, so that
+ * the client reads it (see MAX_DRAINED_BYTES); beyond that, at once. Stream events rather than an
  * async iterator: the iterator costs about as much per request as the decision itself.
  */
 export function readBody(req: IncomingMessage): Promise<string> {
@@ -96,14 +106,18 @@ export function readBody(req: IncomingMessage): Promise<string> {
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= MAX_BODY_BYTES) return void chunks.push(chunk);
+      chunks.length = 0;
+      if (size <= MAX_DRAINED_BYTES) return;
       req.off('data', onData);
       req.pause();
       reject(new BodyError(tooLarge()));
     };
     req.on('data', onData);
-    req.once('end', () =>
-      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')),
-    );
+    req.once('end', () => {
+      if (size > MAX_BODY_BYTES) reject(new BodyError(tooLarge(), false));
+      else
+        resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    });
     req.once('error', reject);
     // A client that left mid-body: nothing will come, and nobody waits for the answer.
     req.once('close', () => {
