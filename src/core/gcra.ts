@@ -312,17 +312,21 @@ export class TokenBucketRule implements Rule {
     const burst = tier === undefined ? this.burst : tier.burst;
     const tolerance = tier === undefined ? this.tolerance : burst * unit;
     // Scaled time already queued ahead of now: 0 for a full bucket, up to `tolerance` for an empty one.
-    const queued =
-      tier === undefined && state.window === 0 && state.previous === 0
-        ? this.queuedOwn(state, now, epoch)
-        : this.queuedUnder(state, now, epoch, rate, tolerance);
+    // The common path: the rule's own parameters on a state kept in them (only `value` changes).
+    const plain = tier === undefined && state.window === 0 && state.previous === 0;
+    const queued = plain
+      ? this.queuedOwn(state, now, epoch)
+      : this.queuedUnder(state, now, epoch, rate, tolerance);
     const asked = cost === 0 ? 1 : cost;
     const after = queued + asked * unit;
 
     if (after <= tolerance && asked <= burst) {
       // Admitted. A peek (cost 0) reports the bucket as it is and changes nothing.
       const used = cost === 0 ? queued : after;
-      if (commit && cost !== 0) this.charge(state, now, epoch, after, tier);
+      if (commit && cost !== 0) {
+        if (plain) state.value = (now - epoch) * rate + after;
+        else this.charge(state, now, epoch, after, tier);
+      }
       return makeDecision(
         true,
         name,

@@ -236,6 +236,9 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private readonly hasher: KeyHasher;
   /** Origin of this rule's scaled time: the first `now` seen, which keeps GCRA integers small. */
   private epoch = Number.NaN;
+  /** The key of the last take and its id (see takeSync). */
+  private lastKey = '';
+  private lastId = '';
   /** The latest time a bucket was inserted at (NaN before the first): a fold's time when a reset's is unknown. */
   private latest = Number.NaN;
   /** Set by unbind: every later call is a configuration error. */
@@ -264,7 +267,15 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
 
   takeSync(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
     if (this.freed) throw notBound(this.name);
-    const id = bucketId(key);
+    // The id of the key taken last is kept: a key taken again and again (one client flooding)
+    // costs a comparison of equal strings, not another scan of the key for characters to hash.
+    let id: string;
+    if (key === this.lastKey) id = this.lastId;
+    else {
+      id = bucketId(key);
+      this.lastKey = key;
+      this.lastId = id;
+    }
     if (this.epoch !== this.epoch) this.epoch = now;
     const state = this.find(id, now);
     if (state !== undefined) return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
