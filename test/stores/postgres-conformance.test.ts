@@ -18,8 +18,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
     skip,
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
     timeout: '10s',
-    // Interim: per-call token-bucket tiers land in the PostgreSQL statements next.
-    tiers: false,
     async setup() {
       pool = testPool();
       await createAppSchema(pool, schema);
@@ -40,8 +38,6 @@ const skip = await skipUnlessReachable('postgres', postgresUrl);
     skip,
     // A loaded 2-CPU CI box can take longer than the 100 ms default for 1,000 takes at once.
     timeout: '10s',
-    // Interim: per-call token-bucket tiers land in the PostgreSQL statements next.
-    tiers: false,
     async setup() {
       sql = postgres(postgresUrl, { max: 20, onnotice: () => {} });
       await sql.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);

@@ -126,7 +126,8 @@ describe('PostgreSQL lockouts: rows, pruning, upgrades', { skip }, () => {
         `CREATE TABLE ${n.migrations} (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
       );
       for (const migration of postgresMigrations({ schema })) {
-        if (migration.name >= '007') continue;
+        // Token buckets need the tier columns (009) whatever else the schema lacks.
+        if (migration.name >= '007' && migration.name !== '009_token_bucket_tiers') continue;
         for (const sql of migration.statements) await pool.query(sql);
         await pool.query(`INSERT INTO ${n.migrations} (name) VALUES ($1)`, [migration.name]);
       }

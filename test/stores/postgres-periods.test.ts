@@ -125,7 +125,8 @@ describe('PostgreSQL calendar periods', { skip }, () => {
         `CREATE TABLE ${n.migrations} (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
       );
       for (const migration of postgresMigrations({ schema: old })) {
-        if (migration.name >= '005') continue;
+        // Token buckets need the tier columns (009) whatever else the schema lacks.
+        if (migration.name >= '005' && migration.name !== '009_token_bucket_tiers') continue;
         for (const sql of migration.statements) await pool.query(sql);
         await pool.query(`INSERT INTO ${n.migrations} (name) VALUES ($1)`, [migration.name]);
       }

@@ -451,15 +451,17 @@ describe('PostgresStore', { skip }, () => {
           const sql = module.ruleSql(n);
           const statements = ruleStatements(lockouts ? lockoutRuleSql(sql) : sql, n, 'store', undefined);
           const params = binding.ruleParams(now);
+          // The algorithm's own per-take values (a token bucket's tier: none here).
+          const perTake = binding.tierValues?.(undefined) ?? [];
           cases.push([
             `${rule.kind} batch${label}`,
             statements.batch.text,
-            [...params, keys, ones, ones, fives, timeLeft],
+            [...params, keys, ones, ones, fives, ...perTake.map((value) => keys.map(() => value)), timeLeft],
           ]);
           cases.push([
             `${rule.kind} single${label}`,
             statements.single.text,
-            [...params, 'k1', 1, 1, 5, timeLeft],
+            [...params, 'k1', 1, 1, 5, ...perTake, timeLeft],
           ]);
           const entry = binding.entryParams(now).map((value) => keys.map(() => value));
           all.push(

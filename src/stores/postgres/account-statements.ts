@@ -53,12 +53,13 @@ m AS (
  * writes nothing. Columns as the per-take source of every rule statement.
  *
  * @param first the parameter number of the account bucket; then cost, limit, anonymous bucket
+ * @param extra the algorithm's own per-take columns (after a comma each), e.g. a token bucket's tier
  */
-export function accountSource(first: number): string {
+export function accountSource(first: number, extra = ''): string {
   const [bucket, cost, limit, anon] = [first, first + 1, first + 2, first + 3];
   return `SELECT CASE WHEN f.session THEN $${bucket}::text ELSE COALESCE($${anon}::text, $${bucket}::text) END AS bucket,
     CASE WHEN f.session OR $${anon}::text IS NOT NULL THEN $${cost}::bigint ELSE 0 END AS cost,
-    1::bigint AS n, $${limit}::bigint AS quota, CASE WHEN f.session THEN $${bucket}::text END AS account
+    1::bigint AS n, $${limit}::bigint AS quota${extra}, CASE WHEN f.session THEN $${bucket}::text END AS account
   FROM f`;
 }
 

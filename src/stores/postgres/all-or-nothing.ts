@@ -1,5 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
+import type { CallLimit } from '../../core/rule.js';
+import { checkedCallLimit } from './call-tier.js';
 import type { TakeEntry } from '../../store.js';
 import { withDeadline } from '../shared/deadline.js';
 import { bucketId } from '../shared/bucket-id.js';
@@ -43,6 +45,10 @@ export class AllOrNothing {
     modules: readonly AlgorithmModule[],
     now: number,
   ): Promise<Decision[]> {
+    // Each entry's per-call limit as the statements take it (a tier checked, the rule's own as none).
+    const limits = entries.map((entry, i) =>
+      checkedCallLimit((bound[i] as PostgresRuleBuckets).rule, entry.limit, 'PostgresStore takeAll'),
+    );
     for (let i = 0; i < entries.length; i++) {
       if (this.accountKeys?.parse((entries[i] as TakeEntry).key) !== undefined) {
         throw new SluiceError(
@@ -63,7 +69,7 @@ export class AllOrNothing {
     }
     const deadline = new TimeLeft(performance.now() + this.timeoutMs);
     const rows = await withDeadline(
-      this.send(sql, entries, bound, modules, kinds, lockouts, now, deadline).catch(
+      this.send(sql, entries, limits, bound, modules, kinds, lockouts, now, deadline).catch(
         lockouts ? rethrowLockoutMapped : rethrowMapped,
       ),
       this.timeoutMs,
@@ -80,7 +86,7 @@ export class AllOrNothing {
       const replay = new DecisionReplay(buckets.rule, buckets.name, buckets.binding);
       replay.start(row);
       replays[index] = replay;
-      const decision = replay.next(entry.cost, entry.limit, false);
+      const decision = replay.next(entry.cost, limits[index], false);
       decisions[index] = decision;
       if (!decision.allowed) admitted = false;
     }
@@ -88,7 +94,7 @@ export class AllOrNothing {
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i] as TakeEntry;
       const replay = replays[i];
-      if (replay !== undefined) decisions[i] = replay.next(entry.cost, entry.limit);
+      if (replay !== undefined) decisions[i] = replay.next(entry.cost, limits[i]);
     }
     return decisions;
   }
@@ -96,6 +102,7 @@ export class AllOrNothing {
   private async send(
     sql: Statement,
     entries: readonly TakeEntry[],
+    limits: readonly (CallLimit | undefined)[],
     bound: readonly PostgresRuleBuckets[],
     modules: readonly AlgorithmModule[],
     kinds: readonly AlgorithmModule[],
@@ -105,7 +112,7 @@ export class AllOrNothing {
   ): Promise<readonly PostgresRow[]> {
     let at = this.storeTime.at(now);
     for (let attempt = 1; ; attempt++) {
-      const values = this.values(entries, bound, modules, kinds, at);
+      const values = this.values(entries, limits, bound, modules, kinds, at);
       if (lockouts) values.push(bound.map((buckets) => buckets.rule.block?.forgetAfterMs ?? null));
       if (this.timeSource === 'app') values.push(now);
       values.push(deadline);
@@ -127,6 +134,7 @@ export class AllOrNothing {
   /** Per kind (in the statement's order): ord, rule, bucket, cost, limit, then the kind's own arrays. */
   private values(
     entries: readonly TakeEntry[],
+    limits: readonly (CallLimit | undefined)[],
     bound: readonly PostgresRuleBuckets[],
     modules: readonly AlgorithmModule[],
     kinds: readonly AlgorithmModule[],
@@ -142,13 +150,14 @@ export class AllOrNothing {
         if (modules[i] !== kind) continue;
         const entry = entries[i] as TakeEntry;
         const buckets = bound[i] as PostgresRuleBuckets;
+        const limit = limits[i];
         const row = [
           i + 1,
           buckets.name,
           bucketId(entry.key),
           entry.cost,
-          entry.limit ?? buckets.rule.limit,
-          ...buckets.binding.entryParams(at),
+          typeof limit === 'number' ? limit : buckets.rule.limit,
+          ...buckets.binding.entryParams(at, limit),
         ];
         for (let c = 0; c < row.length; c++) (arrays[c] as unknown[]).push(row[c]);
       }

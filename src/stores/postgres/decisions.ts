@@ -36,7 +36,7 @@ export class DecisionReplay {
   }
 
   /** A reservation's decision (`reserve` of a rule that has it), as its statement made it. */
-  reserve(cost: number, maxWaitMs: number): Decision {
-    return reserverOf(this.rule).call(this.rule, this.state, this.now, 0, this.name, cost, maxWaitMs);
+  reserve(cost: number, maxWaitMs: number, limit?: CallLimit): Decision {
+    return reserverOf(this.rule).call(this.rule, this.state, this.now, 0, this.name, cost, maxWaitMs, limit);
   }
 }

@@ -247,6 +247,21 @@ $fn$`,
     statements: [lockoutColumns(n.tokenBuckets), lockoutColumns(n.windowCounters)],
   });
   list.push(leasesMigration(n));
+  list.push({
+    name: '009_token_bucket_tiers',
+    statements: [
+      // A token bucket's state charged under a per-call tier (a plan's rate, period and burst
+      // from data) keeps that tier's rate and tolerance beside its arrival time, which is then
+      // scaled by that rate (see algorithms/token-bucket.ts). NULL is the rule's own parameters,
+      // so every row written before reads as it did; nullable without a default, adding them
+      // rewrites no row. was_* keep the tier a write replaced, as `prev` keeps the arrival time.
+      `ALTER TABLE ${n.tokenBuckets}
+  ADD COLUMN tier_rate bigint,
+  ADD COLUMN tier_tolerance bigint,
+  ADD COLUMN was_tier_rate bigint,
+  ADD COLUMN was_tier_tolerance bigint`,
+    ],
+  });
   return list;
 }
 

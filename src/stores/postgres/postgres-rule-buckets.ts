@@ -21,6 +21,10 @@ import type { AccountKeys } from './account-key.js';
 import { OffsetAtSend, TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
+import { checkedCallLimit, sameCallLimit } from './call-tier.js';
+
+/** The per-take values of an algorithm without per-take columns of its own. */
+const NO_VALUES: readonly unknown[] = [];
 
 /** What a rule's buckets share with their store. */
 export interface BucketsContext {
@@ -42,7 +46,11 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/** Takes of one bucket with one cost and limit, answered by one row. */
+/**
+ * Takes of one bucket with one cost and limit (a token bucket's tier by its numbers), answered
+ * by one row: a take of the bucket under another tier leaves in a statement of its own, so each
+ * row is decided under its own parameters.
+ */
 interface Group {
   readonly bucket: string;
   readonly cost: number;
@@ -102,14 +110,13 @@ export class PostgresRuleBuckets implements RuleBuckets {
 
   take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     if (!this.bound) return Promise.reject(this.unboundError());
-    // Interim: the statements do not carry a token bucket's per-call tier yet.
-    if (typeof limit === 'object')
-      return Promise.reject(
-        new SluiceError(
-          'SLUICE_CONFIG',
-          'PostgresStore: per-call token-bucket parameters are not supported yet',
-        ),
-      );
+    if (typeof limit === 'object') {
+      try {
+        limit = checkedCallLimit(this.rule, limit, 'PostgresStore take');
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     const account = this.context.accountKeys?.parse(key);
     if (account !== undefined) {
       return this.takeForAccount(account.userId, account.bucket, undefined, cost, now, limit).then(
@@ -141,8 +148,16 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * in docs/postgres.md: a refund may give back less, never more). Bounded and checked against
    * its deadline as a take: a call answered as timed out never applies afterwards.
    */
-  async adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
+  async adjust(
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    limit?: CallLimit,
+  ): Promise<void> {
     if (!this.bound) throw this.unboundError();
+    const tier = checkedCallLimit(this.rule, limit, 'PostgresStore adjust');
     if (delta === 0) return;
     const context = this.context;
     const account = context.accountKeys?.parse(key);
@@ -150,7 +165,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (statement === undefined) throw new Error('unreachable: account keys need the users option');
     const since = performance.now();
     const expected = context.storeTime.at(now);
-    const params = (at: number) => this.binding.adjustParams(at, at + (takenAt - now));
+    const params = (at: number) => this.binding.adjustParams(at, at + (takenAt - now), tier);
     const values: unknown[] = [
       ...params(expected),
       bucketId(account === undefined ? key : account.bucket),
@@ -177,10 +192,17 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * reservations queue in the order PostgreSQL runs them. Bounded and checked against its
    * deadline as a take. Not for account keys.
    */
-  async reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+  async reserve(
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+    limit?: CallLimit,
+  ): Promise<Decision> {
     if (!this.bound) throw this.unboundError();
     reserverOf(this.rule);
     checkReservation(cost, maxWaitMs);
+    const tier = checkedCallLimit(this.rule, limit, 'PostgresStore reserve');
     const statement = this.statements.reserve;
     const params = this.binding.reserveParams;
     if (statement === undefined || params === undefined || this.context.accountKeys?.parse(key) !== undefined)
@@ -190,7 +212,14 @@ export class PostgresRuleBuckets implements RuleBuckets {
       );
     const context = this.context;
     const at = (time: number) => params(time, maxWaitMs);
-    const values: unknown[] = [...at(context.storeTime.at(now)), bucketId(key), cost, 1, this.rule.limit];
+    const values: unknown[] = [
+      ...at(context.storeTime.at(now)),
+      bucketId(key),
+      cost,
+      1,
+      this.limitOf(tier),
+      ...this.tierValues(tier),
+    ];
     if (context.timeSource === 'app') values.push(now);
     values.push(new TimeLeft(performance.now() + context.timeoutMs));
     const rows = await withDeadline(
@@ -204,7 +233,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (row === undefined) throw storeError(new Error('statement returned too few rows'));
     const replay = new DecisionReplay(this.rule, this.name, this.binding);
     replay.start(row);
-    return replay.reserve(cost, maxWaitMs);
+    return replay.reserve(cost, maxWaitMs, tier);
   }
 
   /** Called by the store when it unbinds the rule's name (internal). */
@@ -245,6 +274,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       this.limitOf(limit),
       anon,
       userId,
+      ...this.tierValues(limit),
     ];
     if (this.context.timeSource === 'app') values.push(now);
     values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
@@ -282,7 +312,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (context.timeSource === 'store' || batch.now === now) {
       const group = batch.groups.get(bucket);
       if (group !== undefined) {
-        if (group.cost === cost && group.limit === limit) {
+        if (group.cost === cost && sameCallLimit(group.limit, limit)) {
           group.waiters.push(waiter);
           return;
         }
@@ -325,26 +355,20 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (groups.size === 1) {
       // A lone bucket (the common case below saturation): scalar parameters, cached plan.
       const group = groups.values().next().value as Group;
-      values = this.values(
-        group.bucket,
-        group.cost,
-        group.waiters.length,
-        typeof group.limit === 'object' ? undefined : group.limit,
-        batch,
-      );
+      values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch);
     } else {
       statement = this.statements.batch;
       const size = groups.size;
       const buckets = new Array<string>(size);
       const costs = new Array<number>(size);
       const counts = new Array<number>(size);
-      const limits = new Array<number>(size);
+      const limits = new Array<CallLimit | undefined>(size);
       let i = 0;
       for (const group of groups.values()) {
         buckets[i] = group.bucket;
         costs[i] = group.cost;
         counts[i] = group.waiters.length;
-        limits[i] = this.limitOf(group.limit);
+        limits[i] = group.limit;
         i++;
       }
       values = this.values(buckets, costs, counts, limits, batch);
@@ -357,6 +381,12 @@ export class PostgresRuleBuckets implements RuleBuckets {
 
   private limitOf(limit: CallLimit | undefined): number {
     return typeof limit === 'number' ? limit : this.rule.limit;
+  }
+
+  /** A take's values of its algorithm's own per-take columns (a token bucket's tier); none for the others. */
+  private tierValues(limit: CallLimit | undefined): readonly unknown[] {
+    const tierValues = this.binding.tierValues;
+    return tierValues === undefined ? NO_VALUES : tierValues(limit);
   }
 
   /**
@@ -383,14 +413,15 @@ export class PostgresRuleBuckets implements RuleBuckets {
   }
 
   /**
-   * The statement's parameters: the rule's, then the per-bucket ones (scalars or arrays), the
-   * application's now (timeSource "app"), and the time left before the batch's deadline.
+   * The statement's parameters: the rule's, then the per-bucket ones (scalars or arrays: the
+   * quota, then the algorithm's own per-take values), the application's now (timeSource "app"),
+   * and the time left before the batch's deadline.
    */
   private values(
     buckets: string | string[],
     costs: number | number[],
     counts: number | number[],
-    limits: number | undefined | number[],
+    limits: CallLimit | undefined | (CallLimit | undefined)[],
     batch: Batch,
   ): unknown[] {
     const context = this.context;
@@ -399,8 +430,18 @@ export class PostgresRuleBuckets implements RuleBuckets {
       buckets,
       costs,
       counts,
-      Array.isArray(limits) ? limits : this.limitOf(limits),
     ];
+    if (!Array.isArray(limits)) {
+      values.push(this.limitOf(limits), ...this.tierValues(limits));
+    } else {
+      values.push(limits.map((limit) => this.limitOf(limit)));
+      if (this.binding.tierValues !== undefined) {
+        // One array per column, a row per bucket.
+        const rows = limits.map((limit) => this.tierValues(limit));
+        const columns = (rows[0] as readonly unknown[]).length;
+        for (let c = 0; c < columns; c++) values.push(rows.map((row) => row[c]));
+      }
+    }
     if (context.timeSource === 'app') values.push(batch.now);
     values.push(new TimeLeft(batch.deadline));
     return values;

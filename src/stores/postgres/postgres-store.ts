@@ -286,12 +286,6 @@ export class PostgresStore implements Store, LeaseStore {
    */
   async takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
     assertDistinctEntries(entries);
-    // Interim: the statements do not carry a token bucket's per-call tier yet.
-    if (entries.some((entry) => typeof entry.limit === 'object'))
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        'PostgresStore: per-call token-bucket parameters are not supported yet',
-      );
     const bound = entries.map((entry) => this.bucketsOf(entry.buckets));
     const modules = bound.map((buckets) => this.modules.get(buckets) as AlgorithmModule);
     return this.allOrNothing.take(entries, bound, modules, now);

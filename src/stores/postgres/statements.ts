@@ -30,9 +30,10 @@ import type { SchemaNames } from './migrations.js';
  * on 100,000 keys slowed to a quarter (docs/postgres.md). A lateral probe cannot become a scan.
  *
  * Parameters: the rule's own (`ruleParams` of them, $1 its name), then per take bucket, cost,
- * count of takes and limit (scalars, or arrays in a batch); an account take instead: account
- * bucket, cost, limit, anonymous bucket, user id. Then the application's time (timeSource
- * "app"), then the time left before the deadline.
+ * count of takes, limit and the algorithm's own per-take inputs (`takeColumns`: a token bucket's
+ * tier; scalars, or arrays in a batch); an account take instead: account bucket, cost, limit,
+ * anonymous bucket, user id, then the algorithm's own inputs. Then the application's time
+ * (timeSource "app"), then the time left before the deadline.
  */
 
 /** One statement: its text and the name it is prepared under. */
@@ -88,18 +89,24 @@ export function ruleStatements(
   reserveSql?: RuleSql,
 ): RuleStatements {
   const k = sql.ruleParams;
-  const batchSource = `SELECT x.bucket, x.cost, x.n, x.quota, NULL::text AS account
-  FROM unnest($${k + 1}::text[], $${k + 2}::bigint[], $${k + 3}::bigint[], $${k + 4}::bigint[]) AS x(bucket, cost, n, quota)
+  // The algorithm's own per-take inputs (a token bucket's tier), after the quota.
+  const extra = sql.takeColumns ?? [];
+  const e = extra.length;
+  const extraNames = extra.map((c) => `, x.${c.name}`).join('');
+  const batchSource = `SELECT x.bucket, x.cost, x.n, x.quota${extraNames}, NULL::text AS account
+  FROM unnest($${k + 1}::text[], $${k + 2}::bigint[], $${k + 3}::bigint[], $${k + 4}::bigint[]${extra.map((c, i) => `, $${k + 5 + i}::${c.type}[]`).join('')}) AS x(bucket, cost, n, quota${extra.map((c) => `, ${c.name}`).join('')})
   LIMIT cardinality($${k + 1}::text[])`;
   // LIMIT cardinality(…) keeps every row, but a generic plan then estimates one row instead of
   // ten, so PostgreSQL keeps the cached generic plan (primary-key probes in a nested loop)
   // rather than planning every batch anew.
+  const extraScalars = (first: number) =>
+    extra.map((c, i) => `, $${first + i}::${c.type} AS ${c.name}`).join('');
   const oneBucket = (first: number) =>
-    `SELECT $${first + 1}::text AS bucket, $${first + 2}::bigint AS cost, $${first + 3}::bigint AS n, $${first + 4}::bigint AS quota, NULL::text AS account`;
+    `SELECT $${first + 1}::text AS bucket, $${first + 2}::bigint AS cost, $${first + 3}::bigint AS n, $${first + 4}::bigint AS quota${extraScalars(first + 5)}, NULL::text AS account`;
   const singleSource = oneBucket(k);
   return {
-    batch: statement(takeText(sql, names, timeSource, batchSource, k + 5, '')),
-    single: statement(takeText(sql, names, timeSource, singleSource, k + 5, '')),
+    batch: statement(takeText(sql, names, timeSource, batchSource, k + 5 + e, '')),
+    single: statement(takeText(sql, names, timeSource, singleSource, k + 5 + e, '')),
     account:
       account === undefined
         ? undefined
@@ -108,8 +115,8 @@ export function ruleStatements(
               sql,
               names,
               timeSource,
-              accountSource(k + 1),
-              k + 6,
+              accountSource(k + 1, extraScalars(k + 6)),
+              k + 6 + e,
               accountCtes(account, names, k + 1, k + 5),
             ),
           ),
@@ -122,7 +129,7 @@ export function ruleStatements(
               names,
               timeSource,
               oneBucket(reserveSql.ruleParams),
-              reserveSql.ruleParams + 5,
+              reserveSql.ruleParams + 5 + e,
               '',
             ),
           ),

@@ -1,4 +1,4 @@
-import type { Rule } from '../../../core/algorithm.js';
+import type { CallLimit, Rule } from '../../../core/algorithm.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../migrations.js';
 import type { PostgresRow } from '../postgres-client.js';
@@ -18,6 +18,12 @@ export interface RuleSql {
   readonly ruleParams: number;
   /** Per-statement values from the statement's time `now` (a SQL expression in ms). */
   prelude(now: string): string;
+  /**
+   * Per-take inputs of the algorithm's own beside bucket, cost, n and quota (a token bucket's
+   * per-call tier), read as `s.<name>`: sent after the quota, as scalars or arrays like it, with
+   * the values of {@link AlgorithmBinding.tierValues}. None when absent.
+   */
+  readonly takeColumns?: readonly { readonly name: string; readonly type: string }[];
   /** The columns holding the state, in the order {@link next} answers them. */
   readonly stateColumns: readonly string[];
   /** The columns a write keeps the replaced state in, one per state column. */
@@ -91,18 +97,26 @@ export interface AlgorithmBinding {
   ruleParams(now: number): unknown[];
   /**
    * The rule's parameters for a refund or settlement ({@link AdjustSql}) deciding at `now` of a
-   * take made at `takenAt` (both ms, as the statement is expected to see them): $1 is always the
-   * rule's name. A lockout adds none.
+   * take made at `takenAt` (both ms, as the statement is expected to see them) under the per-call
+   * `limit` (a token bucket's tier): $1 is always the rule's name. A lockout adds none.
    */
-  adjustParams(now: number, takenAt: number): unknown[];
+  adjustParams(now: number, takenAt: number, limit?: CallLimit): unknown[];
   /**
    * The rule's parameters for a reservation ({@link AlgorithmModule.reserveSql}) deciding at
    * `now` with a longest wait of `maxWaitMs`: $1 is always the rule's name. Present when the
    * module reserves.
    */
   reserveParams?(now: number, maxWaitMs: number): unknown[];
-  /** The kind's own values of an all-or-nothing entry (after ord, rule, bucket, cost, limit). */
-  entryParams(now: number): readonly unknown[];
+  /**
+   * The kind's own values of an all-or-nothing entry (after ord, rule, bucket, cost, limit)
+   * under the entry's per-call `limit`.
+   */
+  entryParams(now: number, limit?: CallLimit): readonly unknown[];
+  /**
+   * A take's values of the columns {@link RuleSql.takeColumns} under its per-call `limit`
+   * (checked by the store). Present exactly when the algorithm's SQL has such columns.
+   */
+  tierValues?(limit: CallLimit | undefined): readonly unknown[];
   /**
    * Writes the state a returned row reports into `state` and answers the time to decide at, in
    * the frame `rule.decide` reads that state in (the store passes epoch 0).

@@ -53,6 +53,7 @@ export function lockoutRuleSql(sql: RuleSql): RuleSql {
     table: sql.table,
     ruleParams: k + LOCKOUT_PARAMS,
     prelude: (now) => `SELECT p0.*, ${now} AS blk_now FROM (${sql.prelude(now)}) p0`,
+    ...(sql.takeColumns === undefined ? {} : { takeColumns: sql.takeColumns }),
     stateColumns: [...LOCKOUT_COLUMNS, ...sql.stateColumns],
     wasColumns: [...LOCKOUT_WAS_COLUMNS, ...sql.wasColumns],
     // Three layers: the algorithm's derived values (i) and the stored block (b); whether the
@@ -120,6 +121,7 @@ export function lockoutBinding(binding: AlgorithmBinding, policy: BlockPolicy): 
     ruleParams: (now) => [...binding.ruleParams(now), ...values],
     adjustParams: binding.adjustParams,
     entryParams: binding.entryParams,
+    ...(binding.tierValues === undefined ? {} : { tierValues: binding.tierValues }),
     read(row: PostgresRow, state: BucketState): number {
       const now = binding.read(row, state);
       state.blockedUntil = now + (row.blk_left as number);

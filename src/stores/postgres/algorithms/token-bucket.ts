@@ -1,4 +1,4 @@
-import type { Rule } from '../../../core/algorithm.js';
+import type { CallLimit, Rule } from '../../../core/algorithm.js';
 import { MAX_TOKEN_RATE } from '../../../core/bounds.js';
 import { SluiceError } from '../../../core/errors.js';
 import type { TokenBucketRule } from '../../../core/gcra.js';
@@ -13,127 +13,285 @@ import { takeAllLockout } from './lockout.js';
 export const SCALED_EPOCH_MS = 1_735_689_600_000;
 
 /**
+ * The SQL expressions a token bucket's decision reads its inputs from: the rule's own rate, unit
+ * and tolerance reduced by their gcd `g`, the per-call tier (`tr`, `tu`, `tt`: rate, unit and
+ * tolerance in the core's units; NULL for the rule's own), the time since the epoch in ms (`ne`)
+ * and scaled by the reduced rate (`sn`), and the take's cost.
+ */
+interface BucketInputs {
+  readonly rate: string;
+  readonly unit: string;
+  readonly tol: string;
+  readonly g: string;
+  readonly tr: string;
+  readonly tu: string;
+  readonly tt: string;
+  readonly ne: string;
+  readonly sn: string;
+  readonly cost: string;
+}
+
+/**
+ * A stored state read under the decision's parameters, as `TokenBucketRule.queuedUnder` reads
+ * it, for the stored columns `[tat, tier_rate, tier_tolerance]`. A row whose tier columns are
+ * NULL (every row written before tiers, and every row only the rule's own takes wrote) is in the
+ * rule's own scale reduced by `g`, as before; a row with them holds its arrival time scaled by
+ * `tier_rate` unreduced, and its tolerance in the core's units.
+ *
+ * A take under the rule's own parameters of a row in the reduced scale decides and writes in
+ * that scale, exactly as before tiers (`lg`). Every other decides in the core's units under the
+ * call's rate and tolerance (the rule's own when it has no tier) and writes them as the row's
+ * tier columns: a tier with the rule's rate and tolerance but another period may charge units
+ * the reduced scale cannot hold, and so may a state migrated back from a tier. A state read under
+ * another rate or tolerance than its own is migrated proportionally, in float8 as the core does
+ * in doubles: ceil((queued × new tolerance) / old tolerance), capped at twice the new tolerance.
+ *
+ * Answers, in the decision's scale: `br` (rate), `bu` (unit), `bt` (tolerance), `bn` (now
+ * scaled), `q` (time queued ahead of now), `cu` (the take's scaled cost, at most one unit past
+ * the burst), and the tier columns a write stores, `wr` and `wt`.
+ */
+function bucketDerive(p: BucketInputs, [tat, rate, tol]: readonly string[]): string {
+  return `SELECT m.*,
+    CASE WHEN m.lg OR (m.sr = m.br AND m.st = m.bt) THEN m.qs
+      WHEN m.qs = 0 THEN 0::bigint
+      ELSE LEAST(ceil((m.qs::float8 * m.bt::float8) / m.st::float8), 2 * m.bt::float8)::bigint END AS q,
+    LEAST(GREATEST(${p.cost}, 1), m.bt / m.bu + 1) * m.bu AS cu
+  FROM (
+    SELECT k.*, CASE WHEN k.lg THEN ${p.sn} ELSE ${p.ne} * k.br END AS bn,
+      CASE WHEN k.lg THEN NULL::bigint ELSE k.br END AS wr,
+      CASE WHEN k.lg THEN NULL::bigint ELSE k.bt END AS wt,
+      CASE WHEN ${rate} IS NULL THEN (GREATEST(${tat}, ${p.sn}) - ${p.sn}) * CASE WHEN k.lg THEN 1 ELSE ${p.g} END
+        ELSE GREATEST(${tat}, ${p.ne} * ${rate}) - ${p.ne} * ${rate} END AS qs,
+      COALESCE(${rate}, ${p.rate} * ${p.g}) AS sr, COALESCE(${tol}, ${p.tol} * ${p.g}) AS st
+    FROM (
+      SELECT l.lg,
+        CASE WHEN l.lg THEN ${p.rate} ELSE COALESCE(${p.tr}, ${p.rate} * ${p.g}) END AS br,
+        CASE WHEN l.lg THEN ${p.unit} ELSE COALESCE(${p.tu}, ${p.unit} * ${p.g}) END AS bu,
+        CASE WHEN l.lg THEN ${p.tol} ELSE COALESCE(${p.tt}, ${p.tol} * ${p.g}) END AS bt
+      FROM (SELECT ${p.tr} IS NULL AND ${rate} IS NULL AS lg) l
+    ) k
+  ) m`;
+}
+
+/**
+ * The state a take saw, for the core to replay on (see the binding's `read`): the time queued
+ * ahead of now in the row's own scale (`q`; reduced for a row without tier columns) and its tier
+ * columns (`qr`, `qt`; NULL without), from the stored columns `[tat, tier_rate, tier_tolerance]`.
+ */
+function bucketOutput([tat, rate, tol]: readonly string[], ne: string, sn: string): string[] {
+  return [
+    `(CASE WHEN ${rate} IS NULL THEN GREATEST(${tat}, ${sn}) - ${sn}
+    ELSE GREATEST(${tat}, ${ne} * ${rate}) - ${ne} * ${rate} END)::float8`,
+    `${rate}::float8`,
+    `${tol}::float8`,
+  ];
+}
+
+/** The answer's columns, named as the binding's `read` reads them. */
+const outputs = ['q', 'qr', 'qt'] as const;
+
+/** The statement's time since the epoch in ms (`ne`) and scaled by the rule's reduced rate, $2 (`sn`). */
+const prelude = (now: string) =>
+  `SELECT a.ne, a.ne * $2::bigint AS sn FROM (SELECT ${now} - ${SCALED_EPOCH_MS} AS ne) a`;
+
+/** The per-take tier columns every take statement's rows carry (NULL: the rule's own parameters). */
+const tierColumns = [
+  { name: 'tr', type: 'bigint' },
+  { name: 'tu', type: 'bigint' },
+  { name: 'tt', type: 'bigint' },
+] as const;
+
+/** The decision's inputs in a take statement: the rule's values $2, $3, $4 and $6 (gcd), the row `s`. */
+const takeInputs: BucketInputs = {
+  rate: '$2::bigint',
+  unit: '$3::bigint',
+  tol: '$4::bigint',
+  g: '$6::bigint',
+  tr: 's.tr',
+  tu: 's.tu',
+  tt: 's.tt',
+  ne: 's.ne',
+  sn: 's.sn',
+  cost: 's.cost',
+};
+
+/**
  * Token bucket (GCRA in scaled integer time, as src/core/gcra.ts), one row per bucket in
  * `token_buckets` holding the theoretical arrival time `tat` as a bigint: time since
  * {@link SCALED_EPOCH_MS} in units of 1/rate ms, with limit and period reduced by their gcd (the
- * same exact arithmetic in smaller integers). Rule parameters: $1 rule, $2 rate (scaled units per
- * ms), $3 unit (units per token), $4 tolerance (burst × unit), $5 penalty. Answers `q`: the
- * scaled time queued ahead of now before the take(s), in reduced units; the core replays its
- * decisions on it (now = epoch = 0, so only the exact difference matters).
+ * same exact arithmetic in smaller integers), or, for a state charged under a per-call tier, in
+ * the tier's units with the tier in `tier_rate` and `tier_tolerance` (see {@link bucketDerive}).
+ * Rule parameters: $1 rule, $2 rate (scaled units per ms), $3 unit (units per token), $4
+ * tolerance (burst × unit), $5 penalty, $6 the gcd; per take its tier (`s.tr`, `s.tu`, `s.tt`).
+ * Answers the state the take(s) saw (see {@link bucketOutput}); the core replays its decisions
+ * on it (now = epoch = 0, so only the exact difference matters).
  */
 function ruleSql(names: SchemaNames): RuleSql {
-  const queued = (tat: string) => `(GREATEST(${tat}, s.sn) - s.sn)`;
   return {
     table: names.tokenBuckets,
-    ruleParams: 5,
-    prelude: (now) => `SELECT (${now} - ${SCALED_EPOCH_MS}) * $2::bigint AS sn`,
-    stateColumns: ['tat'],
-    wasColumns: ['prev'],
+    ruleParams: 6,
+    prelude,
+    takeColumns: tierColumns,
+    stateColumns: ['tat', 'tier_rate', 'tier_tolerance'],
+    wasColumns: ['prev', 'was_tier_rate', 'was_tier_tolerance'],
     // A cost above the burst is refused whatever the state; capped at burst + 1 tokens, its
     // scaled size stays within the burst's (which the core keeps below 2^53), so no cost can
     // overflow a bigint here.
-    derive: ([tat]) =>
-      `SELECT ${queued(tat as string)} AS q, LEAST(GREATEST(s.cost, 1), $4::bigint / $3::bigint + 1) * $3::bigint AS cu`,
+    derive: (old) => bucketDerive(takeInputs, old),
     // Charges when it is a take (not a peek), could ever fit (cost <= burst), and fits now or
     // the rule charges refusals.
-    writes: (d) => `s.cost > 0 AND ${d}.cu <= $4::bigint AND ($5::boolean OR ${d}.q + ${d}.cu <= $4::bigint)`,
-    chargeable: (d) => `s.cost > 0 AND ${d}.cu <= $4::bigint`,
+    writes: (d) => `s.cost > 0 AND ${d}.cu <= ${d}.bt AND ($5::boolean OR ${d}.q + ${d}.cu <= ${d}.bt)`,
+    chargeable: (d) => `s.cost > 0 AND ${d}.cu <= ${d}.bt`,
     // The queue may run past the tolerance under penalty: then nothing fits (not a negative count).
-    fitting: (d) => `GREATEST(($4::bigint - ${d}.q) / ${d}.cu, 0)`,
+    fitting: (d) => `GREATEST((${d}.bt - ${d}.q) / ${d}.cu, 0)`,
     // n takes in order: under penalty every one is charged, the debt capped at one extra full
     // refill (as the core); otherwise as many as fit.
     next: (d, n = 's.n') => [
-      `s.sn + CASE
-      WHEN $5::boolean THEN LEAST(${d}.q + ${n}::numeric * ${d}.cu, 2 * $4::bigint)::bigint
-      WHEN ${d}.q + ${d}.cu <= $4::bigint THEN ${d}.q + LEAST(${n}, ($4::bigint - ${d}.q) / ${d}.cu) * ${d}.cu
+      `${d}.bn + CASE
+      WHEN $5::boolean THEN LEAST(${d}.q + ${n}::numeric * ${d}.cu, 2 * ${d}.bt)::bigint
+      WHEN ${d}.q + ${d}.cu <= ${d}.bt THEN ${d}.q + LEAST(${n}, (${d}.bt - ${d}.q) / ${d}.cu) * ${d}.cu
       ELSE ${d}.q END`,
+      `${d}.wr`,
+      `${d}.wt`,
     ],
-    output: ([tat]) => `${queued(tat as string)}::float8 AS q`,
+    output: (state) =>
+      bucketOutput(state, 's.ne', 's.sn')
+        .map((value, i) => `${value} AS ${outputs[i] as string}`)
+        .join(', '),
     adjust: adjustSql,
   };
 }
 
 /**
- * A reservation: a take of one bucket whose queue may run `$5` scaled units (the longest wait
- * times the rate) past the tolerance; a refusal charges nothing, penalty or not (the rule's
- * penalty is not sent). Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance, $5 the wait's
- * scaled units. The core replays the decision with `reserve` on the `q` answered.
+ * A reservation: a take of one bucket whose queue may run the longest wait ($5, in ms) times the
+ * decision's rate past the tolerance; a refusal charges nothing, penalty or not (the rule's
+ * penalty is not sent). Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance, $5 the wait, $6
+ * the gcd; per take its tier. The core replays the decision with `reserve` on the state answered.
  */
 function reserveSql(names: SchemaNames): RuleSql {
   const take = ruleSql(names);
-  const fits = (d: string) => `${d}.q + ${d}.cu <= $4::bigint + $5::bigint`;
+  const fits = (d: string) => `${d}.q + ${d}.cu <= ${d}.bt + $5::bigint * ${d}.br`;
   return {
     ...take,
-    ruleParams: 5,
-    writes: (d) => `s.cost > 0 AND ${d}.cu <= $4::bigint AND ${fits(d)}`,
-    next: (d) => [`s.sn + CASE WHEN ${fits(d)} THEN ${d}.q + ${d}.cu ELSE ${d}.q END`],
+    writes: (d) => `s.cost > 0 AND ${d}.cu <= ${d}.bt AND ${fits(d)}`,
+    next: (d) => [
+      `${d}.bn + CASE WHEN ${fits(d)} THEN ${d}.q + ${d}.cu ELSE ${d}.q END`,
+      `${d}.wr`,
+      `${d}.wt`,
+    ],
   };
 }
 
 /**
- * A refund or settlement of a token bucket, as `TokenBucketRule.adjust` in reduced units.
- * Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance. A refund moves the arrival time back by
- * the take's units not refilled yet (`s.left_ms` × rate, at most `-delta` tokens), never before
- * now, and only while the bucket is not full; a charge moves it forward from now or the queue,
- * the debt capped at twice the tolerance. Each product is capped first at a size past which the
- * result cannot change (a refund is at most the burst, the queue at most twice the tolerance),
- * so none can overflow a bigint.
+ * A refund or settlement of a token bucket, as `TokenBucketRule.adjust`, under the tier the take
+ * was made under. Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance, $5 the gcd, $6, $7, $8 the
+ * take's tier (NULL: the rule's own). A refund moves the arrival time back by the take's units
+ * not refilled yet (`s.left_ms` × rate, at most `-delta` tokens), never before now, and only
+ * while the bucket is not full; a charge moves it forward from now or the queue, the debt capped
+ * at twice the tolerance. Each product is capped first at a size past which the result cannot
+ * change (a refund is at most the burst, the queue at most twice the tolerance), so none can
+ * overflow a bigint. The state is read (and migrated) as a take under the tier reads it.
  */
 const adjustSql: AdjustSql = {
-  params: 4,
-  prelude: (now) => `SELECT (${now} - ${SCALED_EPOCH_MS}) * $2::bigint AS sn`,
-  columns: ['tat'],
-  derive: ([tat]) => `SELECT CASE
-      WHEN x.refunds THEN GREATEST(x.tat - LEAST(
-        LEAST(-s.delta, 2 * $4::bigint / $3::bigint + 1) * $3::bigint,
-        LEAST(s.left_ms, 2 * $4::bigint / $2::bigint + 1) * $2::bigint), s.sn)
-      WHEN s.delta > 0 THEN s.sn + LEAST(GREATEST(x.tat - s.sn, 0)
-        + LEAST(s.delta, 2 * $4::bigint / $3::bigint + 1) * $3::bigint, 2 * $4::bigint)
-      ELSE x.tat END AS n0,
-    x.refunds OR s.delta > 0 AS changed
-  FROM (SELECT y.tat, s.delta < 0 AND y.tat > s.sn AND s.left_ms > 0 AS refunds
-    FROM (SELECT COALESCE(${tat as string}, s.sn) AS tat) y) x`,
+  params: 8,
+  prelude,
+  columns: ['tat', 'tier_rate', 'tier_tolerance'],
+  derive: (old) => `SELECT x.bn + x.nq AS n0, x.wr AS n1, x.wt AS n2, x.refunds OR s.delta > 0 AS changed
+  FROM (
+    SELECT y.*, CASE
+      WHEN y.refunds THEN GREATEST(y.q - LEAST(
+        LEAST(-s.delta, 2 * y.bt / y.bu + 1) * y.bu,
+        LEAST(s.left_ms, 2 * y.bt / y.br + 1) * y.br), 0)
+      WHEN s.delta > 0 THEN LEAST(y.q + LEAST(s.delta, 2 * y.bt / y.bu + 1) * y.bu, 2 * y.bt)
+      ELSE y.q END AS nq
+    FROM (SELECT d.*, s.delta < 0 AND d.q > 0 AND s.left_ms > 0 AS refunds FROM (${bucketDerive(
+      {
+        rate: '$2::bigint',
+        unit: '$3::bigint',
+        tol: '$4::bigint',
+        g: '$5::bigint',
+        tr: '$6::bigint',
+        tu: '$7::bigint',
+        tt: '$8::bigint',
+        ne: 's.ne',
+        sn: 's.sn',
+        cost: '1',
+      },
+      old,
+    )}) d) y
+  ) x`,
 };
+
+/** The decision's inputs of an all-or-nothing entry, from the family's row `e`. */
+const entryInputs = (e: string): BucketInputs => ({
+  rate: `${e}.rate`,
+  unit: `${e}.unit`,
+  tol: `${e}.tol`,
+  g: `${e}.g`,
+  tr: `${e}.tr`,
+  tu: `${e}.tu`,
+  tt: `${e}.tt`,
+  ne: `${e}.ne`,
+  sn: `${e}.sn`,
+  cost: `${e}.cost`,
+});
 
 const family: TakeAllFamily = {
   id: 't',
   snapshot: (names, lockouts) => `ts AS (
-  SELECT te.*, o.tat AS old${lockouts ? takeAllLockout.snapshot('o') : ''},
-    te.cu <= te.tol AND GREATEST(o.tat, te.sn) - te.sn + te.cu <= te.tol${lockouts ? takeAllLockout.open('te', 'o.blocked_until') : ''} AS fits
+  SELECT te.*, o.tat AS old, o.tier_rate AS old_rate, o.tier_tolerance AS old_tol${lockouts ? takeAllLockout.snapshot('o') : ''},
+    d.cu <= d.bt AND d.q + d.cu <= d.bt${lockouts ? takeAllLockout.open('te', 'o.blocked_until') : ''} AS fits
   FROM te LEFT JOIN LATERAL (
-    SELECT t.tat${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.tokenBuckets} t WHERE t.rule = te.rule AND t.bucket = te.bucket LIMIT 1
+    SELECT t.tat, t.tier_rate, t.tier_tolerance${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.tokenBuckets} t WHERE t.rule = te.rule AND t.bucket = te.bucket LIMIT 1
   ) o ON true
+  CROSS JOIN LATERAL (${bucketDerive(entryInputs('te'), ['o.tat', 'o.tier_rate', 'o.tier_tolerance'])}) d
 )`,
   decide: (names, lockouts) => `tl AS (
-  SELECT l.rule, l.bucket, l.tat${lockouts ? takeAllLockout.read('l') : ''}
+  SELECT l.rule, l.bucket, l.tat, l.tier_rate, l.tier_tolerance${lockouts ? takeAllLockout.read('l') : ''}
   FROM (SELECT te.rule, te.bucket FROM te WHERE (SELECT sok.ok FROM sok) ORDER BY te.rule COLLATE "C", te.bucket COLLATE "C") e
   CROSS JOIN LATERAL (
-    SELECT t.rule, t.bucket, t.tat${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.tokenBuckets} t WHERE t.rule = e.rule AND t.bucket = e.bucket FOR UPDATE OF t
+    SELECT t.rule, t.bucket, t.tat, t.tier_rate, t.tier_tolerance${lockouts ? takeAllLockout.read('t') : ''} FROM ${names.tokenBuckets} t WHERE t.rule = e.rule AND t.bucket = e.bucket FOR UPDATE OF t
   ) l
 ),
 td AS (
-  SELECT y.*, y.cu <= y.tol AND y.q + y.cu <= y.tol${lockouts ? takeAllLockout.open('y', 'y.blk_until') : ''} AS fits FROM (
-    SELECT ts.ord, ts.rule, ts.bucket, ts.cost, ts.sn, ts.cu, ts.tol, v.old, GREATEST(v.old, ts.sn) - ts.sn AS q${lockouts ? ', ts.forget, ts.blk_now, v.blk_until, v.blk_last' : ''}
+  SELECT y.*, d.*, d.cu <= d.bt AND d.q + d.cu <= d.bt${lockouts ? takeAllLockout.open('y', 'y.blk_until') : ''} AS fits FROM (
+    SELECT ts.ord, ts.rule, ts.bucket, ts.cost, ts.rate, ts.unit, ts.tol, ts.g, ts.tr, ts.tu, ts.tt, ts.ne, ts.sn,
+      v.old, v.old_rate, v.old_tol${lockouts ? ', ts.forget, ts.blk_now, v.blk_until, v.blk_last' : ''}
     FROM ts LEFT JOIN tl ON tl.rule = ts.rule AND tl.bucket = ts.bucket
-    CROSS JOIN LATERAL (SELECT CASE WHEN (SELECT sok.ok FROM sok) THEN tl.tat ELSE ts.old END AS old${lockouts ? takeAllLockout.pick('(SELECT sok.ok FROM sok)', 'tl', 'ts') : ''}) v
+    CROSS JOIN LATERAL (SELECT CASE WHEN k.l THEN tl.tat ELSE ts.old END AS old,
+      CASE WHEN k.l THEN tl.tier_rate ELSE ts.old_rate END AS old_rate,
+      CASE WHEN k.l THEN tl.tier_tolerance ELSE ts.old_tol END AS old_tol${lockouts ? takeAllLockout.pick('k.l', 'tl', 'ts') : ''}
+      FROM (SELECT (SELECT sok.ok FROM sok) AS l) k) v
   ) y
+  CROSS JOIN LATERAL (${bucketDerive(entryInputs('y'), ['y.old', 'y.old_rate', 'y.old_tol'])}) d
 )`,
   write: (names) => `tw AS (
-  INSERT INTO ${names.tokenBuckets} AS t (rule, bucket, tat, prev)
-  SELECT td.rule, td.bucket, td.sn + td.q + td.cu, td.old FROM td
+  INSERT INTO ${names.tokenBuckets} AS t (rule, bucket, tat, tier_rate, tier_tolerance, prev, was_tier_rate, was_tier_tolerance)
+  SELECT td.rule, td.bucket, td.bn + td.q + td.cu, td.wr, td.wt, td.old, td.old_rate, td.old_tol FROM td
   WHERE (SELECT ok.ok FROM ok) AND td.cost > 0
   ORDER BY td.rule COLLATE "C", td.bucket COLLATE "C"
-  ON CONFLICT (rule, bucket) DO UPDATE SET prev = t.tat,
-    tat = CASE WHEN t.tat IS NOT DISTINCT FROM excluded.prev THEN excluded.tat ELSE ${names.schema}.raise_retry() END
+  ON CONFLICT (rule, bucket) DO UPDATE SET prev = t.tat, was_tier_rate = t.tier_rate, was_tier_tolerance = t.tier_tolerance,
+    tat = CASE WHEN (t.tat, t.tier_rate, t.tier_tolerance) IS NOT DISTINCT FROM (excluded.prev, excluded.was_tier_rate, excluded.was_tier_tolerance)
+      THEN excluded.tat ELSE ${names.schema}.raise_retry() END,
+    tier_rate = excluded.tier_rate, tier_tolerance = excluded.tier_tolerance
   RETURNING 1
 )`,
-  outputs: ['q'],
-  output: () => ['td.q::float8'],
+  outputs,
+  output: () => bucketOutput(['td.old', 'td.old_rate', 'td.old_tol'], 'td.ne', 'td.sn'),
 };
 
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
   return a;
+}
+
+/** The per-take tier values of a take under the rule's own parameters. */
+const OWN_TIER: readonly unknown[] = [null, null, null];
+
+/** A per-call tier as the statements take it: rate, unit and tolerance in the core's units. */
+function tierValues(limit: CallLimit | undefined): readonly unknown[] {
+  if (typeof limit !== 'object') return OWN_TIER;
+  return [limit.limit, limit.periodMs, limit.burst * limit.periodMs];
 }
 
 function bind(name: string, bound: Rule): AlgorithmBinding {
@@ -150,26 +308,41 @@ function bind(name: string, bound: Rule): AlgorithmBinding {
     );
   }
   const tolerance = rule.burst * unit;
-  const params = [name, rate, unit, tolerance, rule.penalty];
-  const adjust = [name, rate, unit, tolerance];
-  const entry = [rate, unit, tolerance];
+  const ownRate = rule.limit;
+  const ownTolerance = rule.burst * rule.periodMs;
+  const params = [name, rate, unit, tolerance, rule.penalty, g];
+  const adjust = [name, rate, unit, tolerance, g];
+  const entry = [rate, unit, tolerance, g];
   return {
     ruleParams: () => params,
-    adjustParams: () => adjust,
-    reserveParams: (_now, maxWaitMs) => [name, rate, unit, tolerance, maxWaitMs * rate],
-    entryParams: () => entry,
+    adjustParams: (_now, _takenAt, limit) => [...adjust, ...tierValues(limit)],
+    reserveParams: (_now, maxWaitMs) => [name, rate, unit, tolerance, maxWaitMs, g],
+    entryParams: (_now, limit) => [...entry, ...tierValues(limit)],
+    tierValues,
     read(row: PostgresRow, state: BucketState): number {
-      // Reduced units → the core's units.
-      state.value = (row.q as number) * g;
-      state.window = 0;
-      state.previous = 0;
+      const tierRate = row.qr as number | null;
+      if (tierRate === null) {
+        // Reduced units → the core's units.
+        state.value = (row.q as number) * g;
+        state.window = 0;
+        state.previous = 0;
+        return 0;
+      }
+      // A row with tier columns is in the core's units already; the rule's own rate and
+      // tolerance there read as an untagged state, as the core keeps one.
+      const tierTolerance = row.qt as number;
+      const own = tierRate === ownRate && tierTolerance === ownTolerance;
+      state.value = row.q as number;
+      state.window = own ? 0 : tierRate;
+      state.previous = own ? 0 : tierTolerance;
       return 0;
     },
-    // A full bucket (arrival time not after now) says nothing a missing row does not.
+    // A full bucket (arrival time not after now, in the row's own scale) says nothing a missing
+    // row does not.
     prune: (names, batchSize, keep) => ({
       text: `WITH d AS (DELETE FROM ${names.tokenBuckets} WHERE ctid IN (
   SELECT ctid FROM ${names.tokenBuckets}
-  WHERE rule = $1 AND tat <= (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint - ${SCALED_EPOCH_MS}) * $2::bigint${keep === undefined ? '' : `\n    AND ${keep.sql(4)}`}
+  WHERE rule = $1 AND tat <= (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint - ${SCALED_EPOCH_MS}) * COALESCE(tier_rate, $2::bigint)${keep === undefined ? '' : `\n    AND ${keep.sql(4)}`}
   LIMIT $3) RETURNING 1)
 SELECT count(*)::float8 AS n FROM d`,
       values: keep === undefined ? [name, rate, batchSize] : [name, rate, batchSize, ...keep.values],
@@ -184,13 +357,14 @@ export const tokenBucketModule: AlgorithmModule = {
   ruleSql,
   reserveSql,
   family,
-  entryTypes: ['bigint', 'bigint', 'bigint'],
+  entryTypes: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
   entrySource: (first) => {
     const p = (i: number, type: string) => `$${first + i}::${type}[]`;
-    return `SELECT x.ord, x.rule, x.bucket, x.cost, x.tol,
-    (n.now_ms - ${SCALED_EPOCH_MS}) * x.rate AS sn,
-    LEAST(GREATEST(x.cost, 1), x.tol / x.unit + 1) * x.unit AS cu
-  FROM unnest(${p(0, 'bigint')}, ${p(1, 'text')}, ${p(2, 'text')}, ${p(3, 'bigint')}, ${p(4, 'bigint')}, ${p(5, 'bigint')}, ${p(6, 'bigint')}, ${p(7, 'bigint')})
-    AS x(ord, rule, bucket, cost, quota, rate, unit, tol) CROSS JOIN n`;
+    const arrays = [p(0, 'bigint'), p(1, 'text'), p(2, 'text')];
+    for (let i = 3; i < 12; i++) arrays.push(p(i, 'bigint'));
+    return `SELECT x.ord, x.rule, x.bucket, x.cost, x.rate, x.unit, x.tol, x.g, x.tr, x.tu, x.tt,
+    n.now_ms - ${SCALED_EPOCH_MS} AS ne, (n.now_ms - ${SCALED_EPOCH_MS}) * x.rate AS sn
+  FROM unnest(${arrays.join(', ')})
+    AS x(ord, rule, bucket, cost, quota, rate, unit, tol, g, tr, tu, tt) CROSS JOIN n`;
   },
 };
