@@ -8,7 +8,9 @@
  * the limit still reads "0 remaining"). Rules with a lockout (`block`) too, whose block a row
  * must hold as the core does, and takes coalesced on one row while a block starts. Refunds and
  * settlements of admitted takes (`RuleBuckets.adjust`, with each take's own time and `until`)
- * mix in, later or after a reset, on every kind, with and without lockouts.
+ * mix in, later or after a reset, on every kind, with and without lockouts. Token-bucket takes,
+ * all-or-nothing entries, reservations and adjustments sometimes carry a per-call tier (see
+ * {@link tierOf}), adjustments their take's, so that states move between scales.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,7 +25,8 @@ import {
   tokenBucket,
   type Decision,
 } from '../../src/index.js';
-import type { Rule } from '../../src/core/algorithm.js';
+import type { BucketTier, CallLimit, Rule } from '../../src/core/algorithm.js';
+import type { TokenBucketRule } from '../../src/core/gcra.js';
 import type { BucketState } from '../../src/core/state.js';
 import type { RuleBuckets, TakeEntry } from '../../src/store.js';
 import type { BlockOptions } from '../../src/core/block.js';
@@ -56,16 +59,42 @@ const origins = [
   Date.UTC(2026, 0, 31, 23, 30), // the end of a 31-day month
 ];
 
+/**
+ * The per-call tiers of a token bucket, by index (0: none): its own rate and tolerance over half
+ * the period with twice the burst (the same state scale, other units), a faster one, a slower
+ * one, and one of odd numbers whose migrations round up (its tolerance divides no other).
+ */
+function tierOf(rule: Rule, index: number): BucketTier | undefined {
+  if (index === 0 || rule.acceptsCallTier !== true) return undefined;
+  const { limit, periodMs, burst } = rule as TokenBucketRule;
+  if (index === 1) return { limit, periodMs: periodMs / 2, burst: burst * 2 };
+  if (index === 2) return { limit: limit * 10, periodMs, burst: burst * 5 };
+  if (index === 3) return { limit: 1, periodMs: periodMs * 2, burst: 1 };
+  return { limit: 7, periodMs: 3_001, burst: 3 };
+}
+/** A tier index: mostly none. */
+const tierIndex = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(0) },
+  { weight: 4, arbitrary: fc.integer({ min: 1, max: 4 }) },
+);
+
 /** Whether `rule` reserves slots: a token bucket without a lockout. */
 const canReserve = (rule: Rule): boolean => typeof rule.reserve === 'function' && rule.block === undefined;
 
 type Op =
-  | { kind: 'take'; rule: number; key: number; cost: number; limit: number | undefined }
+  | { kind: 'take'; rule: number; key: number; cost: number; limit: CallLimit | undefined }
   | { kind: 'reset'; rule: number; key: number }
   /** A reservation (`RuleBuckets.reserve`): a take that may hold a slot up to `maxWait` ms ahead. */
-  | { kind: 'reserve'; rule: number; key: number; cost: number; maxWait: number }
+  | {
+      kind: 'reserve';
+      rule: number;
+      key: number;
+      cost: number;
+      maxWait: number;
+      limit: CallLimit | undefined;
+    }
   | { kind: 'step'; ms: number }
-  | { kind: 'all'; entries: { rule: number; key: number; cost: number; limit: number | undefined }[] }
+  | { kind: 'all'; entries: { rule: number; key: number; cost: number; limit: CallLimit | undefined }[] }
   /** Settles the `take`-th admitted take still open (modulo their number): a refund, or a real cost. */
   | { kind: 'adjust'; take: number; actual: number | undefined };
 
@@ -178,8 +207,12 @@ function ops(rules: readonly Rule[], shape: OpShape = anyOps): fc.Arbitrary<Op[]
       key,
       cost: shape.cost,
       limit: shape.limit,
+      tier: tierIndex,
     })
-    .map((t) => ({ ...t, limit: (rules[t.rule] as Rule).acceptsCallLimit ? t.limit : undefined }));
+    .map(({ tier, ...t }) => {
+      const rule = rules[t.rule] as Rule;
+      return { ...t, limit: rule.acceptsCallLimit ? t.limit : tierOf(rule, tier) };
+    });
   return fc.array(
     fc.oneof(
       { weight: 6, arbitrary: take.map((t) => ({ kind: 'take' as const, ...t })) },
@@ -201,8 +234,13 @@ function ops(rules: readonly Rule[], shape: OpShape = anyOps): fc.Arbitrary<Op[]
             key,
             cost: fc.integer({ min: 1, max: 6 }),
             maxWait: fc.constantFrom(0, 1_000, 7_000, 30_000, 3_600_000),
+            tier: tierIndex,
           })
-          .map((r) => ({ kind: 'reserve' as const, ...r })),
+          .map(({ tier, ...r }) => ({
+            kind: 'reserve' as const,
+            ...r,
+            limit: tierOf(rules[r.rule] as Rule, tier),
+          })),
       },
       {
         weight: 2,
@@ -262,7 +300,7 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
       rule: number,
       key: number,
       cost: number,
-      limit: number | undefined,
+      limit: CallLimit | undefined,
       commit: boolean,
     ) => {
       const id = `${rule}/${key}`;
@@ -311,10 +349,23 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
         limit: e.limit,
       }));
     // Admitted takes not settled yet, as a limiter's receipts hold them.
-    const open: { rule: number; key: number; cost: number; at: number; until: number }[] = [];
-    const admitted = (rule: number, key: number, cost: number, decision: Decision) => {
+    const open: {
+      rule: number;
+      key: number;
+      cost: number;
+      at: number;
+      until: number;
+      limit: CallLimit | undefined;
+    }[] = [];
+    const admitted = (
+      rule: number,
+      key: number,
+      cost: number,
+      decision: Decision,
+      limit: CallLimit | undefined,
+    ) => {
       if (decision.allowed && cost > 0)
-        open.push({ rule, key, cost, at: now, until: now + decision.resetMs });
+        open.push({ rule, key, cost, at: now, until: now + decision.resetMs, limit });
     };
     try {
       for (const [i, op] of list.entries()) {
@@ -331,15 +382,15 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           const want: Decision = await (memBuckets[op.rule] as RuleBuckets).take(...args);
           assert.deepEqual(got, want, where);
           decideShadow(op.rule, op.key, op.cost, op.limit, true);
-          admitted(op.rule, op.key, op.cost, want);
+          admitted(op.rule, op.key, op.cost, want, op.limit);
           await compareRows([op], where);
         } else if (op.kind === 'reserve') {
-          const args = [`k${op.key}`, op.cost, now, op.maxWait] as const;
+          const args = [`k${op.key}`, op.cost, now, op.maxWait, op.limit] as const;
           if (canReserve(rules[op.rule] as Rule)) {
             const got = await (pgBuckets[op.rule] as RuleBuckets).reserve!(...args);
             const want = await (memBuckets[op.rule] as RuleBuckets).reserve!(...args);
             assert.deepEqual(got, want, where);
-            admitted(op.rule, op.key, op.cost, want);
+            admitted(op.rule, op.key, op.cost, want, op.limit);
           } else {
             // Rules that cannot reserve (windows, lockouts) refuse alike on both stores.
             const config = (e: unknown) => isSluiceError(e, 'SLUICE_CONFIG');
@@ -351,14 +402,15 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           const [take] = open.splice(op.take % open.length, 1) as [(typeof open)[number]];
           const delta = (op.actual ?? 0) - take.cost;
           if (delta === 0) continue;
-          const args = [`k${take.key}`, delta, now, take.at, take.until] as const;
+          const args = [`k${take.key}`, delta, now, take.at, take.until, take.limit] as const;
           await (pgBuckets[take.rule] as RuleBuckets).adjust(...args);
           await (memBuckets[take.rule] as RuleBuckets).adjust(...args);
           const id = `${take.rule}/${take.key}`;
           const state = shadow.get(id) ?? { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
-          (rules[take.rule] as Rule).adjust(state, now, 0, delta, take.at, take.until);
+          (rules[take.rule] as Rule).adjust(state, now, 0, delta, take.at, take.until, take.limit);
           shadow.set(id, state);
-          const peek = [`k${take.key}`, 0, now, undefined] as const;
+          // Read under the take's tier: the refunded state as that tier sees it.
+          const peek = [`k${take.key}`, 0, now, take.limit] as const;
           assert.deepEqual(
             await (pgBuckets[take.rule] as RuleBuckets).take(...peek),
             await (memBuckets[take.rule] as RuleBuckets).take(...peek),
@@ -372,7 +424,7 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           if (want.every((d) => d.allowed))
             for (const [n, e] of op.entries.entries()) {
               if (e.cost > 0) decideShadow(e.rule, e.key, e.cost, e.limit, true);
-              admitted(e.rule, e.key, e.cost, want[n] as Decision);
+              admitted(e.rule, e.key, e.cost, want[n] as Decision, e.limit);
             }
           await compareRows(op.entries, where);
         }
@@ -431,6 +483,14 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
     );
   });
 
+  it('token buckets under per-call tiers: takes, reservations, refunds, settlements and all-or-nothing', async () => {
+    const rule = bucketRule(fc.option(lockout, { nil: undefined, freq: 3 }));
+    await fc.assert(
+      property(fc.array(rule, { minLength: 1, maxLength: 2 }), { ...lockoutOps, adjusts: 4 }),
+      runs,
+    );
+  });
+
   it('takes coalesced on a row decide as one by one when a block starts among them', async () => {
     // One statement in flight per rule: the takes arriving meanwhile share the next statement,
     // one row per key, and leave in the order they came.
@@ -452,13 +512,15 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
     });
     const round = fc.record({
       ms: step,
-      // One cost per key and round: takes of another cost on a key would leave in a statement of
-      // their own, beside the first, in no set order.
+      // One cost and tier per key and round: takes of another cost or tier on a key would leave
+      // in a statement of their own, beside the first, in no set order. Keys of one round differ
+      // in tiers, so a statement carries a tier per row.
       bursts: fc.uniqueArray(
         fc.record({
           key: fc.integer({ min: 0, max: 2 }),
           cost: fc.integer({ min: 0, max: 4 }),
           n: fc.integer({ min: 1, max: 8 }),
+          tier: tierIndex,
         }),
         { minLength: 1, maxLength: 3, selector: (b) => b.key },
       ),
@@ -485,16 +547,17 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
             for (const [r, { ms, bursts }] of rounds.entries()) {
               now += ms;
               for (const [i, buckets] of pgBuckets.entries()) {
-                const calls = bursts.flatMap(({ key, cost, n }) =>
-                  Array.from({ length: n }, () => ({ key, cost })),
+                const rule = list[i] as Rule;
+                const calls = bursts.flatMap(({ key, cost, n, tier }) =>
+                  Array.from({ length: n }, () => ({ key, cost, limit: tierOf(rule, tier) })),
                 );
                 takes += calls.length;
                 const got = await Promise.all(
-                  calls.map(({ key, cost }) => buckets.take(`k${key}`, cost, now, undefined)),
+                  calls.map(({ key, cost, limit }) => buckets.take(`k${key}`, cost, now, limit)),
                 );
                 const want: Decision[] = [];
-                for (const { key, cost } of calls)
-                  want.push(await (memBuckets[i] as RuleBuckets).take(`k${key}`, cost, now, undefined));
+                for (const { key, cost, limit } of calls)
+                  want.push(await (memBuckets[i] as RuleBuckets).take(`k${key}`, cost, now, limit));
                 assert.deepEqual(got, want, `round ${r}, rule ${i} at ${new Date(now).toISOString()}`);
               }
             }
