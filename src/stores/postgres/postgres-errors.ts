@@ -48,7 +48,8 @@ const UNDEFINED_COLUMN = '42703';
 
 /**
  * {@link postgresErrors} for the statements of a rule with a lockout: a missing column there is
- * the lockout's, added by the migration `007_lockouts`, so the error says so.
+ * the lockout's, added by the migration `007_lockouts` (or, for a token bucket, a tier column of
+ * `009_token_bucket_tiers`), so the error says so.
  */
 const lockoutErrors: DriverErrorRules = {
   ...postgresErrors,
@@ -57,7 +58,7 @@ const lockoutErrors: DriverErrorRules = {
     return {
       code: 'SLUICE_STORE_SCHEMA',
       says: 'is not prepared for lockouts',
-      hint: 'the columns of a rule with a block option (blocked_until, block_ms) are missing; run store.migrate() or apply postgresMigrations() to add them (migration 007_lockouts)',
+      hint: "the columns of a rule with a block option (blocked_until, block_ms) are missing, or a token bucket's tier columns (tier_rate, tier_tolerance); run store.migrate() or apply postgresMigrations() to add them (migrations 007_lockouts, 009_token_bucket_tiers)",
     };
   },
 };
