@@ -435,11 +435,18 @@ export class PostgresRuleBuckets implements RuleBuckets {
       values.push(this.limitOf(limits), ...this.tierValues(limits));
     } else {
       values.push(limits.map((limit) => this.limitOf(limit)));
-      if (this.binding.tierValues !== undefined) {
-        // One array per column, a row per bucket.
-        const rows = limits.map((limit) => this.tierValues(limit));
-        const columns = (rows[0] as readonly unknown[]).length;
-        for (let c = 0; c < columns; c++) values.push(rows.map((row) => row[c]));
+      const tierValues = this.binding.tierValues;
+      if (tierValues !== undefined) {
+        const columns = tierValues(undefined).length;
+        if (!limits.some((limit) => typeof limit === 'object')) {
+          // No tier in the batch: a NULL array per column, which unnest pads with NULLs (a row
+          // per bucket, the rule's own parameters) without sending an array of them.
+          for (let c = 0; c < columns; c++) values.push(null);
+        } else {
+          // One array per column, a row per bucket.
+          const rows = limits.map((limit) => tierValues(limit));
+          for (let c = 0; c < columns; c++) values.push(rows.map((row) => row[c]));
+        }
       }
     }
     if (context.timeSource === 'app') values.push(batch.now);
