@@ -128,6 +128,63 @@ describe('PostgreSQL token-bucket tiers: upgrades, arguments, coalescing', { ski
     }
   });
 
+  it('account takes carry a tier: through an account key and through takeForAccount, as the memory store decides', async () => {
+    const schema = runSchema('tiers_account');
+    try {
+      await createAppSchema(pool, schema);
+      await pool.query(`INSERT INTO "${schema}".users (id) VALUES (7)`);
+      const store = new PostgresStore({
+        client: pool,
+        schema,
+        timeSource: 'app',
+        timeout: '10s',
+        users: { schema, table: 'users' },
+      });
+      await store.migrate();
+      const rule = tokenBucket({ limit: 10, period: '1m' });
+      const buckets = store.bind('acct', rule);
+      const memory = new MemoryStore().bind('acct', rule);
+      const now = Date.UTC(2026, 0, 15, 12);
+      const pro: BucketTier = { limit: 100, periodMs: MINUTE, burst: 40 };
+      const key = store.accountKey(7, 'account:v1:seven');
+      const steps: [number, number, BucketTier | undefined][] = [
+        [3, 0, undefined],
+        [5, 1_000, pro],
+        [1, 1_500, undefined],
+      ];
+      for (const [cost, at, tier] of steps) {
+        const got = await buckets.take(key, cost, now + at, tier);
+        assert.deepEqual(view(got), view(await memory.take('seven', cost, now + at, tier)));
+      }
+      const direct = await store.takeForAccount(buckets, {
+        userId: 7,
+        accountKey: 'account:v1:seven',
+        anonKey: 'ip',
+        cost: 2,
+        limit: pro,
+        now: now + 2_000,
+      });
+      assert.equal(direct.mode, 'session');
+      assert.deepEqual(view(direct.decision), view(await memory.take('seven', 2, now + 2_000, pro)));
+      assert.equal(direct.decision.limit, 100);
+      await assert.rejects(
+        store.takeForAccount(buckets, {
+          userId: 7,
+          accountKey: 'account:v1:seven',
+          anonKey: 'ip',
+          limit: { limit: 0, periodMs: MINUTE, burst: 1 },
+        }),
+        (e: unknown) =>
+          isSluiceError(e, 'SLUICE_ARGUMENT') && /takeForAccount limit\.limit/.test((e as Error).message),
+      );
+      await pool.query(`DELETE FROM "${schema}".users WHERE id = 7`);
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".token_buckets`);
+      assert.equal(rows[0].n, 0, 'the tiered account row goes with its user');
+    } finally {
+      await dropSchema(pool, schema);
+    }
+  });
+
   it('takes of one key under two tiers at once are each decided under their own tier', async () => {
     const schema = runSchema('tiers_coalesce');
     try {

@@ -1,4 +1,6 @@
+import type { BucketTier } from '../../core/algorithm.js';
 import { MAX_COUNT } from '../../core/bounds.js';
+import { checkedCallLimit } from './call-tier.js';
 import { SluiceError } from '../../core/errors.js';
 import type { RuleBuckets } from '../../store.js';
 import { AccountKeys } from './account-key.js';
@@ -19,8 +21,12 @@ export interface AccountTakeOptions {
   anonKey: string;
   /** @default 1 */
   cost?: number;
-  /** A per-call limit (rules that accept one: windows and calendar quotas). @default the rule's limit */
-  limit?: number;
+  /**
+   * A per-call limit: a count for rules that accept one (windows and calendar quotas), or a
+   * token bucket's tier (`{ limit, periodMs, burst }`: its rate, period in ms and capacity for
+   * this take). @default the rule's own
+   */
+  limit?: number | BucketTier;
   /**
    * The application's clock (used with `timeSource: "app"` only).
    * @default the limiter's clock when a limiter is passed, otherwise Date.now()
@@ -74,7 +80,10 @@ export class PostgresAccounts {
       throw argumentError('takeForAccount', 'anonKey', 'a non-empty string', anonKey);
     if (!Number.isSafeInteger(cost) || cost < 0 || cost > MAX_COUNT)
       throw argumentError('takeForAccount', 'cost', `a whole number from 0 to ${MAX_COUNT}`, cost);
+    const tier =
+      typeof limit === 'object' ? checkedCallLimit(buckets.rule, limit, 'takeForAccount') : undefined;
     if (
+      typeof limit !== 'object' &&
       limit !== undefined &&
       (!buckets.rule.acceptsCallLimit || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_COUNT)
     ) {
@@ -87,7 +96,14 @@ export class PostgresAccounts {
     }
     if (typeof now !== 'number' || !Number.isFinite(now))
       throw argumentError('takeForAccount', 'now', 'finite ms since the Unix epoch', now);
-    return buckets.takeForAccount(id, accountKey, anonKey, cost, Math.floor(now), limit);
+    return buckets.takeForAccount(
+      id,
+      accountKey,
+      anonKey,
+      cost,
+      Math.floor(now),
+      typeof limit === 'object' ? tier : limit,
+    );
   }
 
   /** See {@link PostgresStore.forgetAccount}. */

@@ -1,6 +1,15 @@
 import type { CallLimit, Rule } from '../../core/algorithm.js';
 import { MAX_COUNT, MAX_TOKEN_RATE } from '../../core/bounds.js';
-import { argumentError } from './accounts.js';
+import { SluiceError } from '../../core/errors.js';
+import { typeName } from './account-id.js';
+
+/** SLUICE_ARGUMENT naming the method, the field and the type received: never the value. */
+function argumentError(method: string, field: string, expected: string, received: unknown): SluiceError {
+  return new SluiceError(
+    'SLUICE_ARGUMENT',
+    `${method} ${field} must be ${expected}; received ${typeName(received)}`,
+  );
+}
 
 /**
  * A per-call limit as the statements take it. A count passes as it is (the limiter checked it);
