@@ -185,6 +185,31 @@ describe('PostgreSQL token-bucket tiers: upgrades, arguments, coalescing', { ski
     }
   });
 
+  it('prune() reads a tiered row in its own scale: full again, it goes; still spent, it stays', async () => {
+    const schema = runSchema('tiers_prune');
+    try {
+      await createAppSchema(pool, schema);
+      const store = new PostgresStore({ client: pool, schema, timeSource: 'app', timeout: '10s' });
+      await store.migrate();
+      // The rule's own scale is 1 unit per ms (10 an hour, reduced); the tiers' are their own.
+      const buckets = store.bind('tb', tokenBucket({ limit: 10, period: '1h' }));
+      const at = Date.now() - 1_000;
+      // A thousand per ms: full again a thousandth of a millisecond after the take.
+      await buckets.take('fast', 1, at, { limit: 1_000, periodMs: 1, burst: 1 });
+      // One an hour: spent for an hour.
+      await buckets.take('slow', 1, at, { limit: 1, periodMs: 3_600_000, burst: 1 });
+      const pruned = await store.prune();
+      assert.equal(pruned.tokenRows, 1);
+      const { rows } = await pool.query(`SELECT bucket FROM "${schema}".token_buckets ORDER BY bucket`);
+      assert.deepEqual(
+        rows.map((r) => r.bucket),
+        ['slow'],
+      );
+    } finally {
+      await dropSchema(pool, schema);
+    }
+  });
+
   it('takes of one key under two tiers at once are each decided under their own tier', async () => {
     const schema = runSchema('tiers_coalesce');
     try {
