@@ -22,7 +22,7 @@ import {
 } from './leases.js';
 import type { LeaseGrant } from '../lease-store.js';
 import { redisErrorCode, storeError, timedOut, unavailable } from './redis-errors.js';
-import type { CallLimit } from '../../core/rule.js';
+import type { BucketTier, CallLimit } from '../../core/rule.js';
 
 /** What the batcher needs from one rule's buckets. */
 export interface BatchRule {
@@ -56,6 +56,7 @@ export interface BatchEntry {
   readonly rule: BatchRule;
   readonly key: string;
   readonly cost: number;
+  /** As sent: a count for a rule counted per window, a token bucket's tier, or undefined. */
   readonly limit: CallLimit | undefined;
 }
 
@@ -264,8 +265,9 @@ export class Batcher {
 
   /**
    * Settles `delta` units of a take of `key` made at `takenAt` and weighing until `until`, both
-   * on the app's clock (see `RuleBuckets.adjust`): one call of its own, with the deadline and the
-   * failures of a take. `now` is ignored on the server's clock.
+   * on the app's clock (see `RuleBuckets.adjust`), under the take's tier (undefined: none): one
+   * call of its own, with the deadline and the failures of a take. `now` is ignored on the
+   * server's clock.
    */
   adjust(
     rule: BatchRule,
@@ -274,16 +276,18 @@ export class Batcher {
     now: number,
     takenAt: number,
     until: number,
+    tier: BucketTier | undefined,
     slot: number,
   ): Promise<void> {
     const adjustment: Adjustment = { delta, takenAt, until };
-    return this.enqueue(rule, key, 0, undefined, null, now, slot, 1, adjustment) as Promise<never>;
+    return this.enqueue(rule, key, 0, tier, null, now, slot, 1, adjustment) as Promise<never>;
   }
 
   /**
    * Reserves a slot for a take of `cost` at most `maxWaitMs` ahead (see `RuleBuckets.reserve`):
    * one call of its own, with the deadline and the failures of a take; Redis runs the calls one
    * at a time, so reservations queue in the order it runs them. The decision carries the wait.
+   * `tier`: the call's (undefined: none).
    */
   reserve(
     rule: BatchRule,
@@ -291,10 +295,11 @@ export class Batcher {
     cost: number,
     now: number,
     maxWaitMs: number,
+    tier: BucketTier | undefined,
     slot: number,
   ): Promise<Decision> {
     const reservation: Reservation = { maxWaitMs };
-    return this.enqueue(rule, key, cost, undefined, null, now, slot, 1, reservation) as Promise<Decision>;
+    return this.enqueue(rule, key, cost, tier, null, now, slot, 1, reservation) as Promise<Decision>;
   }
 
   /**
@@ -518,8 +523,10 @@ export class Batcher {
       if (runLength > 1) entries.push('0', String(runLength));
       entries.push(specRef(rule, serverClock ? estimate : run.now, args, refs));
       if (!serverClock) entries.push(String(run.now));
-      entries.push(String(run.cost));
+      const tiered = typeof run.limit === 'object';
+      entries.push(String(tiered ? -1 - run.cost : run.cost));
       if (rule.callLimit) entries.push(limitArg(run.limit));
+      if (tiered) pushTier(entries, run.limit);
       run = undefined;
     };
     for (const request of requests) {
@@ -549,8 +556,10 @@ export class Batcher {
         for (const entry of group) {
           const rule = entry.rule;
           keys.push(entry.key);
-          entries.push(specRef(rule, now, args, refs), String(entry.cost));
+          const tiered = typeof entry.limit === 'object';
+          entries.push(specRef(rule, now, args, refs), String(tiered ? -1 - entry.cost : entry.cost));
           if (rule.callLimit) entries.push(limitArg(entry.limit));
+          if (tiered) pushTier(entries, entry.limit);
           replyLength += rule.replyWidth;
         }
       }
@@ -573,6 +582,7 @@ export class Batcher {
     const args = [String(request.cost)];
     for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
     if (rule.callLimit) args.push(limitArg(request.limit));
+    pushTier(args, request.limit);
     if (serverClock) args.push(this.serverDeadline(request.deadline));
     else args.push(String(slackMs), String(request.now));
     const replyLength = 1 + rule.replyWidth;
@@ -596,6 +606,7 @@ export class Batcher {
     const spec = rule.spec(!rule.timed ? 0 : serverClock ? Date.now() + offset : request.now);
     const args = [String(delta), String(rule.windowOf(takenAt + offset)), String(until + offset)];
     for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
+    pushTier(args, request.limit);
     if (serverClock) args.push(this.serverDeadline(request.deadline));
     else args.push(String(slackMs), String(request.now));
     this.start(new Batch([request], [request.key], args, 2, ADJUSTMENT, request.deadline));
@@ -634,6 +645,7 @@ export class Batcher {
     const spec = rule.spec(!rule.timed ? 0 : serverClock ? Date.now() + this.offset.ms : request.now);
     const args = [String(request.cost), String(maxWaitMs)];
     for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
+    pushTier(args, request.limit);
     if (serverClock) args.push(this.serverDeadline(request.deadline));
     else args.push(String(slackMs), String(request.now));
     this.start(new Batch([request], [request.key], args, 5, RESERVATION, request.deadline));
@@ -801,7 +813,7 @@ export class Batcher {
         Number(reply[3]),
         0,
         request.cost,
-        undefined,
+        request.limit,
       );
       this.settle(request, undefined, decision);
       return;
@@ -889,4 +901,12 @@ function specRef(rule: BatchRule, now: number, args: string[], refs: Map<readonl
 
 function limitArg(limit: CallLimit | undefined): string {
   return limit === undefined ? '' : String(limit);
+}
+
+/**
+ * Appends a per-call tier's rate, period and burst (see scripts.ts), when `limit` is one: the
+ * rule's buckets send a tier only for a token bucket, and only one that differs from the rule.
+ */
+function pushTier(args: string[], limit: CallLimit | undefined): void {
+  if (typeof limit === 'object') args.push(String(limit.limit), String(limit.periodMs), String(limit.burst));
 }

@@ -61,6 +61,7 @@ export function withLockout(rule: Rule, encoder: RuleEncoder): RuleEncoder {
       return spec;
     },
     windowOf: encoder.windowOf,
+    ...(encoder.tierOf === undefined ? {} : { tierOf: encoder.tierOf }),
     decision: encoder.decision,
   };
 }
@@ -81,8 +82,9 @@ end
  * The lockout around an algorithm's decision, spliced into both scripts right after the
  * dispatch: a translation of `decideWithBlock` (core/block.ts). It reads `lock` (the rule has a
  * lockout), its values `blockFirst`, `blockFactor`, `blockMax`, `blockForget`, the key's block
- * `bu`, `bm` (nil when never blocked), the key's fields `sa`, `sb`, `sc`, `single`, `cost`, `now`,
- * the algorithm's outcome (`retry`, `remaining`, `reset`, `na`, `nb`, `nc`, `ttl`) and `held`
+ * `bu`, `bm` (nil when never blocked), the key's fields `sa`, `sb`, `sc`, `sd`, `single`, `cost`,
+ * `now`, the algorithm's outcome (`retry`, `remaining`, `reset`, `na`, `nb`, `nc`, `nd`, `ttl`)
+ * and `held`
  * (see `RedisAlgorithm.held`); it rewrites the outcome.
  *
  * - Blocked (`now` before `bu`): refused, nothing charged (the algorithm's write is dropped);
@@ -116,7 +118,7 @@ export function lockoutLua(remember: string): string {
       if retry < length then retry = length end
       if reset < length then reset = length end
       remaining = 0
-      if not na then na, nb, nc, ttl = sa or 0, sb, sc, held end
+      if not na then na, nb, nc, nd, ttl = sa or 0, sb, sc, sd, held end
 ${remember}    end
   end
 ${KEEP_BLOCK.replace(/^(?=.)/gm, '  ')}end

@@ -2,11 +2,11 @@ import type { Decision } from '../../core/decision.js';
 import { parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
-import type { CallLimit, Rule } from '../../core/rule.js';
+import type { BucketTier, CallLimit, Rule } from '../../core/rule.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
 import { Batcher, type BatchEntry, type BatchRule } from './batcher.js';
 import { TIMEOUT_SUBJECT, storeError, unavailable } from './redis-errors.js';
-import { checkAdjustArguments, checkTakeArguments } from './take-arguments.js';
+import { checkAdjustArguments, checkTakeArguments, checkTier } from './take-arguments.js';
 import { redisClient, type RedisClient, type RedisClientInput } from './redis-client.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
@@ -225,7 +225,7 @@ export class RedisStore implements Store, LeaseStore {
         }
         slot = entrySlot;
       }
-      list.push({ rule: buckets, key, cost: entry.cost, limit: entry.limit });
+      list.push({ rule: buckets, key, cost: entry.cost, limit: buckets.sent(entry.limit) });
     }
     return this.batcher.takeAll(list, now, slot);
   }
@@ -326,7 +326,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       checkTakeArguments(key, cost, limit, this.callLimit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.take(this, redisKey, cost, now, limit, slot);
+      return this.store.batcher.take(this, redisKey, cost, now, this.sent(limit), slot);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -348,16 +348,24 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
    * its own (see `adjustScript` in scripts.ts), atomic, with the deadline and failures of a take.
    * On the server's clock `now` is ignored, and `takenAt` and `until` (the app's clock at the
    * take, and the end of what it weighs) are translated to the server's time with the measured
-   * offset.
+   * offset. `limit`: the take's per-call tier, for a token bucket (a count is ignored).
    */
-  adjust(key: string, delta: number, now: number, takenAt: number, until: number): Promise<void> {
+  adjust(
+    key: string,
+    delta: number,
+    now: number,
+    takenAt: number,
+    until: number,
+    limit?: CallLimit,
+  ): Promise<void> {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
       checkAdjustArguments(key, delta, now, takenAt, until);
+      const tier = this.tierOf(limit);
       if (delta === 0) return Promise.resolve();
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.adjust(this, redisKey, delta, now, takenAt, until, slot);
+      return this.store.batcher.adjust(this, redisKey, delta, now, takenAt, until, tier, slot);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -366,19 +374,43 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   /**
    * Reserves a slot (see `RuleBuckets.reserve`): one call of the reservation script, with the
    * deadline and failures of a take. Token buckets without a lockout only (`SLUICE_CONFIG`).
+   * `limit`: the call's tier, as for a take.
    */
-  reserve(key: string, cost: number, now: number, maxWaitMs: number): Promise<Decision> {
+  reserve(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Promise<Decision> {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
       reserverOf(this.rule);
       checkReservation(cost, maxWaitMs);
       checkTakeArguments(key, cost, undefined, false);
+      const tier = this.tierOf(limit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.reserve(this, redisKey, cost, now, maxWaitMs, slot);
+      return this.store.batcher.reserve(this, redisKey, cost, now, maxWaitMs, tier, slot);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * @internal What a checked take's per-call limit sends: a count as given for rules counted per
+   * window; for a token bucket its tier, or undefined for none (a count, or the rule's own
+   * parameters: see `RuleEncoder.tierOf`).
+   */
+  sent(limit: CallLimit | undefined): CallLimit | undefined {
+    const tierOf = (this.encoder as RuleEncoder).tierOf;
+    return tierOf === undefined ? limit : tierOf(limit);
+  }
+
+  /**
+   * The tier an adjustment or a reservation sends (see {@link sent}), checked as a take's is;
+   * undefined for a rule without tiers, which ignores the argument as a take ignores a count.
+   * @throws SluiceError `SLUICE_ARGUMENT`
+   */
+  private tierOf(limit: CallLimit | undefined): BucketTier | undefined {
+    const tierOf = (this.encoder as RuleEncoder).tierOf;
+    if (tierOf === undefined || limit === undefined || typeof limit === 'number') return undefined;
+    checkTier(limit);
+    return tierOf(limit);
   }
 
   /** @internal The start of the window holding `at` (see algorithms/algorithm.ts). */

@@ -40,6 +40,19 @@ end
 `;
 
 /**
+ * A one-key script's per-call tier (see `RedisAlgorithm.tiers`): when present, its three values
+ * (rate, period in ms, burst) come right before the clock's arguments, at `clock`, which then
+ * moves past them. Its presence is read from the number of arguments (one or two for the clock
+ * alone, four or five with a tier): a call without a tier sends nothing more.
+ */
+const ONE_KEY_TIER = `local tr, tu, tb = false, false, false
+if #argv > clock + 1 then
+  tr, tu, tb = tonumber(argv[clock]), tonumber(argv[clock + 1]), tonumber(argv[clock + 2])
+  clock = clock + 3
+end
+`;
+
+/**
  * Library functions as locals, the penalty bound, the reader of a value with a block, and every
  * module's own functions.
  */
@@ -114,7 +127,9 @@ function indent(lua: string, spaces: number): string {
  *   the parameters: see lockout.ts), converted to numbers once per call.
  * - then the groups, one after another. An entry is `ref, cost` and, for an algorithm that takes
  *   a per-call limit, `limit` (empty for the rule's own), where `ref` is the index in ARGV of its
- *   rule's spec.
+ *   rule's spec. An entry with a per-call tier (see `RedisAlgorithm.tiers`) sends its cost as
+ *   `-1 - cost` and the tier's rate, period and burst after the rest of its entry; an entry
+ *   without one sends nothing more.
  *   - a single take (a refusal may be charged when the rule has a penalty): `ref`, [`now`],
  *     then the rest of its entry;
  *   - a run of `c` single takes with one entry (one rule, cost, limit [and `now`]), for the next
@@ -165,8 +180,8 @@ local P = {}
 for x = 4, a - 1 do P[x] = tonumber(argv[x]) end
 
 -- Every key is read once (MGET, in chunks; GET would fail on a key of another type) and gets a
--- slot in S, 5 values from S[base + 1]: the key, its state a, b, c (see READ_STATE) and the TTL
--- to write it with (false: unchanged). E[x] is the base of KEYS[x]'s slot. A key with a block
+-- slot in S, 6 values from S[base + 1]: the key, its state a, b, c, d (see READ_STATE) and the
+-- TTL to write it with (false: unchanged). E[x] is the base of KEYS[x]'s slot. A key with a block
 -- (see lockout.ts) has its end and length at B[base + 1], B[base + 2]; B is made for the first.
 local nkeys = #keys
 local S = {}
@@ -184,14 +199,15 @@ while i <= nkeys do
     local e = slots[key]
     if not e then
       e = u
-      u = u + 5
+      u = u + 6
       slots[key] = e
       local v = values[x - i + 1]
 ${indent(READ_STATE, 6)}      S[e + 1] = key
       S[e + 2] = sa
       S[e + 3] = sb
       S[e + 4] = sc
-      S[e + 5] = false
+      S[e + 5] = sd
+      S[e + 6] = false
       if bm then
         if not B then B = {} end
         B[e + 1] = bu
@@ -209,7 +225,7 @@ local k = 1
 local total = #argv
 -- Takes only: a reservation goes alone, in the reservation script.
 local wait, waited = 0, 0
--- An all-or-nothing group's new states and reply offsets (5 values per entry), applied when
+-- An all-or-nothing group's new states and reply offsets (6 values per entry), applied when
 -- every entry admits.
 local W
 while a <= total do
@@ -231,7 +247,7 @@ while a <= total do
   end
   local admitted = true
   local failed = false
-  local p, tag, cost, limit, lock, blockFirst, blockFactor, blockMax, blockForget
+  local p, tag, cost, limit, tr, tu, tb, lock, blockFirst, blockFactor, blockMax, blockForget
   for x = 1, n do
     -- A group's entries each have their own fields; a run's takes share the first's.
     if x == 1 or not single then
@@ -246,17 +262,24 @@ while a <= total do
       if single and caller then cost = tonumber(argv[a + 2]); a = a + 3 else cost = tonumber(argv[a + 1]); a = a + 2 end
       limit = nil
       if limited[tag] == 1 then limit = tonumber(argv[a]); a = a + 1 end
+      tr = false
+      if cost < 0 then
+        -- A per-call tier follows the entry.
+        cost = -1 - cost
+        tr, tu, tb = tonumber(argv[a]), tonumber(argv[a + 1]), tonumber(argv[a + 2])
+        a = a + 3
+      end
     end
     local e = E[k]
     k = k + 1
     local asked = cost
     if cost == 0 then asked = 1 end
-    local sa, sb, sc = S[e + 2], S[e + 3], S[e + 4]
+    local sa, sb, sc, sd = S[e + 2], S[e + 3], S[e + 4], S[e + 5]
     local bu, bm
     if lock and B then bu, bm = B[e + 1], B[e + 2] end
     -- The outcome, and the new state (na false: none) with its TTL.
     local retry, remaining, reset, window, held
-    local na, nc = false, false
+    local na, nc, nd = false, false, false
     local nb, ttl
 ${indent(
   dispatch((_, j) => `P[p + ${j + 1}]`, decisionBody('')),
@@ -277,13 +300,15 @@ ${indent(
         S[e + 2] = na
         S[e + 3] = nb
         S[e + 4] = nc
-        S[e + 5] = ttl
+        S[e + 5] = nd
+        S[e + 6] = ttl
       end
     else
-      local w = 5 * x
-      W[w - 4] = na
-      W[w - 3] = nb
-      W[w - 2] = nc
+      local w = 6 * x
+      W[w - 5] = na
+      W[w - 4] = nb
+      W[w - 3] = nc
+      W[w - 2] = nd
       W[w - 1] = ttl
       W[w] = o
     end
@@ -293,30 +318,31 @@ ${indent(
   if not single then
     if failed then
       -- Not evaluated: the server's time lies outside the periods sent; nothing changes.
-      for x = 1, n do out[W[5 * x] + 1] = -3 end
+      for x = 1, n do out[W[6 * x] + 1] = -3 end
     elseif admitted then
       for x = 1, n do
-        local w = 5 * x
-        if W[w - 4] then
+        local w = 6 * x
+        if W[w - 5] then
           local e = E[k - n + x - 1]
-          S[e + 2] = W[w - 4]
-          S[e + 3] = W[w - 3]
-          S[e + 4] = W[w - 2]
-          S[e + 5] = W[w - 1]
+          S[e + 2] = W[w - 5]
+          S[e + 3] = W[w - 4]
+          S[e + 4] = W[w - 3]
+          S[e + 5] = W[w - 2]
+          S[e + 6] = W[w - 1]
         end
       end
     end
   end
 end
 out[1] = now
-for e = 0, u - 5, 5 do
-  local ttl = S[e + 5]
+for e = 0, u - 6, 6 do
+  local ttl = S[e + 6]
   -- The TTL as a string: Redis 7.0 converts a Lua number argument more slowly than format does
   -- (~0.2 µs of a write's ~1.5).
   if ttl then
-    local na, nb, nc = S[e + 2], S[e + 3], S[e + 4]
+    local na, nb, nc, nd = S[e + 2], S[e + 3], S[e + 4], S[e + 5]
     local value
-    ${STATE_VALUE}
+${indent(STATE_VALUE, 4)}
     if B and B[e + 2] then ${appendBlock('B[e + 1]', 'B[e + 2]')} end
     call('SET', S[e + 1], value, 'PX', format('%d', ttl + slack))
   end
@@ -355,7 +381,7 @@ if lock then
   blockMax, blockForget = tonumber(argv[at + 2]), tonumber(argv[at + 3])
   clock = clock + 4
 end
-${ONE_KEY_CLOCK}-- MGET, not GET: a key of another type reads as absent instead of failing.
+${ONE_KEY_TIER}${ONE_KEY_CLOCK}-- MGET, not GET: a key of another type reads as absent instead of failing.
 local v = call('MGET', key)[1]
 ${READ_STATE}local cost = tonumber(argv[1])
 local asked = cost
@@ -363,7 +389,7 @@ if cost == 0 then asked = 1 end
 local single = true
 local wait, waited = ${reserving ? 'tonumber(argv[2])' : '0'}, 0
 local retry, remaining, reset, window, held
-local na, nc = false, false
+local na, nc, nd = false, false, false
 local nb, ttl
 local limit
 ${dispatch(
@@ -382,7 +408,7 @@ end`
 }
 if na then
   local value
-  ${STATE_VALUE}
+${indent(STATE_VALUE, 2)}
   if bm then ${appendBlock('bu', 'bm')} end
   call('SET', key, value, 'PX', format('%d', ttl + slack))
 end
@@ -398,7 +424,8 @@ return out
  *
  * ARGV: `cost`, the rule's spec (its tag, then its parameters; with a lockout, see
  * {@link decisionScript}), the call's `limit` for an algorithm that takes one (empty for the
- * rule's own), then on the server's clock one more, the
+ * rule's own), a per-call tier's rate, period and burst when the call has one (see
+ * `RedisAlgorithm.tiers`), then on the server's clock one more, the
  * deadline (see {@link decisionScript}; `[now, -4]` past it), and on the app's clock two,
  * `slack` and `now`. Few arguments: each costs Redis and the client a little on every call. One
  * key.
@@ -433,7 +460,8 @@ const ADJUST_SPEC_AT = 4;
  * the refunded take's window or period in the script's time, computed by Node: see
  * `RuleEncoder.windowOf`; 0 for a token bucket), `refilled` (the take's `until` in the script's
  * time: when its units had refilled; only a token bucket reads it), the rule's spec (as for
- * {@link singleDecisionScript}, without a per-call limit), then the clock's arguments as for
+ * {@link singleDecisionScript}, without a per-call limit), the tier's three values when the
+ * adjusted take was made under one, then the clock's arguments as for
  * {@link singleDecisionScript}: on the server's clock the deadline (`[now, -4]` past it, nothing
  * changed), on the app's clock `slack` and `now`. One key.
  *
@@ -457,9 +485,9 @@ if lock then
   blockForget = tonumber(argv[clock + 3])
   clock = clock + 4
 end
-${ONE_KEY_CLOCK}local v = call('MGET', key)[1]
+${ONE_KEY_TIER}${ONE_KEY_CLOCK}local v = call('MGET', key)[1]
 ${READ_STATE}local status = 0
-local na, nc = false, false
+local na, nc, nd = false, false, false
 local nb, ttl
 ${dispatch(
   (_, j) => `tonumber(argv[${ADJUST_SPEC_AT + 1 + j}])`,
@@ -468,7 +496,7 @@ ${dispatch(
   if lock then
 ${indent(KEEP_BLOCK, 4)}  end
   local value
-  ${STATE_VALUE}
+${indent(STATE_VALUE, 2)}
   if bm then ${appendBlock('bu', 'bm')} end
   if ttl + slack > 0 then
     call('SET', key, value, 'PX', format('%d', ttl + slack))

@@ -1,9 +1,10 @@
-import { MAX_COUNT } from '../../core/bounds.js';
+import { MAX_COUNT, MAX_TOKEN_RATE } from '../../core/bounds.js';
 import { SluiceError } from '../../core/errors.js';
 
 /**
  * Checks what a take hands to the script: a non-empty string key, a whole cost in 0..MAX_COUNT and,
- * for a rule that takes one, a per-call limit in 1..MAX_COUNT or undefined. The limiter checks these already;
+ * for a rule that takes one, a per-call limit in 1..MAX_COUNT or undefined; for a token bucket, a
+ * per-call tier as {@link checkTier} says (a count it ignores). The limiter checks these already;
  * the store checks them again because its buckets can be called directly, and a value the script
  * cannot count with (NaN, 1e21, a fraction) must be the caller's error (SLUICE_ARGUMENT), never a
  * Redis error reported as a store failure. Messages name the argument and its type, never its
@@ -23,17 +24,54 @@ export function checkTakeArguments(key: unknown, cost: unknown, limit: unknown, 
       `RedisStore: a cost must be a whole number from 0 to ${MAX_COUNT} (got ${typeOf(cost)})`,
     );
   }
-  // Interim: the scripts do not carry a token bucket's per-call tier yet.
-  if (typeof limit === 'object' && limit !== null)
-    throw new SluiceError(
-      'SLUICE_CONFIG',
-      'RedisStore: per-call token-bucket parameters are not supported yet',
-    );
-  // A rule without a per-call limit (a token bucket) ignores one, in the memory store as here.
-  if (callLimit && limit !== undefined && !isCount(limit, 1)) {
+  if (callLimit) {
+    if (limit !== undefined && !isCount(limit, 1)) {
+      throw new SluiceError(
+        'SLUICE_ARGUMENT',
+        `RedisStore: a per-call limit must be a whole number from 1 to ${MAX_COUNT} (got ${typeOf(limit)})`,
+      );
+    }
+    // A rule without a per-call limit (a token bucket) ignores a count, in the memory store as here.
+  } else if (limit !== undefined && typeof limit !== 'number') checkTier(limit);
+}
+
+/**
+ * Checks a token bucket's per-call tier (`BucketTier`) against the bounds of `tokenBucket`: whole
+ * numbers, `limit` from 1 to MAX_TOKEN_RATE, `periodMs` at least 1, `burst` from 1 to MAX_COUNT,
+ * and `2 × burst × periodMs` a safe integer, so that the script counts exactly. Messages name the
+ * field, never its value (a plan's parameters come from data).
+ * @throws SluiceError `SLUICE_ARGUMENT`
+ */
+export function checkTier(tier: unknown): void {
+  if (typeof tier !== 'object' || tier === null) {
     throw new SluiceError(
       'SLUICE_ARGUMENT',
-      `RedisStore: a per-call limit must be a whole number from 1 to ${MAX_COUNT} (got ${typeOf(limit)})`,
+      `RedisStore: a per-call tier must be an object with limit, periodMs and burst (got ${typeOf(tier)})`,
+    );
+  }
+  const { limit, periodMs, burst } = tier as Record<string, unknown>;
+  if (!(isWhole(limit) && limit >= 1 && limit <= MAX_TOKEN_RATE)) {
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `RedisStore: a per-call tier's limit must be a whole number from 1 to ${MAX_TOKEN_RATE} (got ${typeOf(limit)})`,
+    );
+  }
+  if (!(isWhole(periodMs) && periodMs >= 1)) {
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `RedisStore: a per-call tier's periodMs must be a whole number of at least 1 (got ${typeOf(periodMs)})`,
+    );
+  }
+  if (!(isWhole(burst) && burst >= 1 && burst <= MAX_COUNT)) {
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `RedisStore: a per-call tier's burst must be a whole number from 1 to ${MAX_COUNT} (got ${typeOf(burst)})`,
+    );
+  }
+  if (!Number.isSafeInteger(2 * burst * periodMs)) {
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      "RedisStore: a per-call tier's burst × periodMs is too large to count exactly",
     );
   }
 }
@@ -70,6 +108,10 @@ export function checkAdjustArguments(
       );
     }
   }
+}
+
+function isWhole(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value);
 }
 
 function isCount(value: unknown, min: number): boolean {

@@ -1,5 +1,5 @@
 import type { Decision } from '../../../core/decision.js';
-import type { CallLimit, Rule } from '../../../core/rule.js';
+import type { BucketTier, CallLimit, Rule } from '../../../core/rule.js';
 
 /**
  * What the Redis store needs to decide one algorithm next to the data: its decision and its
@@ -15,13 +15,16 @@ import type { CallLimit, Rule } from '../../../core/rule.js';
  * - `cost` (0 for a peek) and `asked` (the cost, or 1 for a peek);
  * - `limit`: the per-call limit as a number, or nil for the rule's own (only when
  *   {@link RedisAlgorithm.callLimit});
+ * - `tr`, `tu`, `tb`: a token bucket's per-call tier (rate, period in ms, burst) as numbers, `tr`
+ *   false for the rule's own parameters (only when {@link RedisAlgorithm.tiers});
  * - `single`: true for a single take, false inside an all-or-nothing group (a refusal is
  *   charged under a penalty only for a single take: a group that refuses charges nothing);
  * - `wait`: a reservation's longest wait in ms (`RuleBuckets.reserve`), 0 for a take; only a
  *   module that {@link RedisAlgorithm.reserves} reads it;
- * - `sa`, `sb`, `sc`: the key's state, three numbers parsed from its value
- *   `"<a>:<b>"` or `"<a>:<b>:<c>"` (`sa` false when the key is absent or unreadable; `sc` false
- *   when the value has two fields); what they mean is the module's own encoding;
+ * - `sa`, `sb`, `sc`, `sd`: the key's state, numbers parsed from its value `"<a>:<b>"`,
+ *   `"<a>:<b>:<c>"` or `"<a>:<b>:<c>:<d>"` (`sa` false when the key is absent or unreadable; `sc`
+ *   false when the value has two fields, `sd` when it has fewer than four); what they mean is
+ *   the module's own encoding;
  * - its parameters, under the names of {@link RedisAlgorithm.params}, as numbers;
  * - `MAX_PENALTY`: the count a penalty saturates at (`MAX_PENALTY_COUNT`).
  * It sets:
@@ -31,7 +34,8 @@ import type { CallLimit, Rule } from '../../../core/rule.js';
  * - `waited`, for an admitted reservation, the ms until its slot (left 0 otherwise);
  * - `remaining`, `reset` (ms until the state is as good as new), and `window` when
  *   {@link RedisAlgorithm.replyWidth} is 4;
- * - when the take charges: `na`, `nb`, `nc` (the new state; `nc` false writes two fields) and
+ * - when the take charges: `na`, `nb`, `nc`, `nd` (the new state; `nc` false writes two fields,
+ *   `nd` false three) and
  *   `ttl` (ms after `now` from which forgetting the key changes no decision: the key's TTL).
  *   `na` stays false when nothing is written. Every number written must be a whole number below
  *   2^53 (values are written with `%d`).
@@ -46,6 +50,13 @@ export interface RedisAlgorithm {
   readonly params: readonly string[];
   /** Whether a take carries its per-call limit (the rule accepts one). */
   readonly callLimit: boolean;
+  /**
+   * Whether a take, a reservation or an adjustment may carry a per-call tier (a token bucket's
+   * rate, period and burst: the rule's `acceptsCallTier`), read into `tr`, `tu`, `tb`. A module
+   * takes a per-call limit or a tier, never both: the one-key scripts find the limit right
+   * before the tier's place.
+   */
+  readonly tiers: boolean;
   /** Whether the module reserves slots (reads `wait`, sets `waited`): the reservation script holds it. */
   readonly reserves: boolean;
   /** Integers of the reply per decision: retry, remaining, reset, and (4) the window's length. */
@@ -55,14 +66,15 @@ export interface RedisAlgorithm {
   /**
    * The adjustment in Lua: a translation of the core rule's `adjust`, run by the adjustment
    * script inside the same kind of dispatch, with the rule's parameters bound as for
-   * {@link lua}. It reads `now`, `sa`, `sb`, `sc`, `MAX_PENALTY` as the decision does, and:
+   * {@link lua}. It reads `now`, `sa`, `sb`, `sc`, `sd`, `MAX_PENALTY` and the tier `tr`, `tu`,
+   * `tb` (the tier the adjusted take was made under) as the decision does, and:
    * - `delta`: below 0, the units to give back of a take made at the time whose window is
    *   `taken`; above 0, the units to charge at `now` (never 0);
    * - `taken`: the start of the window (calendar period) the refunded take was made in, as
    *   {@link RuleEncoder.windowOf} computed it (0 for an algorithm without windows);
    * - `refilled`: the refunded take's `until` (its time plus its decision's `resetMs`) in the
    *   script's time, by which a token bucket had refilled the take's units (windows ignore it).
-   * It sets `na`, `nb`, `nc` and `ttl` as the decision does when the state changes (`na` false:
+   * It sets `na`, `nb`, `nc`, `nd` and `ttl` as the decision does when the state changes (`na` false:
    * unchanged, nothing written), except that `ttl` may be 0 (a refund that leaves the state as
    * good as new); and `status` to -3 when it could not be evaluated (the time lies outside
    * what Node sent). A lockout's fields are the script's, never the module's.
@@ -70,7 +82,8 @@ export interface RedisAlgorithm {
   readonly adjustLua: string;
   /**
    * A Lua expression read after a refusal that wrote nothing, in the scope of {@link lua}: the
-   * ms after `now` until which the state as read (`sa`, `sb`, `sc`) may still decide something.
+   * ms after `now` until which the state as read (`sa`, `sb`, `sc`, `sd`) may still decide
+   * something.
    * A lockout that starts then writes that state back with its block, with a TTL of at least
    * this (see lockout.ts); longer than needed only keeps an idle key a little longer.
    */
@@ -100,6 +113,12 @@ export interface RuleEncoder {
   spec(now: number): readonly string[];
   /** Whether {@link spec} depends on `now` (a calendar's period bounds): otherwise `now` is ignored. */
   readonly timed: boolean;
+  /**
+   * For a module with {@link RedisAlgorithm.tiers}: the tier a call sends, or undefined when it
+   * sends none (no tier, a count, or a tier equal to the rule's own parameters, which decides
+   * exactly as none). `limit` has been checked (see take-arguments.ts). Absent otherwise.
+   */
+  tierOf?(limit: CallLimit | undefined): BucketTier | undefined;
   /**
    * The start of the window (calendar period) holding the instant `at` (ms since the Unix
    * epoch), as the core rule's `adjust` finds a refunded take's window; 0 for an algorithm

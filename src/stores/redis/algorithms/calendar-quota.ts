@@ -25,6 +25,7 @@ export const calendarQuotaAlgorithm: RedisAlgorithm = {
   kind: 'calendar-quota',
   params: ['penalty', 'ruleLimit', 'b0', 'b1', 'b2', 'b3'],
   callLimit: true,
+  tiers: false,
   reserves: false,
   replyWidth: 4,
   lua: `  -- core/quota.ts, decide(): the local period holding now, among the four sent.

@@ -18,6 +18,7 @@ export const fixedWindowAlgorithm: RedisAlgorithm = {
   kind: 'fixed-window',
   params: ['penalty', 'ruleLimit', 'w'],
   callLimit: true,
+  tiers: false,
   reserves: false,
   replyWidth: 3,
   lua: `  -- core/fixed-window.ts, decide(), and core/window-count.ts.

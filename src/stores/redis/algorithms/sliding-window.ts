@@ -21,6 +21,7 @@ export const slidingWindowAlgorithm: RedisAlgorithm = {
   kind: 'sliding-window',
   params: ['penalty', 'ruleLimit', 'w'],
   callLimit: true,
+  tiers: false,
   reserves: false,
   replyWidth: 3,
   lua: `  -- core/sliding-window.ts, decide().

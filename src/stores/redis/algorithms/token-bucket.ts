@@ -1,7 +1,24 @@
 import { makeDecision, type Decision } from '../../../core/decision.js';
-import type { Rule } from '../../../core/rule.js';
+import type { BucketTier, CallLimit, Rule } from '../../../core/rule.js';
 import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
+
+/**
+ * Lua reading the time queued ahead of `now` (`queued`, scaled units) for a decision or an
+ * adjustment, and binding `rate`, `unit`, `burst` and `tolerance` to the parameters it runs
+ * under: the call's tier (`tr`, `tu`, `tb`) or the rule's own. A state and a call both in the
+ * rule's own scale (every key written before tiers, and every take without one) are read as
+ * they always were, after two tests; otherwise `tbTiered` reads the state in the scale it was
+ * kept in and migrates it, and sets the tags a write carries (`nc`, `nd`).
+ */
+const READ_QUEUED = `  local tolerance = burst * unit
+  local queued = 0
+  if sd or tr then
+    queued, rate, unit, burst, tolerance, nc, nd = tbTiered(sa, sb, sc, sd, now, rate, unit, burst, tr, tu, tb)
+  elseif sa and sa >= now then
+    queued = (sa - now) * rate + sb
+  end
+`;
 
 /**
  * The token bucket (`core/gcra.ts`) in Redis.
@@ -12,23 +29,62 @@ import { penaltyFlag, wholeField } from './rule-fields.js';
  * units, checked to be a safe integer when the rule is made), so there is no epoch and no
  * horizon after which numbers lose exactness.
  *
+ * Per-call tiers (a plan's rate, period and burst, `BucketTier`): `frac` is in units of 1/rate
+ * ms, so a state written under a tier whose rate or tolerance (burst × period) differs from the
+ * rule's is tagged with both, `"<ms>:<frac>:<rate>:<tolerance>"`, exactly as the core keeps them
+ * in its state's `window` and `previous`. A value of two fields is in the rule's own scale: every
+ * key written before tiers existed, and every write under the rule's own rate and tolerance
+ * (the tags are dropped then, as the core drops them). A value of three fields (another
+ * algorithm's, under a name bound again) reads as two, as it did before. A take carries its tier
+ * to the scripts after its entry (see scripts.ts: `tr`, `tu`, `tb`); a take without one sends
+ * nothing more. Reading a state under other parameters than its own migrates it as the core's
+ * `queuedUnder` does, with the same double operations in the same order (multiply, divide,
+ * ceil, cap at twice the tolerance), so that both agree to the scaled unit; the decision, the
+ * reservation and the adjustment then run under the call's parameters, and a write stores the
+ * arrival time in the scale of the call's rate with its tags. A refusal that writes nothing
+ * leaves the state in its own scale; a lockout that starts then writes it back as read. A key's
+ * TTL is its time to full in the scale it is written in.
+ *
  * Parameters: `rate` (the rule's limit: time is scaled by it), `unit` (the period in ms: what one
  * token costs in scaled time), `burst`, `penalty`. No per-call limit; replies of 3 (the window
- * is the period, known to Node).
+ * is the period, known to Node; the tier's, when the call has one).
  */
 export const tokenBucketAlgorithm: RedisAlgorithm = {
   kind: 'token-bucket',
   params: ['rate', 'unit', 'burst', 'penalty'],
   callLimit: false,
+  tiers: true,
   reserves: true,
   replyWidth: 3,
+  // core/gcra.ts, queuedUnder() and charge()'s tags: the queue of a state kept at rate sc and
+  // tolerance sd (the rule's own when untagged) read under rate tr, period tu, burst tb (the
+  // rule's own when tr is false). Returns it with the parameters to run under and the tags.
+  luaFunctions: `local function tbTiered(sa, sb, sc, sd, now, rate, unit, burst, tr, tu, tb)
+  local tolerance = burst * unit
+  local keptRate, keptTolerance = rate, tolerance
+  if sd then keptRate, keptTolerance = sc, sd end
+  local ownRate, ownTolerance = rate, tolerance
+  if tr then
+    rate, unit, burst = tr, tu, tb
+    tolerance = burst * unit
+  end
+  local queued = 0
+  if sa and sa >= now then queued = (sa - now) * keptRate + sb end
+  if queued > 0 and (keptRate ~= rate or keptTolerance ~= tolerance) then
+    -- Multiply, then divide, then ceil: the core's double operations in its order.
+    queued = ceil((queued * tolerance) / keptTolerance)
+    if queued > 2 * tolerance then queued = 2 * tolerance end
+  end
+  if rate == ownRate and tolerance == ownTolerance then
+    return queued, rate, unit, burst, tolerance, false, false
+  end
+  return queued, rate, unit, burst, tolerance, rate, tolerance
+end
+`,
   lua: `  -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
   -- a - floor(a / b) * b, and the quotient of a double division may round up across an
   -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.
-  local tolerance = burst * unit
-  local queued = 0
-  if sa and sa >= now then queued = (sa - now) * rate + sb end
-  local after = queued + asked * unit
+${READ_QUEUED}  local after = queued + asked * unit
   -- wait: a reservation's longest wait in ms (0 for a take), admitting a charge whose slot is up
   -- to that far ahead; waited, the ms until its slot.
   if cost > 0 and asked <= burst and after <= tolerance + wait * rate then
@@ -94,16 +150,15 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
     end
   end
 `,
-  // A refused bucket is full again after reset, its time to full.
-  held: 'reset',
+  // A refused bucket as read is full again after its own time to full, whatever scale it is kept
+  // in (frac is below its rate): whole ms to its arrival time, rounded up.
+  held: '(sa and sa >= now) and (sa - now + (sb > 0 and 1 or 0)) or 0',
   adjustLua: `  -- core/gcra.ts, adjust(): the time queued ahead of now moves back by a refund, by the
   -- take's units not refilled yet (those left between now and refilled, at most -delta tokens),
   -- never below 0 (a bucket already full, or a take refilled already, gets nothing); or forward
   -- by a charge, the debt capped at one extra full refill as for a penalty. Divisions exact as
-  -- in the decision.
-  local queued = 0
-  if sa and sa >= now then queued = (sa - now) * rate + sb end
-  local q = false
+  -- in the decision; the state read under the take's tier and written in it, as there.
+${READ_QUEUED}  local q = false
   if delta < 0 then
     local left = (refilled - now) * rate
     if queued > 0 and left > 0 then
@@ -114,7 +169,7 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
     end
   else
     q = queued + delta * unit
-    if q > 2 * burst * unit then q = 2 * burst * unit end
+    if q > 2 * tolerance then q = 2 * tolerance end
   end
   if q then
     local r = q % rate
@@ -134,7 +189,27 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
       timed: false,
       spec: () => spec,
       windowOf: () => 0,
-      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost): Decision {
+      tierOf(call: CallLimit | undefined): BucketTier | undefined {
+        // A count is no tier (a token bucket ignores one), and the rule's own parameters decide
+        // exactly as none: the call then sends nothing more.
+        if (typeof call !== 'object') return undefined;
+        if (call.limit === limit && call.periodMs === periodMs && call.burst === burst) return undefined;
+        return call;
+      },
+      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, call): Decision {
+        if (typeof call === 'object') {
+          return makeDecision(
+            allowed,
+            name,
+            call.limit,
+            call.burst,
+            remaining,
+            cost,
+            retryAfterMs,
+            resetMs,
+            call.periodMs,
+          );
+        }
         return makeDecision(allowed, name, limit, burst, remaining, cost, retryAfterMs, resetMs, periodMs);
       },
     };
