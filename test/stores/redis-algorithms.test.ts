@@ -411,6 +411,23 @@ describe(
       await sameDecisions(lockoutRules, trafficOn(Object.keys(lockoutRules()).length, lockoutShape, 2), 300);
     });
 
+    it('a reservation refused with no wait allowed charges nothing under a penalty, as the core reserves', async () => {
+      const now = Date.UTC(2026, 5, 1, 12);
+      const seen: number[][] = [];
+      for (const store of [
+        new MemoryStore(),
+        new RedisStore({ client: redis, timeSource: 'app', timeout: '5s', prefix: `${prefixRoot}nowait:` }),
+      ]) {
+        const buckets = store.bind('tbp', tokenBucket({ limit: 2, period: '7s', penalty: true }));
+        await buckets.take('k', 1, now, undefined);
+        const refused = await buckets.reserve!('k', 2, now, 0);
+        const after = await buckets.take('k', 0, now, undefined);
+        seen.push([Number(refused.allowed), refused.retryAfterMs, after.remaining, after.resetMs]);
+      }
+      assert.deepEqual(seen[0], [0, 3_500, 1, 3_500]);
+      assert.deepEqual(seen[1], seen[0]);
+    });
+
     it('saturates a penalty count where the core does, so that a flood of refused takes cannot grow it past exact integers', async () => {
       const store = new RedisStore({
         client: redis,

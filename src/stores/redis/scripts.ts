@@ -386,7 +386,8 @@ local v = call('MGET', key)[1]
 ${READ_STATE}local cost = tonumber(argv[1])
 local asked = cost
 if cost == 0 then asked = 1 end
-local single = true
+-- A refused reservation charges nothing, penalty or not: it is no single take then.
+local single = ${reserving ? 'false' : 'true'}
 local wait, waited = ${reserving ? 'tonumber(argv[2])' : '0'}, 0
 local retry, remaining, reset, window, held
 local na, nc, nd = false, false, false

@@ -17,8 +17,9 @@ import type { BucketTier, CallLimit, Rule } from '../../../core/rule.js';
  *   {@link RedisAlgorithm.callLimit});
  * - `tr`, `tu`, `tb`: a token bucket's per-call tier (rate, period in ms, burst) as numbers, `tr`
  *   false for the rule's own parameters (only when {@link RedisAlgorithm.tiers});
- * - `single`: true for a single take, false inside an all-or-nothing group (a refusal is
- *   charged under a penalty only for a single take: a group that refuses charges nothing);
+ * - `single`: true for a single take, false inside an all-or-nothing group and for a
+ *   reservation (a refusal is charged under a penalty only for a single take: a group that
+ *   refuses charges nothing, and so does a reservation, as the core's `reserve`);
  * - `wait`: a reservation's longest wait in ms (`RuleBuckets.reserve`), 0 for a take; only a
  *   module that {@link RedisAlgorithm.reserves} reads it;
  * - `sa`, `sb`, `sc`, `sd`: the key's state, numbers parsed from its value `"<a>:<b>"`,

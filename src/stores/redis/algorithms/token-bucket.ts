@@ -135,7 +135,7 @@ ${READ_QUEUED}  local after = queued + asked * unit
       if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
       retry = (d - r) / rate
       if r > 0 then retry = retry + 1 end
-      if single and wait == 0 and penalty == 1 and cost > 0 then
+      if single and penalty == 1 and cost > 0 then
         -- Debt is capped at one extra full refill (core/gcra.ts).
         local charged = after
         if charged > 2 * tolerance then charged = 2 * tolerance end
