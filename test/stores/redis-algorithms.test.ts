@@ -1,6 +1,7 @@
 /**
  * The Redis store's algorithm modules (src/stores/redis/algorithms/) against the core rules they
- * translate: the same random traffic — takes with weighted costs and per-call limits, peeks,
+ * translate: the same random traffic — takes with weighted costs and per-call limits (a count for
+ * windows and quotas, a tier for token buckets, which reservations and adjustments carry too), peeks,
  * resets, refunds and settlements of earlier takes, all-or-nothing takes mixing every kind, time
  * stepping forwards and back around DST changes and month ends, takes and adjustments issued
  * together (one script call, keys decided twice in it, adjustments cutting it in order) — must
@@ -19,6 +20,8 @@ import {
   isSluiceError,
   slidingWindow,
   tokenBucket,
+  type BucketTier,
+  type CallLimit,
   type Decision,
   type Rule,
   type RuleBuckets,
@@ -114,7 +117,11 @@ const bases = [
   Date.UTC(2026, 9, 3, 15, 10),
 ];
 
-type Entry = { rule: number; key: number; cost: number; limit: number | undefined };
+/**
+ * A token bucket's per-call tier, drawn as one of {@link tierOf}'s kinds (undefined: none); a
+ * count `limit` goes to rules counted per window.
+ */
+type Entry = { rule: number; key: number; cost: number; limit: number | undefined; tier: number | undefined };
 /**
  * A refund (`delta` < 0) or a settlement of the `take`-th take its bucket admitted so far (modulo
  * their number), with the time and `until` the limiter's receipt would carry (the take's time,
@@ -124,7 +131,35 @@ type Entry = { rule: number; key: number; cost: number; limit: number | undefine
  */
 type Adjustment = { rule: number; key: number; delta: number; take: number };
 /** A reservation (`RuleBuckets.reserve`): a take that may hold a slot up to `maxWait` ms ahead. */
-type Reservation = { rule: number; key: number; cost: number; maxWait: number };
+type Reservation = { rule: number; key: number; cost: number; maxWait: number; tier: number | undefined };
+
+/** How many tiers {@link tierOf} makes of a rule. */
+const tierKinds = 6;
+
+/**
+ * The `kind`-th per-call tier of a token bucket of rate r, period u and burst b (tolerance
+ * b × u): the rule's own rate and tolerance under another period and burst (a state charged
+ * under it stays untagged); a faster and larger one; a slower one; one whose migrations need
+ * rounding up (odd numbers, a tolerance no ratio of the others divides); one of the same rate
+ * and another tolerance; and the rule's own parameters given as a tier (decided as none).
+ */
+function tierOf(rule: Rule, kind: number): BucketTier {
+  const { limit: r, periodMs: u, burst: b } = rule as unknown as BucketTier;
+  switch (kind % tierKinds) {
+    case 0:
+      return { limit: r, periodMs: u * b, burst: 1 };
+    case 1:
+      return { limit: r * 4, periodMs: u, burst: b * 2 };
+    case 2:
+      return { limit: 1, periodMs: u * 3, burst: Math.max(1, b - 1) };
+    case 3:
+      return { limit: 7, periodMs: 3_001, burst: 3 };
+    case 4:
+      return { limit: r, periodMs: u, burst: b + 2 };
+    default:
+      return { limit: r, periodMs: u, burst: b };
+  }
+}
 type Command =
   | ({ op: 'take' } & Entry)
   | ({ op: 'reserve' } & Reservation)
@@ -166,6 +201,9 @@ const lockoutShape: TrafficShape = {
  * Commands on a few rules of the list (drawn per run): traffic spread over every rule and key
  * would seldom hit one bucket twice, and it is the second hit that tests a state.
  */
+/** Mostly none, so that states move between the rule's own scale and the tiers' both ways. */
+const drawTier = fc.option(fc.nat(tierKinds - 1), { nil: undefined, freq: 2 });
+
 function commandOn(focus: readonly number[], shape: TrafficShape): fc.Arbitrary<Command> {
   const rule = fc.constantFrom(...focus);
   const key = fc.nat(shape.keys - 1);
@@ -174,6 +212,7 @@ function commandOn(focus: readonly number[], shape: TrafficShape): fc.Arbitrary<
     key,
     cost: fc.oneof({ weight: shape.ones, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.nat(6) }),
     limit: fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined, freq: 3 }),
+    tier: drawTier,
   });
   const adjustment = fc.record({
     rule,
@@ -191,6 +230,7 @@ function commandOn(focus: readonly number[], shape: TrafficShape): fc.Arbitrary<
     key,
     cost: fc.integer({ min: 1, max: 6 }),
     maxWait: fc.constantFrom(0, 1_000, 7_000, 30_000, 3_600_000),
+    tier: drawTier,
   });
   return fc.oneof(
     { weight: 6, arbitrary: entry.map((e) => ({ op: 'take' as const, ...e })) },
@@ -232,9 +272,19 @@ function bindAll(store: Store, all: Record<string, Rule>): RuleBuckets[] {
   return Object.keys(all).map((name) => store.bind(name, all[name] as Rule));
 }
 
-/** A rule without a per-call limit gets none (the limiter would not pass one either). */
-function limitFor(buckets: RuleBuckets, limit: number | undefined): number | undefined {
-  return buckets.rule.acceptsCallLimit ? limit : undefined;
+/**
+ * What the limiter would pass: a count to a rule counted per window, a tier to a token bucket
+ * (the rule's own parameters given as a tier too: a store must decide them as none), nothing to
+ * a rule that takes neither.
+ */
+function limitFor(
+  buckets: RuleBuckets,
+  e: { limit?: number | undefined; tier: number | undefined },
+): CallLimit | undefined {
+  const rule = buckets.rule;
+  if (rule.acceptsCallLimit) return e.limit;
+  if (rule.acceptsCallTier === true && e.tier !== undefined) return tierOf(rule, e.tier);
+  return undefined;
 }
 
 type Outcome = Decision | Decision[] | 'reset' | 'adjusted' | 'cannot reserve';
@@ -247,19 +297,24 @@ async function run(
 ): Promise<Outcome[]> {
   let now = base;
   const out: Outcome[] = [];
-  // The receipts of each bucket's admitted takes so far, for adjustments to settle.
-  const receipts = new Map<string, { at: number; until: number }[]>();
-  const issue = (e: Pick<Entry, 'rule' | 'key'>, at: number, decision: Decision): void => {
+  // The receipts of each bucket's admitted takes so far, for adjustments to settle: with the
+  // per-call limit the take was made under, which a token bucket settles in.
+  const receipts = new Map<string, { at: number; until: number; limit: CallLimit | undefined }[]>();
+  const issue = (
+    e: Pick<Entry, 'rule' | 'key'> & { limit?: number | undefined; tier: number | undefined },
+    at: number,
+    decision: Decision,
+  ): void => {
     if (!decision.allowed || decision.cost === 0) return;
     const bucket = `${e.rule}/${e.key}`;
     const list = receipts.get(bucket) ?? [];
-    list.push({ at, until: at + decision.resetMs });
+    list.push({ at, until: at + decision.resetMs, limit: limitFor(buckets[e.rule]!, e) });
     receipts.set(bucket, list);
   };
   const adjust = async (a: Adjustment, at: number): Promise<'adjusted'> => {
     const list = receipts.get(`${a.rule}/${a.key}`);
-    const take = list === undefined ? { at, until: at } : list[a.take % list.length]!;
-    await buckets[a.rule]!.adjust(keys[a.key]!, a.delta, at, take.at, take.until);
+    const take = list === undefined ? { at, until: at, limit: undefined } : list[a.take % list.length]!;
+    await buckets[a.rule]!.adjust(keys[a.key]!, a.delta, at, take.at, take.until, take.limit);
     return 'adjusted';
   };
   for (const c of commands) {
@@ -270,12 +325,13 @@ async function run(
       out.push('reset');
     } else if (c.op === 'take') {
       const b = buckets[c.rule]!;
-      const decision = await b.take(keys[c.key]!, c.cost, now, limitFor(b, c.limit));
+      const decision = await b.take(keys[c.key]!, c.cost, now, limitFor(b, c));
       issue(c, now, decision);
       out.push(decision);
     } else if (c.op === 'reserve') {
       // Rules that cannot reserve (windows, lockouts) refuse alike on both stores.
-      const reserved = await buckets[c.rule]!.reserve!(keys[c.key]!, c.cost, now, c.maxWait).catch(
+      const b = buckets[c.rule]!;
+      const reserved = await b.reserve!(keys[c.key]!, c.cost, now, c.maxWait, limitFor(b, c)).catch(
         (error: unknown) => {
           if (isSluiceError(error, 'SLUICE_CONFIG')) return 'cannot reserve' as const;
           throw error;
@@ -294,7 +350,7 @@ async function run(
       const decide = (e: Entry | Adjustment): Promise<Decision | 'adjusted'> => {
         if ('delta' in e) return adjust(e, at);
         const b = buckets[e.rule]!;
-        return b.take(keys[e.key]!, e.cost, at, limitFor(b, e.limit));
+        return b.take(keys[e.key]!, e.cost, at, limitFor(b, e));
       };
       const results: (Decision | 'adjusted')[] = [];
       if (store instanceof MemoryStore) for (const e of c.entries) results.push(await decide(e));
@@ -309,7 +365,7 @@ async function run(
     } else {
       const entries: TakeEntry[] = c.entries.map((e) => {
         const b = buckets[e.rule]!;
-        return { buckets: b, key: keys[e.key]!, cost: e.cost, limit: limitFor(b, e.limit) };
+        return { buckets: b, key: keys[e.key]!, cost: e.cost, limit: limitFor(b, e) };
       });
       const decisions = await store.takeAll(entries, now);
       // A group charges every entry or none.
