@@ -8,13 +8,29 @@ import { penaltyFlag, wholeField } from './rule-fields.js';
  * adjustment, and binding `rate`, `unit`, `burst` and `tolerance` to the parameters it runs
  * under: the call's tier (`tr`, `tu`, `tb`) or the rule's own. A state and a call both in the
  * rule's own scale (every key written before tiers, and every take without one) are read as
- * they always were, after two tests; otherwise `tbTiered` reads the state in the scale it was
- * kept in and migrates it, and sets the tags a write carries (`nc`, `nd`).
+ * they always were, after two tests. Otherwise (core/gcra.ts, queuedUnder() and charge()'s
+ * tags) the state is read in the scale it was kept in (rate `sc`, tolerance `sd`; the rule's own
+ * when untagged), migrated to the call's, and the tags a write carries are set (`nc`, `nd`;
+ * none under the rule's own rate and tolerance). Inline rather than a function: a function in
+ * the scripts' prelude is a closure made on every call, which the common path would pay for.
  */
 const READ_QUEUED = `  local tolerance = burst * unit
   local queued = 0
   if sd or tr then
-    queued, rate, unit, burst, tolerance, nc, nd = tbTiered(sa, sb, sc, sd, now, rate, unit, burst, tr, tu, tb)
+    local keptRate, keptTolerance = rate, tolerance
+    if sd then keptRate, keptTolerance = sc, sd end
+    if tr then
+      -- rate and tolerance are still the rule's own here.
+      local t = tb * tu
+      if tr ~= rate or t ~= tolerance then nc, nd = tr, t end
+      rate, unit, burst, tolerance = tr, tu, tb, t
+    end
+    if sa and sa >= now then queued = (sa - now) * keptRate + sb end
+    if queued > 0 and (keptRate ~= rate or keptTolerance ~= tolerance) then
+      -- Multiply, then divide, then ceil: the core's double operations in its order.
+      queued = ceil((queued * tolerance) / keptTolerance)
+      if queued > 2 * tolerance then queued = 2 * tolerance end
+    end
   elseif sa and sa >= now then
     queued = (sa - now) * rate + sb
   end
@@ -56,31 +72,6 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
   tiers: true,
   reserves: true,
   replyWidth: 3,
-  // core/gcra.ts, queuedUnder() and charge()'s tags: the queue of a state kept at rate sc and
-  // tolerance sd (the rule's own when untagged) read under rate tr, period tu, burst tb (the
-  // rule's own when tr is false). Returns it with the parameters to run under and the tags.
-  luaFunctions: `local function tbTiered(sa, sb, sc, sd, now, rate, unit, burst, tr, tu, tb)
-  local tolerance = burst * unit
-  local keptRate, keptTolerance = rate, tolerance
-  if sd then keptRate, keptTolerance = sc, sd end
-  local ownRate, ownTolerance = rate, tolerance
-  if tr then
-    rate, unit, burst = tr, tu, tb
-    tolerance = burst * unit
-  end
-  local queued = 0
-  if sa and sa >= now then queued = (sa - now) * keptRate + sb end
-  if queued > 0 and (keptRate ~= rate or keptTolerance ~= tolerance) then
-    -- Multiply, then divide, then ceil: the core's double operations in its order.
-    queued = ceil((queued * tolerance) / keptTolerance)
-    if queued > 2 * tolerance then queued = 2 * tolerance end
-  end
-  if rate == ownRate and tolerance == ownTolerance then
-    return queued, rate, unit, burst, tolerance, false, false
-  end
-  return queued, rate, unit, burst, tolerance, rate, tolerance
-end
-`,
   lua: `  -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
   -- a - floor(a / b) * b, and the quotient of a double division may round up across an
   -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.
