@@ -2,7 +2,8 @@ import { makeDecision, type Decision } from './decision.js';
 import { parseDuration, type Duration } from './duration.js';
 import { MAX_COUNT, MAX_TOKEN_RATE } from './bounds.js';
 import { SluiceError, configError } from './errors.js';
-import type { BucketTier, CallLimit, Rule } from './algorithm.js';
+import type { CallLimit, Rule } from './algorithm.js';
+import { sameTier } from './call-limit.js';
 import type { BucketState } from './state.js';
 import { checkOptionKeys } from './options.js';
 import {
@@ -50,7 +51,7 @@ const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty', 'block'] as cons
  * stays below 2^53, i.e. for about 285 years at `limit` 1,000 and 104 days at `limit` 1,000,000
  * from the epoch the store keeps; beyond that results are off by fractions of a millisecond.
  *
- * Per-call parameters ({@link BucketTier}: a plan's tier from data) decide a take under their
+ * Per-call parameters (`BucketTier`: a plan's tier from data) decide a take under their
  * own rate, period and burst. A state is scaled by the rate it was charged under; one charged
  * under a tier whose rate or tolerance (burst × period) differs from the rule's keeps both in
  * its `window` and `previous` fields (0 and 0: the rule's own). When a take comes under other
@@ -64,7 +65,7 @@ const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty', 'block'] as cons
 export class TokenBucketRule implements Rule {
   readonly kind = 'token-bucket' as const;
   readonly shape = 'arrival-time' as const;
-  /** A token bucket takes no per-call count: its per-call parameters are a {@link BucketTier}. */
+  /** A token bucket takes no per-call count: its per-call parameters are a `BucketTier`. */
   readonly acceptsCallLimit = false;
   /** A take may carry its own rate, period and burst. */
   readonly acceptsCallTier = true;
@@ -78,10 +79,8 @@ export class TokenBucketRule implements Rule {
   readonly penalty: boolean;
   /** The lockout, if any. */
   readonly block: BlockPolicy | undefined;
-  /** Scaled units one token costs (= periodMs). */
-  private readonly unit: number;
-  /** Scaled burst tolerance: how far ahead of `now` the arrival time may run (= burst × periodMs). */
-  private readonly tolerance: number;
+  /** The rule's own scale: what a take without a tier runs under. */
+  private readonly own: Scale;
 
   constructor(options: TokenBucketOptions) {
     checkOptionKeys('tokenBucket', options, tokenBucketKeys);
@@ -105,8 +104,7 @@ export class TokenBucketRule implements Rule {
     this.burst = burst;
     this.penalty = penalty;
     this.block = readBlockOptions('tokenBucket', options.block);
-    this.unit = periodMs;
-    this.tolerance = burst * periodMs;
+    this.own = scaleOf(limit, periodMs, burst);
   }
 
   /** The rate: the per-call tier's, or the rule's. */
@@ -120,58 +118,40 @@ export class TokenBucketRule implements Rule {
   }
 
   /**
-   * The per-call parameters as this bucket runs them: `undefined` for the rule's own (including
-   * a tier equal to them), so that the common path allocates nothing.
+   * The scale a take runs under: the rule's own (also for a tier equal to it), or the tier's. Only
+   * a tier allocates; the common path reads the rule's.
    */
-  private tierOf(limit: CallLimit | undefined): BucketTier | undefined {
-    if (typeof limit !== 'object') return undefined;
-    if (limit.limit === this.limit && limit.periodMs === this.periodMs && limit.burst === this.burst)
-      return undefined;
-    return limit;
+  private scaleFor(limit: CallLimit | undefined): Scale {
+    if (typeof limit !== 'object' || sameTier(limit, this)) return this.own;
+    return scaleOf(limit.limit, limit.periodMs, limit.burst);
   }
 
   /**
-   * The scaled time queued ahead of `now` (0: a full bucket) in the scale of rate `rate` and
-   * tolerance `tolerance`, read from `state` whatever it was charged under: when that differs,
-   * migrated proportionally (see the class). Never changes `state`.
+   * The scaled time queued ahead of `now` (0: a full bucket) in `scale`, read from `state`
+   * whatever it was charged under: when that differs, migrated proportionally (see the class).
+   * Never changes `state`.
    */
-  private queuedUnder(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    rate: number,
-    tolerance: number,
-  ): number {
+  private queuedUnder(state: BucketState, now: number, epoch: number, scale: Scale): number {
     const keptRate = state.window === 0 ? this.limit : state.window;
     const scaledNow = (now - epoch) * keptRate;
     const queued = state.value > scaledNow ? state.value - scaledNow : 0;
-    const keptTolerance = state.previous === 0 ? this.tolerance : state.previous;
+    const keptTolerance = state.previous === 0 ? this.own.tolerance : state.previous;
+    const { rate, tolerance } = scale;
     if (keptRate === rate && keptTolerance === tolerance) return queued;
     if (queued === 0) return 0;
     const moved = Math.ceil((queued * tolerance) / keptTolerance);
     return moved < 2 * tolerance ? moved : 2 * tolerance;
   }
 
-  /** Writes a state charged at `now` with `queued` scaled time ahead, under `tier` (or the rule's own). */
-  private charge(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    queued: number,
-    tier: BucketTier | undefined,
-  ): void {
-    if (tier === undefined) {
-      state.value = (now - epoch) * this.limit + queued;
-      state.window = 0;
-      state.previous = 0;
-      return;
-    }
-    const rate = tier.limit;
-    const tolerance = tier.burst * tier.periodMs;
-    const own = rate === this.limit && tolerance === this.tolerance;
-    state.value = (now - epoch) * rate + queued;
-    state.window = own ? 0 : rate;
-    state.previous = own ? 0 : tolerance;
+  /**
+   * Writes a state charged at `now` with `queued` scaled time ahead, in `scale`: tagged with its
+   * rate and tolerance unless those are the rule's own.
+   */
+  private charge(state: BucketState, now: number, epoch: number, queued: number, scale: Scale): void {
+    const own = scale.rate === this.limit && scale.tolerance === this.own.tolerance;
+    state.value = (now - epoch) * scale.rate + queued;
+    state.window = own ? 0 : scale.rate;
+    state.previous = own ? 0 : scale.tolerance;
   }
 
   /**
@@ -185,12 +165,12 @@ export class TokenBucketRule implements Rule {
   normalize(state: BucketState, now: number, epoch: number): void {
     if (state.window === 0 && state.previous === 0) return;
     const rate = state.window === 0 ? this.limit : state.window;
-    const tolerance = state.previous === 0 ? this.tolerance : state.previous;
+    const tolerance = state.previous === 0 ? this.own.tolerance : state.previous;
     const scaledNow = (now - epoch) * rate;
     const queued = state.value > scaledNow ? state.value - scaledNow : 0;
-    const byFraction = (queued * this.tolerance) / tolerance;
+    const byFraction = (queued * this.own.tolerance) / tolerance;
     const byTime = (queued * this.limit) / rate;
-    this.charge(state, now, epoch, Math.ceil(byFraction > byTime ? byFraction : byTime), undefined);
+    this.charge(state, now, epoch, Math.ceil(byFraction > byTime ? byFraction : byTime), this.own);
   }
 
   /** A full bucket: the arrival time is now. */
@@ -231,22 +211,20 @@ export class TokenBucketRule implements Rule {
     until: number,
     limit?: CallLimit,
   ): boolean {
-    const tier = this.tierOf(limit);
-    const rate = tier === undefined ? this.limit : tier.limit;
-    const unit = tier === undefined ? this.unit : tier.periodMs;
-    const tolerance = tier === undefined ? this.tolerance : tier.burst * tier.periodMs;
-    const queued = this.queuedUnder(state, now, epoch, rate, tolerance);
+    const scale = this.scaleFor(limit);
+    const { rate, unit, tolerance } = scale;
+    const queued = this.queuedUnder(state, now, epoch, scale);
     if (delta < 0) {
       const left = (until - now) * rate;
       if (!(queued > 0) || !(left > 0)) return false;
       const asked = -delta * unit;
       const back = queued - (asked < left ? asked : left);
-      this.charge(state, now, epoch, back > 0 ? back : 0, tier);
+      this.charge(state, now, epoch, back > 0 ? back : 0, scale);
       return true;
     }
     if (delta === 0) return false;
     const charged = queued + delta * unit;
-    this.charge(state, now, epoch, charged < 2 * tolerance ? charged : 2 * tolerance, tier);
+    this.charge(state, now, epoch, charged < 2 * tolerance ? charged : 2 * tolerance, scale);
     return true;
   }
 
@@ -266,16 +244,13 @@ export class TokenBucketRule implements Rule {
     maxWaitMs: number,
     limit?: CallLimit,
   ): Decision {
-    const tier = this.tierOf(limit);
-    const rate = tier === undefined ? this.limit : tier.limit;
-    const unit = tier === undefined ? this.unit : tier.periodMs;
-    const burst = tier === undefined ? this.burst : tier.burst;
-    const tolerance = burst * unit;
-    const queued = this.queuedUnder(state, now, epoch, rate, tolerance);
+    const scale = this.scaleFor(limit);
+    const { rate, unit, burst, tolerance } = scale;
+    const queued = this.queuedUnder(state, now, epoch, scale);
     const after = queued + cost * unit;
     if (cost < 1 || cost > burst || after > tolerance + maxWaitMs * rate)
-      return this.decideBucket(state, now, epoch, name, cost, tier, false);
-    this.charge(state, now, epoch, after, tier);
+      return this.decideBucket(state, now, epoch, name, cost, limit, false);
+    this.charge(state, now, epoch, after, scale);
     const wait = after > tolerance ? Math.ceil((after - tolerance) / rate) : 0;
     const remaining = after < tolerance ? Math.floor((tolerance - after) / unit) : 0;
     return makeDecision(true, name, rate, burst, remaining, cost, wait, Math.ceil(after / rate), unit);
@@ -306,17 +281,12 @@ export class TokenBucketRule implements Rule {
     limit: CallLimit | undefined,
     commit: boolean,
   ): Decision {
-    const tier = this.tierOf(limit);
-    const rate = tier === undefined ? this.limit : tier.limit;
-    const unit = tier === undefined ? this.unit : tier.periodMs;
-    const burst = tier === undefined ? this.burst : tier.burst;
-    const tolerance = tier === undefined ? this.tolerance : burst * unit;
+    const scale = this.scaleFor(limit);
+    const { rate, unit, burst, tolerance } = scale;
     // Scaled time already queued ahead of now: 0 for a full bucket, up to `tolerance` for an empty one.
     // The common path: the rule's own parameters on a state kept in them (only `value` changes).
-    const plain = tier === undefined && state.window === 0 && state.previous === 0;
-    const queued = plain
-      ? this.queuedOwn(state, now, epoch)
-      : this.queuedUnder(state, now, epoch, rate, tolerance);
+    const plain = scale === this.own && state.window === 0 && state.previous === 0;
+    const queued = plain ? this.queuedOwn(state, now, epoch) : this.queuedUnder(state, now, epoch, scale);
     const asked = cost === 0 ? 1 : cost;
     const after = queued + asked * unit;
 
@@ -325,7 +295,7 @@ export class TokenBucketRule implements Rule {
       const used = cost === 0 ? queued : after;
       if (commit && cost !== 0) {
         if (plain) state.value = (now - epoch) * rate + after;
-        else this.charge(state, now, epoch, after, tier);
+        else this.charge(state, now, epoch, after, scale);
       }
       return makeDecision(
         true,
@@ -347,7 +317,7 @@ export class TokenBucketRule implements Rule {
     }
     if (commit && this.penalty && cost > 0) {
       // Debt is capped at one extra full refill, so a penalty can never lock a key out for good.
-      this.charge(state, now, epoch, after < 2 * tolerance ? after : 2 * tolerance, tier);
+      this.charge(state, now, epoch, after < 2 * tolerance ? after : 2 * tolerance, scale);
     }
     const retryAfterMs = Math.ceil((after - tolerance) / rate);
     return makeDecision(false, name, rate, burst, remaining, cost, retryAfterMs, resetMs, unit);
@@ -369,4 +339,20 @@ export class TokenBucketRule implements Rule {
  */
 export function tokenBucket(options: TokenBucketOptions): TokenBucketRule {
   return new TokenBucketRule(options);
+}
+
+/**
+ * The numbers a token bucket decides with: time is scaled by `rate` (tokens per period), a token
+ * costs `unit` (the period in ms) scaled units, and the arrival time may run `tolerance`
+ * (burst × period) ahead of now.
+ */
+interface Scale {
+  readonly rate: number;
+  readonly unit: number;
+  readonly burst: number;
+  readonly tolerance: number;
+}
+
+function scaleOf(limit: number, periodMs: number, burst: number): Scale {
+  return { rate: limit, unit: periodMs, burst, tolerance: burst * periodMs };
 }

@@ -1,4 +1,5 @@
-import { MAX_COUNT, MAX_TOKEN_RATE } from '../core/bounds.js';
+import { MAX_COUNT } from '../core/bounds.js';
+import { TIER_BOUNDS, sameTier, tierFault } from '../core/call-limit.js';
 import { parseDuration } from '../core/duration.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { SluiceError, describeValue } from '../core/errors.js';
@@ -113,15 +114,6 @@ function countLimitOf(limit: unknown): number {
 
 /** A token bucket's tier, its bounds those of `tokenBucket` (messages name the option, never a value). */
 function tierOf(limit: unknown, period: unknown, burst: unknown, rule: BucketTier): BucketTier | undefined {
-  let rate = rule.limit;
-  if (limit !== undefined) {
-    if (!(typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_TOKEN_RATE))
-      throw new SluiceError(
-        'SLUICE_ARGUMENT',
-        `a token bucket's per-call limit must be a whole number from 1 to ${MAX_TOKEN_RATE}; received ${describeNumber(limit)}`,
-      );
-    rate = limit;
-  }
   let periodMs = rule.periodMs;
   if (period !== undefined) {
     try {
@@ -133,20 +125,20 @@ function tierOf(limit: unknown, period: unknown, burst: unknown, rule: BucketTie
       );
     }
   }
-  let size = limit === undefined ? rule.burst : rate;
-  if (burst !== undefined) {
-    if (!(typeof burst === 'number' && Number.isSafeInteger(burst) && burst >= 1 && burst <= MAX_COUNT))
-      throw new SluiceError(
-        'SLUICE_ARGUMENT',
-        `burst must be a whole number from 1 to ${MAX_COUNT}; received ${describeNumber(burst)}`,
-      );
-    size = burst;
-  }
-  if (!Number.isSafeInteger(size * periodMs * 2))
+  const rate = limit === undefined ? rule.limit : limit;
+  const size = burst === undefined ? (limit === undefined ? rule.burst : limit) : burst;
+  // A parsed period is always in bounds: only the limit, the burst and their product can fault.
+  const fault = tierFault(rate, periodMs, size);
+  if (fault === 'size')
     throw new SluiceError('SLUICE_ARGUMENT', 'a per-call burst × period is too large to count exactly');
+  if (fault !== undefined)
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `a token bucket's per-call ${fault} must be ${TIER_BOUNDS[fault]}; received ${describeNumber(fault === 'limit' ? rate : fault === 'burst' ? size : periodMs)}`,
+    );
+  const tier = { limit: rate as number, periodMs, burst: size as number };
   // The rule's own parameters are no tier: the take runs exactly as one without them.
-  if (rate === rule.limit && periodMs === rule.periodMs && size === rule.burst) return undefined;
-  return { limit: rate, periodMs, burst: size };
+  return sameTier(tier, rule) ? undefined : tier;
 }
 
 /**

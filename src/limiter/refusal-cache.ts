@@ -1,6 +1,7 @@
 import { makeDecision, type Decision } from '../core/decision.js';
 import { SluiceError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
+import { sameCallLimit } from '../core/call-limit.js';
 import type { CallLimit, Rule } from '../core/rule.js';
 
 /**
@@ -249,11 +250,4 @@ export function resolveRefusalCache(
     );
   }
   return storeIsLocal ? undefined : new RefusalCache(limiterName, maxKeys);
-}
-
-/** Whether two per-call limits are the same: equal counts, or tiers of equal rate, period and burst. */
-function sameCallLimit(a: CallLimit | undefined, b: CallLimit | undefined): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object') return false;
-  return a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst;
 }

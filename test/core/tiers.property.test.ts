@@ -34,7 +34,12 @@ describe('token bucket: per-call tiers', () => {
   it('a state read under other parameters keeps the fraction in use to one scaled unit either way (rounded up, in doubles), debt capped', () => {
     // The migration itself (private to the rule): every store repeats its arithmetic.
     type Migrating = {
-      queuedUnder(s: BucketState, now: number, epoch: number, rate: number, tolerance: number): number;
+      queuedUnder(
+        s: BucketState,
+        now: number,
+        epoch: number,
+        scale: { rate: number; tolerance: number },
+      ): number;
     };
     fc.assert(
       fc.property(tier, tier, takes, fc.boolean(), (a, b, steps, penalty) => {
@@ -50,7 +55,10 @@ describe('token bucket: per-call tiers', () => {
         const tolerance = tagged ? state.previous : 11 * 60_000;
         const queued = Math.max(0, state.value - (now - START) * rate);
         const to = b.burst * b.periodMs;
-        const moved = (rule as unknown as Migrating).queuedUnder(state, now, START, b.limit, to);
+        const moved = (rule as unknown as Migrating).queuedUnder(state, now, START, {
+          rate: b.limit,
+          tolerance: to,
+        });
         if (tolerance === to && rate === b.limit) {
           assert.equal(moved, queued, 'the same scale: nothing to migrate');
           return;

@@ -1,5 +1,5 @@
 import type { CallLimit, Rule } from '../../core/algorithm.js';
-import { MAX_COUNT, MAX_TOKEN_RATE } from '../../core/bounds.js';
+import { TIER_BOUNDS, tierFault } from '../../core/call-limit.js';
 import { SluiceError } from '../../core/errors.js';
 import { typeName } from './account-id.js';
 
@@ -30,27 +30,16 @@ export function checkedCallLimit(
   if (limit === null || rule.acceptsCallTier !== true)
     throw argumentError(method, 'limit', 'a count (a per-call tier only for token buckets)', limit);
   const { limit: rate, periodMs, burst } = limit;
-  if (!Number.isSafeInteger(rate) || rate < 1 || rate > MAX_TOKEN_RATE)
-    throw argumentError(method, 'limit.limit', `a whole number from 1 to ${MAX_TOKEN_RATE}`, rate);
-  if (!Number.isSafeInteger(periodMs) || periodMs < 1)
-    throw argumentError(method, 'limit.periodMs', 'a positive whole number of ms', periodMs);
-  if (!Number.isSafeInteger(burst) || burst < 1 || burst > MAX_COUNT)
-    throw argumentError(method, 'limit.burst', `a whole number from 1 to ${MAX_COUNT}`, burst);
-  if (!Number.isSafeInteger(2 * burst * periodMs))
+  const fault = tierFault(rate, periodMs, burst);
+  if (fault === 'size')
     throw argumentError(
       method,
       'limit.burst',
       'small enough that 2 × burst × periodMs counts exactly',
       burst,
     );
+  if (fault !== undefined) throw argumentError(method, `limit.${fault}`, TIER_BOUNDS[fault], limit[fault]);
   const own = rule as { readonly periodMs?: unknown; readonly burst?: unknown };
   if (rate === rule.limit && periodMs === own.periodMs && burst === own.burst) return undefined;
   return limit;
-}
-
-/** Whether two checked per-call limits are the same (a tier by its numbers): takes that may share a row. */
-export function sameCallLimit(a: CallLimit | undefined, b: CallLimit | undefined): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object') return false;
-  return a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst;
 }

@@ -21,7 +21,8 @@ import type { AccountKeys } from './account-key.js';
 import { OffsetAtSend, TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
-import { checkedCallLimit, sameCallLimit } from './call-tier.js';
+import { checkedCallLimit } from './call-tier.js';
+import { sameCallLimit } from '../../core/call-limit.js';
 
 /** The per-take values of an algorithm without per-take columns of its own. */
 const NO_VALUES: readonly unknown[] = [];

@@ -1,5 +1,6 @@
-import { MAX_COUNT, MAX_TOKEN_RATE } from '../../core/bounds.js';
+import { MAX_COUNT } from '../../core/bounds.js';
 import { SluiceError } from '../../core/errors.js';
+import { TIER_BOUNDS, tierFault } from '../../core/call-limit.js';
 
 /**
  * Checks what a take hands to the script: a non-empty string key, a whole cost in 0..MAX_COUNT and,
@@ -50,28 +51,17 @@ export function checkTier(tier: unknown): void {
     );
   }
   const { limit, periodMs, burst } = tier as Record<string, unknown>;
-  if (!(isWhole(limit) && limit >= 1 && limit <= MAX_TOKEN_RATE)) {
-    throw new SluiceError(
-      'SLUICE_ARGUMENT',
-      `RedisStore: a per-call tier's limit must be a whole number from 1 to ${MAX_TOKEN_RATE} (got ${typeOf(limit)})`,
-    );
-  }
-  if (!(isWhole(periodMs) && periodMs >= 1)) {
-    throw new SluiceError(
-      'SLUICE_ARGUMENT',
-      `RedisStore: a per-call tier's periodMs must be a whole number of at least 1 (got ${typeOf(periodMs)})`,
-    );
-  }
-  if (!(isWhole(burst) && burst >= 1 && burst <= MAX_COUNT)) {
-    throw new SluiceError(
-      'SLUICE_ARGUMENT',
-      `RedisStore: a per-call tier's burst must be a whole number from 1 to ${MAX_COUNT} (got ${typeOf(burst)})`,
-    );
-  }
-  if (!Number.isSafeInteger(2 * burst * periodMs)) {
+  const fault = tierFault(limit, periodMs, burst);
+  if (fault === 'size')
     throw new SluiceError(
       'SLUICE_ARGUMENT',
       "RedisStore: a per-call tier's burst × periodMs is too large to count exactly",
+    );
+  if (fault !== undefined) {
+    const received = fault === 'limit' ? limit : fault === 'periodMs' ? periodMs : burst;
+    throw new SluiceError(
+      'SLUICE_ARGUMENT',
+      `RedisStore: a per-call tier's ${fault} must be ${TIER_BOUNDS[fault]} (got ${typeOf(received)})`,
     );
   }
 }
@@ -108,10 +98,6 @@ export function checkAdjustArguments(
       );
     }
   }
-}
-
-function isWhole(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value);
 }
 
 function isCount(value: unknown, min: number): boolean {
