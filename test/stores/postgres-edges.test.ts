@@ -327,6 +327,21 @@ describe('PostgresStore at the edges', { skip }, () => {
           store,
           timeout: '300ms',
         });
+        // The first take opens the driver's connections and prepares the statement on them: on a
+        // loaded machine that alone can pass the 300 ms this test bounds a held lock with. A
+        // patient store on the same client does it first (two at once, for a pool of two).
+        const patient = createLimiter({
+          name: quota.name,
+          rule: calendarQuota({ limit: 5 }),
+          store: new PostgresStore({
+            client: counting,
+            schema,
+            timeout: '10s',
+            ...(batch === false ? { batch } : {}),
+          }),
+          timeout: '10s',
+        });
+        await Promise.all([patient.peek('warm-a'), patient.peek('warm-b')]);
         assert.equal((await quota.take('k')).remaining, 4);
         const blocker = await pool.connect();
         try {
