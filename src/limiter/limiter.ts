@@ -721,9 +721,14 @@ function settle<T>(fn: () => T): Promise<T> {
   }
 }
 
+/** No key checked yet: equal to no key a caller can pass. */
+const NOT_CHECKED = Symbol('no key checked');
+
 class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
   declare readonly store: SyncStore;
   declare readonly buckets: SyncRuleBuckets;
+  /** The key the last synchronous take checked; never equal to a key before the first (a symbol). */
+  private checkedKey: unknown = NOT_CHECKED;
 
   // The memory store decides synchronously and cannot hang: no timeout timer, no failure policy.
   override take(key: string, options?: TakeOptions): Promise<Decision> {
@@ -772,7 +777,11 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
 
   takeSync(key: string, options?: TakeOptions): Decision {
     if (this.closed) throw closedError(this.name);
-    checkKey(key);
+    // A key checked on the previous call (one client taking again and again) is not scanned again.
+    if (key !== this.checkedKey) {
+      checkKey(key);
+      this.checkedKey = key;
+    }
     const cost = options === undefined ? 1 : costOf(options.cost);
     const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
     const decision = this.takeEnforced(key, cost, limit, readClock(this.clock));

@@ -239,6 +239,11 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   /** The key of the last take and its id (see takeSync). */
   private lastKey = '';
   private lastId = '';
+  /**
+   * The bucket of `lastKey` while it is in the current map: cleared whenever a bucket leaves the
+   * current map (a generation change, a reset, a state kept anew, unbind).
+   */
+  private lastState: MemoryBucket | undefined = undefined;
   /** The latest time a bucket was inserted at (NaN before the first): a fold's time when a reset's is unknown. */
   private latest = Number.NaN;
   /** Set by unbind: every later call is a configuration error. */
@@ -266,19 +271,33 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   }
 
   takeSync(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
+    // The key taken last keeps its bucket while the bucket stays in the current map: a key taken
+    // again and again (one client flooding) costs a comparison of equal strings, no lookup. Small,
+    // so that it inlines into the limiter; everything else is in takeLooked.
+    const state = this.lastState;
+    if (state !== undefined && key === this.lastKey)
+      return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
+    return this.takeLooked(key, cost, now, limit);
+  }
+
+  /** A take that looks its key up (see takeSync). */
+  private takeLooked(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
     if (this.freed) throw notBound(this.name);
-    // The id of the key taken last is kept: a key taken again and again (one client flooding)
-    // costs a comparison of equal strings, not another scan of the key for characters to hash.
+    // The id of the key taken last is kept as well: no second scan of the key for characters to hash.
     let id: string;
     if (key === this.lastKey) id = this.lastId;
     else {
       id = bucketId(key);
       this.lastKey = key;
       this.lastId = id;
+      this.lastState = undefined;
     }
     if (this.epoch !== this.epoch) this.epoch = now;
     const state = this.find(id, now);
-    if (state !== undefined) return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
+    if (state !== undefined) {
+      this.lastState = state;
+      return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
+    }
     const fresh = this.recall(id, now);
     if (cost === 0) return this.rule.decide(fresh, now, this.epoch, this.name, 0, limit, false);
     const value = fresh.value;
@@ -325,6 +344,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   keep(key: string, state: MemoryBucket, now: number): void {
     const id = bucketId(key);
     if (this.current.get(id) === state) return;
+    this.lastState = undefined;
     this.previous.delete(id);
     this.insert(id, state, now);
   }
@@ -332,6 +352,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   resetSync(key: string): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
+    this.lastState = undefined;
     this.current.delete(id);
     this.previous.delete(id);
     if (this.summary.isEmpty) return;
@@ -429,6 +450,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   /** Drops the maps and the summary (unbind). */
   free(): void {
     this.freed = true;
+    this.lastState = undefined;
     this.current = new Map();
     this.previous = new Map();
     this.summary = new EvictedSummary(1, 16);
@@ -488,6 +510,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
       const leaving = this.previous;
       this.previous = this.current;
       this.current = new Map();
+      this.lastState = undefined;
       if (leaving.size > 0) this.fold(leaving, now);
     }
     this.current.set(id, state);

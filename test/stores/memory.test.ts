@@ -11,6 +11,7 @@ import {
   isSluiceError,
 } from '../../src/index.js';
 import { storeConformance } from '../../src/testing/index.js';
+import type { TakeEntry } from '../../src/store.js';
 
 storeConformance({ name: 'memory', create: async () => new MemoryStore() });
 
@@ -83,6 +84,78 @@ describe('MemoryStore generations', () => {
     assert.equal(admitted, 1_000_000);
     assert.ok(store.bucketCount('flood') <= 8192, `holds ${store.bucketCount('flood')}`);
     assert.ok(store.bucketCount('flood') > 4096);
+  });
+
+  it('the last key keeps its bucket between takes, and never past a reset or another key', () => {
+    const { limiter } = setup(8);
+    limiter.takeSync('a');
+    limiter.takeSync('a');
+    assert.equal(limiter.takeSync('a').allowed, false, 'a is spent');
+    limiter.resetSync('a');
+    assert.equal(limiter.takeSync('a').remaining, 1, 'a reset reaches the key taken last');
+    limiter.takeSync('a');
+    // b is new: its first take inserts a fresh bucket, and its second must find that one, not a's.
+    assert.equal(limiter.takeSync('b').remaining, 1);
+    assert.equal(limiter.takeSync('b').remaining, 0);
+  });
+
+  it('decides as a store asked for another key between every take (no kept bucket), whatever the sequence', () => {
+    // The reference peeks a key never taken before each call, so it never reuses the last key's
+    // bucket; small generations make buckets move, leave and come back from the summary.
+    const op = fc.record({
+      kind: fc.constantFrom('take', 'take', 'take', 'reset', 'advance', 'all'),
+      key: fc.integer({ min: 0, max: 4 }),
+      cost: fc.integer({ min: 0, max: 3 }),
+      ms: fc.integer({ min: 0, max: 2_000 }),
+    });
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.array(op, { maxLength: 120 }), (n, ops) => {
+        const make = () => {
+          const clock = manualClock(0);
+          const store = new MemoryStore({ maxKeysPerGeneration: n });
+          const limiter = createLimiter({
+            name: 'm',
+            rule: tokenBucket({ limit: 3, period: '1s' }),
+            store,
+            clock,
+          });
+          // All-or-nothing takes of two keys insert buckets outside the limiter's own takes.
+          const buckets = (limiter as unknown as { buckets: TakeEntry['buckets'] }).buckets;
+          const both = (key: number, cost: number) =>
+            store.takeAllSync(
+              [`k${key}`, `k${key + 1}`].map((k) => ({ buckets, key: k, cost, limit: undefined })),
+              clock(),
+            );
+          return { clock, store, limiter, both };
+        };
+        const fast = make();
+        const reference = make();
+        for (const { kind, key, cost, ms } of ops) {
+          if (kind === 'advance') {
+            fast.clock.advance(ms);
+            reference.clock.advance(ms);
+            continue;
+          }
+          reference.limiter.peekSync('probe');
+          if (kind === 'reset') {
+            fast.limiter.resetSync(`k${key}`);
+            reference.limiter.resetSync(`k${key}`);
+            continue;
+          }
+          if (kind === 'all') {
+            assert.deepEqual(fast.both(key, cost), reference.both(key, cost));
+            continue;
+          }
+          assert.deepEqual(
+            fast.limiter.takeSync(`k${key}`, { cost }),
+            reference.limiter.takeSync(`k${key}`, { cost }),
+          );
+          // A key taken again moves back into the current map alike (and so leaves the maps alike).
+          assert.equal(fast.store.bucketCount('m'), reference.store.bucketCount('m'));
+        }
+      }),
+      { numRuns: 400 },
+    );
   });
 
   it('a refused take on a key never seen stores nothing; a peek stores nothing', () => {
