@@ -449,7 +449,14 @@ describe('PostgresStore', { skip }, () => {
           const own = module.bind('r', rule);
           const binding = rule.block === undefined ? own : lockoutBinding(own, rule.block);
           const sql = module.ruleSql(n);
-          const statements = ruleStatements(lockouts ? lockoutRuleSql(sql) : sql, n, 'store', undefined);
+          const statements = ruleStatements(
+            lockouts ? lockoutRuleSql(sql) : sql,
+            n,
+            'store',
+            undefined,
+            undefined,
+            lockouts ? undefined : module.plainTakeSql,
+          );
           const params = binding.ruleParams(now);
           // The algorithm's own per-take values (a token bucket's tier: none here).
           const perTake = binding.tierValues?.(undefined) ?? [];
@@ -463,6 +470,8 @@ describe('PostgresStore', { skip }, () => {
             statements.single.text,
             [...params, 'k1', 1, 1, 5, ...perTake, timeLeft],
           ]);
+          if (statements.plain !== undefined)
+            cases.push([`${rule.kind} lean take`, statements.plain.text, [...params, 'k1', 1, 1, timeLeft]]);
           const entry = binding.entryParams(now).map((value) => keys.map(() => value));
           all.push(
             keys.map((_, i) => all.length * 100 + i),

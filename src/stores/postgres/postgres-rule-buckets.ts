@@ -356,6 +356,11 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (groups.size === 1) {
       // A lone bucket (the common case below saturation): scalar parameters, cached plan.
       const group = groups.values().next().value as Group;
+      const plain = this.statements.plain;
+      if (plain !== undefined && group.limit === undefined) {
+        this.sendPlain(batch, plain, group);
+        return;
+      }
       values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch);
     } else {
       statement = this.statements.batch;
@@ -378,6 +383,34 @@ export class PostgresRuleBuckets implements RuleBuckets {
       (rows) => this.answer(batch, rows),
       (error: unknown) => this.fail(batch, this.takeError(error)),
     );
+  }
+
+  /**
+   * A lone take under the rule's own parameters, by the lean statement (see `plain` in
+   * statements.ts); where that answers `retry` (a state kept under a per-call tier), by the take
+   * statement, within the same deadline.
+   */
+  private sendPlain(batch: Batch, plain: Statement, group: Group): void {
+    const context = this.context;
+    const n = group.waiters.length;
+    const values: unknown[] = [
+      ...this.binding.ruleParams(context.storeTime.at(batch.now)),
+      group.bucket,
+      group.cost,
+      n,
+    ];
+    if (context.timeSource === 'app') values.push(batch.now);
+    values.push(new TimeLeft(batch.deadline));
+    this.execute(plain, values)
+      .then((rows) =>
+        rows[0]?.retry === true
+          ? this.execute(this.statements.single, this.values(group.bucket, group.cost, n, undefined, batch))
+          : rows,
+      )
+      .then(
+        (rows) => this.answer(batch, rows),
+        (error: unknown) => this.fail(batch, this.takeError(error)),
+      );
   }
 
   private limitOf(limit: CallLimit | undefined): number {

@@ -221,7 +221,9 @@ export class PostgresStore implements Store, LeaseStore {
       const sql = module.ruleSql(this.names);
       const text = block === undefined ? sql : lockoutRuleSql(sql);
       const reserveSql = block === undefined ? module.reserveSql?.(this.names) : undefined;
-      statements = ruleStatements(text, this.names, this.timeSource, this.account, reserveSql);
+      // The lean take has no lockout columns: a rule with a lockout uses the take statement.
+      const plainTakeSql = block === undefined ? module.plainTakeSql : undefined;
+      statements = ruleStatements(text, this.names, this.timeSource, this.account, reserveSql, plainTakeSql);
       cache.set(module, statements);
     }
     const buckets = new PostgresRuleBuckets(name, bound, this.context, statements, binding);

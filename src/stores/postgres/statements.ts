@@ -51,6 +51,11 @@ export interface RuleStatements {
    * of planning every execution (planning cost more than executing a lone take).
    */
   readonly single: Statement;
+  /**
+   * The lean statement of a lone take under the rule's own parameters, for a rule whose
+   * algorithm has one (see `AlgorithmModule.plainTakeSql`); undefined otherwise.
+   */
+  readonly plain: Statement | undefined;
   readonly account: Statement | undefined;
   readonly reset: Statement;
   /** A reservation of one bucket, for a rule that reserves (see `AlgorithmModule.reserveSql`). */
@@ -87,6 +92,7 @@ export function ruleStatements(
   timeSource: TimeSource,
   account: AccountSql | undefined,
   reserveSql?: RuleSql,
+  plainTakeSql?: (names: SchemaNames, now: string, onTime: string) => string,
 ): RuleStatements {
   const k = sql.ruleParams;
   // The algorithm's own per-take inputs (a token bucket's tier), after the quota.
@@ -107,6 +113,17 @@ export function ruleStatements(
   return {
     batch: statement(takeText(sql, names, timeSource, batchSource, k + 5 + e, '')),
     single: statement(takeText(sql, names, timeSource, singleSource, k + 5 + e, '')),
+    // Bucket, cost and count after the rule's parameters; then the app's time, then the time left.
+    plain:
+      plainTakeSql === undefined
+        ? undefined
+        : statement(
+            plainTakeSql(
+              names,
+              timeSource === 'store' ? storeNow : `$${k + 4}::bigint`,
+              beforeDeadline(names.schema, timeSource === 'store' ? k + 4 : k + 5),
+            ),
+          ),
     account:
       account === undefined
         ? undefined

@@ -160,6 +160,17 @@ export interface AlgorithmModule {
    * module whose rule reserves (the token bucket) has it; never with a lockout.
    */
   reserveSql?(names: SchemaNames): RuleSql;
+  /**
+   * A leaner statement for the most common take: one bucket, the rule's own parameters, no
+   * lockout, no account. It decides as the take statement does on a state kept in the rule's own
+   * parameters, and answers `retry` true where it cannot (a state another take left under a
+   * per-call tier): the store then sends the take statement instead. Parameters: the rule's
+   * (`ruleSql`'s `ruleParams` of them), then bucket, cost, count of takes; the store numbers what
+   * follows and hands over its SQL: `now`, the time the statement decides at, and `onTime`, the
+   * deadline's check (true, or the statement fails), to run once the write is done. Answers one
+   * row as the take statement, with `retry`. Only a module that has it (the token bucket).
+   */
+  plainTakeSql?(names: SchemaNames, now: string, onTime: string): string;
   /** The table family this kind's rows live in, for the all-or-nothing statement. */
   readonly family: TakeAllFamily;
   /** SQL types of {@link AlgorithmBinding.entryParams}, each sent as an array. */

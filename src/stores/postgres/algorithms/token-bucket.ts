@@ -163,6 +163,58 @@ function ruleSql(names: SchemaNames): RuleSql {
 }
 
 /**
+ * The lean take (see `AlgorithmModule.plainTakeSql`): one bucket under the rule's own parameters,
+ * decided as {@link ruleSql} decides a state kept in the rule's reduced scale (`lg` in
+ * {@link bucketDerive}), in fewer plan nodes: the bucket is read from the statement's snapshot,
+ * and only when that read says the take charges is the row upserted, recomputed from the locked
+ * row, so refusals still write nothing and take no lock. A row with tier columns (another take's
+ * tier) is not decided here: in the snapshot the statement writes nothing, and under the lock
+ * (a tiered take came in between) it keeps the arrival time; either way it answers `retry` and
+ * the store sends the take statement. Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance, $5
+ * penalty, $6 the gcd (unused: the reduced scale needs none), $7 bucket, $8 cost, $9 count of
+ * takes; `now` and `onTime` from the store.
+ */
+function plainTakeSql(names: SchemaNames, now: string, onTime: string): string {
+  const table = names.tokenBuckets;
+  // The statement's time scaled by the reduced rate, and a take's scaled cost (at most one unit
+  // past the burst, as in bucketDerive); both stable within the statement.
+  const sn = `((${now}) - ${SCALED_EPOCH_MS}) * $2::bigint`;
+  const cu = `LEAST(GREATEST($8::bigint, 1), $4::bigint / $3::bigint + 1) * $3::bigint`;
+  // The arrival time after $9 takes on a queue `q` (ruleSql's `next` on the lg path).
+  const next = (q: string, scaledNow: string, unit: string) => `${scaledNow} + CASE
+      WHEN $5::boolean THEN LEAST(${q} + ($9::bigint)::numeric * ${unit}, 2 * $4::bigint)::bigint
+      WHEN ${q} + ${unit} <= $4::bigint THEN ${q} + LEAST($9::bigint, ($4::bigint - ${q}) / ${unit}) * ${unit}
+      ELSE ${q} END`;
+  const locked = `(GREATEST(t.tat, ${sn}) - ${sn})`;
+  return `WITH s AS (
+  SELECT x.sn, x.cu, o.tat, o.tier_rate, GREATEST(o.tat, x.sn) - x.sn AS q
+  FROM (SELECT ${sn} AS sn, ${cu} AS cu, $6::bigint AS g) x
+  LEFT JOIN LATERAL (
+    SELECT t.tat, t.tier_rate FROM ${table} t WHERE t.rule = $1::text AND t.bucket = $7::text LIMIT 1
+  ) o ON true
+),
+w AS (
+  INSERT INTO ${table} AS t (rule, bucket, tat)
+  SELECT $1::text, $7::text, ${next('s.q', 's.sn', 's.cu')} FROM s
+  WHERE s.tier_rate IS NULL AND $8::bigint > 0 AND s.cu <= $4::bigint AND ($5::boolean OR s.q + s.cu <= $4::bigint)
+  ON CONFLICT (rule, bucket) DO UPDATE SET
+    prev = t.tat, was_tier_rate = t.tier_rate, was_tier_tolerance = t.tier_tolerance,
+    tat = CASE WHEN t.tier_rate IS NULL THEN ${next(locked, sn, `(${cu})`)} ELSE t.tat END
+  RETURNING t.prev, t.was_tier_rate
+),
+-- Checked once, after the write (counting w runs it to the end), before the answer.
+c AS (SELECT ${onTime} AS on_time FROM (SELECT count(*) FROM w) x)
+SELECT $7::text AS bucket, (GREATEST(w.prev, s.sn) - s.sn)::float8 AS q, NULL::float8 AS qr, NULL::float8 AS qt,
+  w.was_tier_rate IS NOT NULL AS retry
+FROM c CROSS JOIN w CROSS JOIN s
+WHERE c.on_time
+UNION ALL
+SELECT $7::text, s.q::float8, NULL::float8, NULL::float8, s.tier_rate IS NOT NULL
+FROM c CROSS JOIN s
+WHERE c.on_time AND NOT EXISTS (SELECT 1 FROM w)`;
+}
+
+/**
  * A reservation: a take of one bucket whose queue may run the longest wait ($5, in ms) times the
  * decision's rate past the tolerance; a refusal charges nothing, penalty or not (the rule's
  * penalty is not sent). Parameters: $1 rule, $2 rate, $3 unit, $4 tolerance, $5 the wait, $6
@@ -356,6 +408,7 @@ export const tokenBucketModule: AlgorithmModule = {
   bind,
   ruleSql,
   reserveSql,
+  plainTakeSql,
   family,
   entryTypes: ['bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
   entrySource: (first) => {
