@@ -8,7 +8,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
-import { MemoryStore, tokenBucket, type Decision } from '../../src/index.js';
+import { MemoryStore, tokenBucket, type Decision, type TokenBucketRule } from '../../src/index.js';
 import type { BucketTier } from '../../src/core/algorithm.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { skipUnlessReachable } from '../support/services.js';
@@ -17,9 +17,11 @@ import { dropSchema, postgresUrl, runSchema, testPool, waitForLockWaiters } from
 const skip = await skipUnlessReachable('postgres', postgresUrl);
 const MINUTE = 60_000;
 
-/** Statements the store sent, in order: the INSERT's first line tells the lean one apart. */
-function recordStatements(pool: pg.Pool): string[] {
-  const sent: string[] = [];
+/**
+ * Records the take statements `pool` is sent, in order, into `sent`: the INSERT's first line tells
+ * the lean one apart. Installed once per pool.
+ */
+function recordStatements(pool: pg.Pool, sent: string[]): void {
   const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
   (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
     const config = args[0] as { text?: string } | string;
@@ -27,16 +29,17 @@ function recordStatements(pool: pg.Pool): string[] {
     if (text.includes('INSERT INTO')) sent.push(text.startsWith('WITH s AS') ? 'lean' : 'take');
     return query(...args);
   };
-  return sent;
 }
 
 describe('PostgreSQL lean token-bucket take', { skip }, () => {
   let pool: pg.Pool;
   let spy: pg.Pool;
+  const sent: string[] = [];
 
   before(() => {
     pool = testPool();
     spy = testPool();
+    recordStatements(spy, sent);
   });
   after(async () => {
     await pool.end();
@@ -45,15 +48,21 @@ describe('PostgreSQL lean token-bucket take', { skip }, () => {
 
   const view = (d: Decision) => [d.allowed, d.limit, d.capacity, d.remaining, d.retryAfterMs, d.resetMs];
 
+  /** A migrated schema of its own, a store on the recorded pool, and `rule` bound there and in memory. */
+  async function open(label: string, rule: TokenBucketRule) {
+    const schema = runSchema(label);
+    const store = new PostgresStore({ client: spy, schema, timeSource: 'app', timeout: '10s' });
+    await store.migrate();
+    return { schema, store, buckets: store.bind('tb', rule), memory: new MemoryStore().bind('tb', rule) };
+  }
+
   it('a plain take sends the lean statement, decides as memory, and a refusal writes nothing', async () => {
-    const schema = runSchema('lean_plain');
+    const { schema, store, buckets, memory } = await open(
+      'lean_plain',
+      tokenBucket({ limit: 3, period: '1m' }),
+    );
     try {
-      const store = new PostgresStore({ client: spy, schema, timeSource: 'app', timeout: '10s' });
-      await store.migrate();
-      const sent = recordStatements(spy);
-      const rule = tokenBucket({ limit: 3, period: '1m' });
-      const buckets = store.bind('tb', rule);
-      const memory = new MemoryStore().bind('tb', rule);
+      sent.length = 0;
       // A penalty charges refusals too: the lean statement writes them.
       const penalized = tokenBucket({ limit: 3, period: '1m', penalty: true });
       const penaltyBuckets = store.bind('tp', penalized);
@@ -90,20 +99,16 @@ describe('PostgreSQL lean token-bucket take', { skip }, () => {
   });
 
   it('a state kept under a tier, seen in the snapshot: the take statement decides, as memory does', async () => {
-    const schema = runSchema('lean_tiered');
+    const rule = tokenBucket({ limit: 10, period: '1m' });
+    const { schema, buckets, memory } = await open('lean_tiered', rule);
     try {
-      const store = new PostgresStore({ client: spy, schema, timeSource: 'app', timeout: '10s' });
-      await store.migrate();
-      const rule = tokenBucket({ limit: 10, period: '1m' });
-      const buckets = store.bind('tb', rule);
-      const memory = new MemoryStore().bind('tb', rule);
       const pro: BucketTier = { limit: 100, periodMs: MINUTE, burst: 100 };
       const now = Date.UTC(2026, 0, 15, 12);
       assert.deepEqual(
         view(await buckets.take('k', 40, now, pro)),
         view(await memory.take('k', 40, now, pro)),
       );
-      const sent = recordStatements(spy);
+      sent.length = 0;
       // 40 of 100 in use is 4 of 10 under the rule's own parameters.
       const plain = await buckets.take('k', 1, now + 500, undefined);
       assert.deepEqual(view(plain), view(await memory.take('k', 1, now + 500, undefined)));
@@ -121,13 +126,9 @@ describe('PostgreSQL lean token-bucket take', { skip }, () => {
   ];
   for (const [label, tier, tierAt] of cases)
     it(`a ${label} tier written while the lean take waits for the row lock: it keeps the row, and the take statement decides`, async () => {
-      const schema = runSchema(`lean_locked_${label}`);
+      const rule = tokenBucket({ limit: 10, period: '1m' });
+      const { schema, buckets, memory } = await open(`lean_locked_${label}`, rule);
       try {
-        const store = new PostgresStore({ client: spy, schema, timeSource: 'app', timeout: '10s' });
-        await store.migrate();
-        const rule = tokenBucket({ limit: 10, period: '1m' });
-        const buckets = store.bind('tb', rule);
-        const memory = new MemoryStore().bind('tb', rule);
         const now = Date.UTC(2026, 0, 15, 12);
         // 'k' plain, 'model' under the tier: the tiered state 'k' will be given while locked.
         assert.deepEqual(
@@ -144,7 +145,7 @@ describe('PostgreSQL lean token-bucket take', { skip }, () => {
           await holder.query(
             `SELECT 1 FROM "${schema}".token_buckets WHERE rule = 'tb' AND bucket = 'k' FOR UPDATE`,
           );
-          const sent = recordStatements(spy);
+          sent.length = 0;
           // Its snapshot shows 'k' plain with room: it goes to write, and waits for the lock.
           const waiting = buckets.take('k', 1, now + 500, undefined);
           await waitForLockWaiters(pool, 1);

@@ -358,7 +358,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       const group = groups.values().next().value as Group;
       const plain = this.statements.plain;
       if (plain !== undefined && group.limit === undefined) {
-        this.sendPlain(batch, plain, group);
+        this.settle(batch, this.takePlain(batch, plain, group));
         return;
       }
       values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch);
@@ -379,8 +379,13 @@ export class PostgresRuleBuckets implements RuleBuckets {
       }
       values = this.values(buckets, costs, counts, limits, batch);
     }
-    this.execute(statement, values).then(
-      (rows) => this.answer(batch, rows),
+    this.settle(batch, this.execute(statement, values));
+  }
+
+  /** Answers or fails a sent batch's takes with its statement's rows. */
+  private settle(batch: Batch, rows: Promise<readonly PostgresRow[]>): void {
+    rows.then(
+      (answered) => this.answer(batch, answered),
       (error: unknown) => this.fail(batch, this.takeError(error)),
     );
   }
@@ -390,27 +395,29 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * statements.ts); where that answers `retry` (a state kept under a per-call tier), by the take
    * statement, within the same deadline.
    */
-  private sendPlain(batch: Batch, plain: Statement, group: Group): void {
-    const context = this.context;
+  private async takePlain(batch: Batch, plain: Statement, group: Group): Promise<readonly PostgresRow[]> {
     const n = group.waiters.length;
-    const values: unknown[] = [
-      ...this.binding.ruleParams(context.storeTime.at(batch.now)),
-      group.bucket,
-      group.cost,
-      n,
-    ];
-    if (context.timeSource === 'app') values.push(batch.now);
+    const values = this.framed(batch, this.takeHead(batch, group.bucket, group.cost, n));
+    const rows = await this.execute(plain, values);
+    if (rows[0]?.retry !== true) return rows;
+    return this.execute(this.statements.single, this.values(group.bucket, group.cost, n, undefined, batch));
+  }
+
+  /** What begins every take statement's values: the rule's, then bucket(s), cost(s), count(s). */
+  private takeHead(
+    batch: Batch,
+    buckets: string | string[],
+    costs: number | number[],
+    counts: number | number[],
+  ): unknown[] {
+    return [...this.binding.ruleParams(this.context.storeTime.at(batch.now)), buckets, costs, counts];
+  }
+
+  /** `values` followed by what ends every take statement's: the application's now, the time left. */
+  private framed(batch: Batch, values: unknown[]): unknown[] {
+    if (this.context.timeSource === 'app') values.push(batch.now);
     values.push(new TimeLeft(batch.deadline));
-    this.execute(plain, values)
-      .then((rows) =>
-        rows[0]?.retry === true
-          ? this.execute(this.statements.single, this.values(group.bucket, group.cost, n, undefined, batch))
-          : rows,
-      )
-      .then(
-        (rows) => this.answer(batch, rows),
-        (error: unknown) => this.fail(batch, this.takeError(error)),
-      );
+    return values;
   }
 
   private limitOf(limit: CallLimit | undefined): number {
@@ -458,13 +465,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     limits: CallLimit | undefined | (CallLimit | undefined)[],
     batch: Batch,
   ): unknown[] {
-    const context = this.context;
-    const values: unknown[] = [
-      ...this.binding.ruleParams(context.storeTime.at(batch.now)),
-      buckets,
-      costs,
-      counts,
-    ];
+    const values = this.takeHead(batch, buckets, costs, counts);
     if (!Array.isArray(limits)) {
       values.push(this.limitOf(limits), ...this.tierValues(limits));
     } else {
@@ -483,9 +484,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
         }
       }
     }
-    if (context.timeSource === 'app') values.push(batch.now);
-    values.push(new TimeLeft(batch.deadline));
-    return values;
+    return this.framed(batch, values);
   }
 
   private answer(batch: Batch, rows: readonly PostgresRow[]): void {

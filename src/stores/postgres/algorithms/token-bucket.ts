@@ -116,6 +116,24 @@ const takeInputs: BucketInputs = {
 };
 
 /**
+ * Whether a take of scaled cost `cu` (SQL `cost`, the take's own) charges a queue `q` of tolerance
+ * `bt`: it is a take (not a peek), could ever fit, and fits now or the rule ($5) charges
+ * refusals.
+ */
+const charges = (cost: string, q: string, cu: string, bt: string) =>
+  `${cost} > 0 AND ${cu} <= ${bt} AND ($5::boolean OR ${q} + ${cu} <= ${bt})`;
+
+/**
+ * The arrival time after `n` takes of scaled cost `cu` on a queue `q` at scaled time `bn`: under
+ * penalty ($5) every one is charged, the debt capped at one extra full refill (as the core);
+ * otherwise as many as fit.
+ */
+const arrivalAfter = (bn: string, q: string, cu: string, bt: string, n: string) => `${bn} + CASE
+      WHEN $5::boolean THEN LEAST(${q} + ${n}::numeric * ${cu}, 2 * ${bt})::bigint
+      WHEN ${q} + ${cu} <= ${bt} THEN ${q} + LEAST(${n}, (${bt} - ${q}) / ${cu}) * ${cu}
+      ELSE ${q} END`;
+
+/**
  * Token bucket (GCRA in scaled integer time, as src/core/gcra.ts), one row per bucket in
  * `token_buckets` holding the theoretical arrival time `tat` as a bigint: time since
  * {@link SCALED_EPOCH_MS} in units of 1/rate ms, with limit and period reduced by their gcd (the
@@ -140,17 +158,13 @@ function ruleSql(names: SchemaNames): RuleSql {
     derive: (old) => bucketDerive(takeInputs, old),
     // Charges when it is a take (not a peek), could ever fit (cost <= burst), and fits now or
     // the rule charges refusals.
-    writes: (d) => `s.cost > 0 AND ${d}.cu <= ${d}.bt AND ($5::boolean OR ${d}.q + ${d}.cu <= ${d}.bt)`,
+    writes: (d) => charges('s.cost', `${d}.q`, `${d}.cu`, `${d}.bt`),
     chargeable: (d) => `s.cost > 0 AND ${d}.cu <= ${d}.bt`,
     // The queue may run past the tolerance under penalty: then nothing fits (not a negative count).
     fitting: (d) => `GREATEST((${d}.bt - ${d}.q) / ${d}.cu, 0)`,
-    // n takes in order: under penalty every one is charged, the debt capped at one extra full
-    // refill (as the core); otherwise as many as fit.
+    // n takes in order.
     next: (d, n = 's.n') => [
-      `${d}.bn + CASE
-      WHEN $5::boolean THEN LEAST(${d}.q + ${n}::numeric * ${d}.cu, 2 * ${d}.bt)::bigint
-      WHEN ${d}.q + ${d}.cu <= ${d}.bt THEN ${d}.q + LEAST(${n}, (${d}.bt - ${d}.q) / ${d}.cu) * ${d}.cu
-      ELSE ${d}.q END`,
+      arrivalAfter(`${d}.bn`, `${d}.q`, `${d}.cu`, `${d}.bt`, n),
       `${d}.wr`,
       `${d}.wt`,
     ],
@@ -181,10 +195,8 @@ function plainTakeSql(names: SchemaNames, now: string, onTime: string): string {
   const sn = `((${now}) - ${SCALED_EPOCH_MS}) * $2::bigint`;
   const cu = `LEAST(GREATEST($8::bigint, 1), $4::bigint / $3::bigint + 1) * $3::bigint`;
   // The arrival time after $9 takes on a queue `q` (ruleSql's `next` on the lg path).
-  const next = (q: string, scaledNow: string, unit: string) => `${scaledNow} + CASE
-      WHEN $5::boolean THEN LEAST(${q} + ($9::bigint)::numeric * ${unit}, 2 * $4::bigint)::bigint
-      WHEN ${q} + ${unit} <= $4::bigint THEN ${q} + LEAST($9::bigint, ($4::bigint - ${q}) / ${unit}) * ${unit}
-      ELSE ${q} END`;
+  const next = (q: string, scaledNow: string, unit: string) =>
+    arrivalAfter(scaledNow, q, unit, '$4::bigint', '$9::bigint');
   const locked = `(GREATEST(t.tat, ${sn}) - ${sn})`;
   return `WITH s AS (
   SELECT x.sn, x.cu, o.tat, o.tier_rate, GREATEST(o.tat, x.sn) - x.sn AS q
@@ -196,7 +208,7 @@ function plainTakeSql(names: SchemaNames, now: string, onTime: string): string {
 w AS (
   INSERT INTO ${table} AS t (rule, bucket, tat)
   SELECT $1::text, $7::text, ${next('s.q', 's.sn', 's.cu')} FROM s
-  WHERE s.tier_rate IS NULL AND $8::bigint > 0 AND s.cu <= $4::bigint AND ($5::boolean OR s.q + s.cu <= $4::bigint)
+  WHERE s.tier_rate IS NULL AND ${charges('$8::bigint', 's.q', 's.cu', '$4::bigint')}
   ON CONFLICT (rule, bucket) DO UPDATE SET
     prev = t.tat, was_tier_rate = t.tier_rate, was_tier_tolerance = t.tier_tolerance,
     tat = CASE WHEN t.tier_rate IS NULL THEN ${next(locked, sn, `(${cu})`)} ELSE t.tat END
