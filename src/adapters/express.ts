@@ -11,7 +11,12 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../core/decision.js';
 import { withSocketAddress } from './socket-address.js';
-import { createGuard, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
+import {
+  createGuard,
+  type GuardOutcome,
+  type RateLimitOptions,
+  type RequestRateLimit,
+} from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import { applyNodeOutcome, nodeGuardFacts, sendNodeResponse } from './node-response.js';
 
@@ -52,13 +57,21 @@ export function rateLimit(
 ): (request: Request, response: Response, next: NextFunction) => void {
   const guard = createGuard(withSocketAddress(options, (request) => request));
   return (request, response, next) => {
-    guard
-      .check(request, nodeGuardFacts(request, response, guard, request.originalUrl ?? request.url))
-      .then((outcome) => {
-        if (applyNodeOutcome(request, response, outcome, guard)) next();
-      })
-      // The guard never rejects and applying never throws: only a throwing `next` lands here.
-      .catch((error: unknown) => guard.report(error));
+    const outcome = guard.decide(
+      request,
+      nodeGuardFacts(request, response, guard, request.originalUrl ?? request.url),
+    );
+    const go = (decided: GuardOutcome) => {
+      // The guard never rejects and applying never throws: only a throwing `next` is caught here.
+      try {
+        if (applyNodeOutcome(request, response, decided, guard)) next();
+      } catch (error) {
+        guard.report(error);
+      }
+    };
+    // Decided without waiting (a memory store): the next handler runs without a promise between.
+    if (outcome instanceof Promise) void outcome.then(go);
+    else go(outcome);
   };
 }
 

@@ -11,7 +11,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Decision } from '../core/decision.js';
 import { withSocketAddress } from './socket-address.js';
-import { createGuard, isPreflight, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
+import {
+  createGuard,
+  isPreflight,
+  type Guard,
+  type GuardOutcome,
+  type RateLimitOptions,
+  type RequestRateLimit,
+} from '../http/guard.js';
 import type { HeaderValues } from '../http/headers.js';
 import {
   errorResponse,
@@ -55,36 +62,69 @@ const REQUEST_PROPERTY = 'rateLimit';
  * @example
  * app.post('/api/messages', { onRequest: rateLimit({ limits: messages, key: (req) => userKey(req) }) }, handler);
  */
-export function rateLimit(
-  options: RateLimitOptions<FastifyRequest>,
-): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+export function rateLimit(options: RateLimitOptions<FastifyRequest>): RateLimitHook {
   const guard = createGuard(withSocketAddress(options, (request) => request.raw));
-  return async (request, reply) => {
+  return function rateLimitHook(request, reply, done) {
     const method = request.method;
-    const outcome = await guard.check(request, {
+    const outcome = guard.decide(request, {
       method,
       path: pathOf(request.url),
-      preflight: isPreflight(method, request.headers['access-control-request-method']),
+      // Only an OPTIONS request reads its headers (node builds them on first read).
+      preflight:
+        method === 'OPTIONS' && isPreflight(method, request.headers['access-control-request-method']),
       signal: guard.delays ? closeSignal(reply.raw) : undefined,
     });
-    try {
-      if (outcome.action === 'continue') {
-        setHeaders(reply, outcome.headers);
-        request.rateLimit = outcome;
-        settleOnClose(reply.raw, outcome, guard);
-      }
-      // A sent reply stops Fastify before the body is parsed and before the handler.
-      else send(reply, outcome.response);
-    } catch (error) {
-      // Answered here rather than thrown: Fastify's own 500 would carry the error's message.
-      guard.report(error);
-      try {
-        if (!reply.sent) send(reply, errorResponse(error));
-      } catch {
-        // Nothing more can be written to this reply.
-      }
+    if (outcome instanceof Promise) {
+      return outcome.then((decided) => {
+        apply(guard, request, reply, decided);
+      });
     }
+    // Decided without waiting (a memory store): Fastify goes on when `done` is called, without a
+    // promise; a reply sent here stops it, so `done` is called only for an admitted request.
+    if (apply(guard, request, reply, outcome) && done !== undefined) done();
+    return done === undefined ? settled : undefined;
   };
+}
+
+/**
+ * The `onRequest` hook {@link rateLimit} makes. Fastify calls it with `done`: it calls `done` when
+ * it decided at once, and returns a promise (and leaves `done` alone) when it had to wait. Called
+ * without `done`, it always returns a promise, resolved once the outcome is on the reply.
+ */
+export type RateLimitHook = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done?: (error?: Error) => void,
+) => Promise<void> | undefined;
+
+const settled = Promise.resolve();
+
+/** Copies an outcome onto the reply; true when the request goes on. Never throws. */
+function apply(
+  guard: Pick<Guard<never>, 'report' | 'settle'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  outcome: GuardOutcome,
+): boolean {
+  try {
+    if (outcome.action === 'continue') {
+      setHeaders(reply, outcome.headers);
+      request.rateLimit = outcome;
+      settleOnClose(reply.raw, outcome, guard);
+      return true;
+    }
+    // A sent reply stops Fastify before the body is parsed and before the handler.
+    send(reply, outcome.response);
+  } catch (error) {
+    // Answered here rather than thrown: Fastify's own 500 would carry the error's message.
+    guard.report(error);
+    try {
+      if (!reply.sent) send(reply, errorResponse(error));
+    } catch {
+      // Nothing more can be written to this reply.
+    }
+  }
+  return false;
 }
 
 /**

@@ -13,7 +13,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../core/decision.js';
 import { withSocketAddress } from './socket-address.js';
-import { createGuard, type RateLimitOptions, type RequestRateLimit } from '../http/guard.js';
+import {
+  createGuard,
+  type GuardOutcome,
+  type RateLimitOptions,
+  type RequestRateLimit,
+} from '../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../http/problem.js';
 import {
   applyNodeOutcome,
@@ -36,14 +41,18 @@ export function rateLimit(
   options: RateLimitOptions<IncomingMessage>,
 ): (request: IncomingMessage, response: ServerResponse) => Promise<boolean> {
   const guard = createGuard(withSocketAddress(options, (request) => request));
-  return async (request, response) =>
-    applyNodeOutcome(
-      request as RateLimitedRequest,
-      response,
-      await guard.check(request, nodeGuardFacts(request, response, guard)),
-      guard,
-    );
+  const apply = (request: IncomingMessage, response: ServerResponse, outcome: GuardOutcome) =>
+    applyNodeOutcome(request as RateLimitedRequest, response, outcome, guard);
+  return (request, response) => {
+    const outcome = guard.decide(request, nodeGuardFacts(request, response, guard));
+    if (outcome instanceof Promise) return outcome.then((decided) => apply(request, response, decided));
+    // Decided without waiting (a memory store): one of two promises made once, none per request.
+    return apply(request, response, outcome) ? goOn : answered;
+  };
 }
+
+const goOn = Promise.resolve(true);
+const answered = Promise.resolve(false);
 
 /**
  * What the last limit a request passed decided for it (its decisions, and with `countOnly` its

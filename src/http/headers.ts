@@ -114,16 +114,15 @@ export function rateLimitHeaders(
         policy += ', ';
         state += ', ';
       }
-      policy += `${name};q=${headerInteger(decision.limit)}`;
       if (isConcurrentDecision(decision)) {
         // The draft's unit for requests in flight: no window, and a reset only when refused
         // (the latest a slot frees, when the earliest lease held expires unreleased).
-        policy += ';qu="concurrent-requests"';
+        policy += `${name};q=${headerInteger(decision.limit)};qu="concurrent-requests"`;
         state += `${name};r=${headerInteger(decision.remaining)}`;
         if (!decision.allowed) state += `;t=${headerInteger(decision.retryAfterSeconds)}`;
         continue;
       }
-      if (decision.windowMs > 0) policy += `;w=${headerInteger(secondsUp(decision.windowMs))}`;
+      policy += policyMember(name, decision.limit, decision.windowMs);
       state += `${name};r=${headerInteger(decision.remaining)};t=${headerInteger(secondsUp(decision.resetMs))}`;
     }
     if (policy === '') return headers;
@@ -152,9 +151,37 @@ export function headerInteger(value: number): number {
 
 const printableAscii = /^[\x20-\x7e]*$/;
 
+// The last name and policy member written, kept because a route's responses name the same limit
+// over and over: the next response reuses the strings instead of building them again.
+// (A name not yet written is undefined, whose field is undefined too.)
+let lastName: unknown;
+let lastField: string | undefined;
+let lastPolicyField = '';
+let lastPolicyLimit = Number.NaN;
+let lastPolicyWindowMs = Number.NaN;
+let lastPolicy = '';
+
 /** A limit name as a structured-field string, or undefined when it holds other characters. */
 function fieldString(name: unknown): string | undefined {
-  return typeof name === 'string' && printableAscii.test(name) ? serializeBareItem(name) : undefined;
+  if (name !== lastName) {
+    lastField = typeof name === 'string' && printableAscii.test(name) ? serializeBareItem(name) : undefined;
+    lastName = name;
+  }
+  return lastField;
+}
+
+/** A rate limit's member of `RateLimit-Policy`: its name, quota and window in seconds. */
+function policyMember(field: string, limit: number, windowMs: number): string {
+  if (field !== lastPolicyField || limit !== lastPolicyLimit || windowMs !== lastPolicyWindowMs) {
+    lastPolicy =
+      windowMs > 0
+        ? `${field};q=${headerInteger(limit)};w=${headerInteger(secondsUp(windowMs))}`
+        : `${field};q=${headerInteger(limit)}`;
+    lastPolicyField = field;
+    lastPolicyLimit = limit;
+    lastPolicyWindowMs = windowMs;
+  }
+  return lastPolicy;
 }
 
 /** Whole seconds, rounded up: a client told "0" would come back too early. */

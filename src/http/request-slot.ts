@@ -20,11 +20,13 @@ export interface RequestSlot<T> {
 export function requestSlot<T>(description: string): RequestSlot<T> {
   const key = Symbol(description);
   const beside = new WeakMap<object, T>();
+  // Until an object first refuses the property, nothing is beside: no WeakMap lookup at all.
+  let anyBeside = false;
   type Holder = Record<symbol, T | undefined>;
   return {
     get(request) {
       const own = (request as Holder)[key];
-      if (own !== undefined && Object.isExtensible(request)) return own;
+      if (!anyBeside || (own !== undefined && Object.isExtensible(request))) return own;
       return beside.get(request) ?? own;
     },
     set(request, value) {
@@ -36,6 +38,7 @@ export function requestSlot<T>(description: string): RequestSlot<T> {
           // A proxy that refuses the property: kept beside it, as for a sealed object.
         }
       }
+      anyBeside = true;
       beside.set(request, value);
     },
   };

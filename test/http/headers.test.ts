@@ -1,8 +1,10 @@
 /** Rate-limit header values and the expose list, exactly. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { decisiveOf, exposedHeaders, rateLimitHeaders, secondsUp } from '../../src/http/headers.js';
 import { decision, failOpen } from './decisions.js';
+import type { Decision } from '../../src/core/decision.js';
 
 const admitted = decision('burst', { allowed: true, limit: 10, remaining: 7, resetMs: 18_000 });
 const daily = decision('daily', {
@@ -126,5 +128,46 @@ describe('rateLimitHeaders never throws', () => {
       'RateLimit-Policy',
       'RateLimit',
     ]);
+  });
+});
+
+describe('rateLimitHeaders reuses the strings of the last limit it wrote', () => {
+  // The writer keeps the last name and policy member it built; whatever the order of decisions,
+  // every response must read as if written from scratch.
+  const names = ['api', 'login', 'a"b', 'caf\u00e9', ''];
+  const fromScratch = (list: readonly Decision[]) => {
+    const written = list.filter((d) => d.name !== 'caf\u00e9');
+    if (written.length === 0) return {};
+    const field = (name: string) => `"${name.replaceAll('"', '\\"')}"`;
+    return {
+      'RateLimit-Policy': written
+        .map(
+          (d) => `${field(d.name)};q=${d.limit}${d.windowMs > 0 ? `;w=${Math.ceil(d.windowMs / 1000)}` : ''}`,
+        )
+        .join(', '),
+      RateLimit: written
+        .map((d) => `${field(d.name)};r=${d.remaining};t=${Math.ceil(d.resetMs / 1000)}`)
+        .join(', '),
+    };
+  };
+  const decisionArb = fc
+    .record({
+      name: fc.constantFrom(...names),
+      limit: fc.constantFrom(1, 10, 1000),
+      remaining: fc.nat(10),
+      resetMs: fc.integer({ min: 1, max: 90_000 }),
+      windowMs: fc.constantFrom(0, 1000, 60_000),
+    })
+    .map(({ name, ...fields }) => decision(name, { allowed: true, ...fields }));
+
+  it('gives the same headers as a writer without memory, over any sequence of responses', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(decisionArb, { minLength: 1, maxLength: 3 }), { maxLength: 30 }),
+        (responses) => {
+          for (const list of responses) assert.deepEqual(rateLimitHeaders(list, 'draft'), fromScratch(list));
+        },
+      ),
+    );
   });
 });
