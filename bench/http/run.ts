@@ -15,6 +15,11 @@
  * (`req.socket.remoteAddress` for sluice, the peers' default `req.ip`) and are set so high that
  * no request is refused: the admitted path is what every request pays. Every limited server sends
  * rate-limit headers (sluice: RateLimit-Policy/RateLimit; the peers: their defaults).
+ *
+ * The floor (node:http and Fastify): the bare server setting the three headers an admitted
+ * request gets from sluice (RateLimit-Policy, RateLimit, Access-Control-Expose-Headers) with
+ * fixed values of the same length, the framework's ordinary way, and deciding nothing. Its ratio
+ * is what sending those headers costs any limit; the rest of a limit's ratio is its decision.
  * Last line: one JSON object.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -33,14 +38,20 @@ const PIPELINING = 10;
 const HUGE = 1_000_000_000;
 
 type Framework = 'node' | 'fastify' | 'express';
-type Variant = 'bare' | 'sluice' | 'peer';
+type Variant = 'bare' | 'sluice' | 'peer' | 'floor';
 const frameworks: Record<Framework, readonly Variant[]> = {
-  node: ['bare', 'sluice'],
-  fastify: ['bare', 'sluice', 'peer'],
+  node: ['bare', 'sluice', 'floor'],
+  fastify: ['bare', 'sluice', 'peer', 'floor'],
   express: ['bare', 'sluice', 'peer'],
 };
 
 const HELLO = '{"hello":"world"}';
+/** What sluice sends on an admitted request of this benchmark, as fixed values: the floor's headers. */
+const FLOOR_HEADERS = {
+  'RateLimit-Policy': '"bench";q=1000000;w=1',
+  RateLimit: '"bench";r=999999;t=1',
+  'Access-Control-Expose-Headers': 'Retry-After, RateLimit, RateLimit-Policy',
+} as const;
 
 /** Builds one server in this (child) process, listening on 127.0.0.1 port 0; returns the port. */
 async function serve(framework: Framework, variant: Variant): Promise<number> {
@@ -53,12 +64,14 @@ async function serve(framework: Framework, variant: Variant): Promise<number> {
       store: new MemoryStore(),
     });
   const key = (req: { socket: { remoteAddress?: string | undefined } }) => req.socket.remoteAddress;
+  const floorHeaders = Object.entries(FLOOR_HEADERS);
 
   if (framework === 'node') {
     const { rateLimit } = await import('../../src/adapters/node.js');
     const limit = variant === 'sluice' ? rateLimit({ limits: limits(), key }) : undefined;
     const server = createServer(async (req, res) => {
       if (limit !== undefined && !(await limit(req, res))) return;
+      if (variant === 'floor') for (const [name, value] of floorHeaders) res.setHeader(name, value);
       res.setHeader('Content-Type', 'application/json');
       res.end(HELLO);
     });
@@ -73,6 +86,11 @@ async function serve(framework: Framework, variant: Variant): Promise<number> {
     } else if (variant === 'peer') {
       const { default: fastifyRateLimit } = await import('@fastify/rate-limit');
       await app.register(fastifyRateLimit, { max: HUGE, timeWindow: 60_000 });
+    } else if (variant === 'floor') {
+      app.addHook('onRequest', (_request, reply, done) => {
+        for (const [name, value] of floorHeaders) reply.header(name, value);
+        done();
+      });
     }
     app.get('/', async () => ({ hello: 'world' }));
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -148,6 +166,7 @@ async function main(): Promise<void> {
         }
         push(ratios, `${framework}_ratio`, got.sluice! / got.bare!);
         if (got.peer !== undefined) push(ratios, `${framework}_peer_ratio`, got.peer / got.bare!);
+        if (got.floor !== undefined) push(ratios, `${framework}_floor_ratio`, got.floor / got.bare!);
       }
       console.log(`round ${round + 1}/${ROUNDS} done`);
     }
@@ -168,6 +187,8 @@ async function main(): Promise<void> {
       express_ratio: ratio('express_ratio'),
       fastify_peer_ratio: ratio('fastify_peer_ratio'),
       express_peer_ratio: ratio('express_peer_ratio'),
+      node_floor_ratio: ratio('node_floor_ratio'),
+      fastify_floor_ratio: ratio('fastify_floor_ratio'),
     }),
   );
 }

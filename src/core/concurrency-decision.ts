@@ -66,5 +66,7 @@ export function concurrencyDecision(
  * if (isConcurrentDecision(decision)) console.log('requests in flight');
  */
 export function isConcurrentDecision(decision: Decision): boolean {
-  return decision instanceof ConcurrencyDecision;
+  // A concurrency decision has no window: a rate decision with one is told apart without
+  // walking its prototype chain (this runs for every decision a response describes).
+  return decision.windowMs === 0 && decision instanceof ConcurrencyDecision;
 }
