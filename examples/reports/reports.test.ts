@@ -53,9 +53,17 @@ async function reports(t: TestContext, options: Partial<ReportsOptions> = {}) {
   t.after(() => running.close());
   /** A GET (or POST) of the report as `who`: a session id, an API key, both, or nobody. */
   const report = (
-    who: { sid?: string; key?: string; apiKeyHeader?: string; ip?: string; method?: string } = {},
+    who: {
+      sid?: string;
+      key?: string;
+      apiKeyHeader?: string;
+      ip?: string;
+      method?: string;
+      origin?: string;
+    } = {},
   ) => {
     const headers: Record<string, string> = { 'x-forwarded-for': who.ip ?? '203.0.113.10' };
+    if (who.origin !== undefined) headers.origin = who.origin;
     if (who.sid !== undefined) headers.cookie = `theme=dark; sid=${who.sid}`;
     if (who.key !== undefined) headers.authorization = `Bearer ${who.key}`;
     if (who.apiKeyHeader !== undefined) headers['x-api-key'] = who.apiKeyHeader;
@@ -240,12 +248,17 @@ describe('examples/reports: one daily quota per identity over HTTP', () => {
 
   it('the headers describe the chosen bucket, are exposed to other origins, and responses are not cached', async (t) => {
     const { report } = await reports(t);
-    const ok = await report({ sid: 'sid-1', method: 'POST' });
+    const origin = 'https://dashboard.example';
+    const ok = await report({ sid: 'sid-1', method: 'POST', origin });
     assert.equal(ok.status, 201);
     assert.equal(ok.headers.get('cache-control'), 'private, no-store');
     assert.equal(ok.headers.get('x-ratelimit-reset'), String(15 * 3600), 'seconds until the quota resets');
     assert.match(ok.headers.get('access-control-expose-headers') ?? '', /X-RateLimit-Remaining.*X-Auth-Mode/);
-    for (let i = 0; i < 9; i++) await report({ sid: 'sid-1' });
+    // Not from a page on another origin (no Origin header): nobody reads an expose list.
+    const direct = await report({ sid: 'sid-1' });
+    assert.equal(direct.headers.get('x-ratelimit-remaining'), '8');
+    assert.equal(direct.headers.get('access-control-expose-headers'), null);
+    for (let i = 0; i < 8; i++) await report({ sid: 'sid-1' });
     const refused = await report({ sid: 'sid-1' });
     assert.equal(refused.status, 429);
     assert.equal(refused.headers.get('content-type'), 'application/problem+json');

@@ -66,12 +66,12 @@ export function rateLimit(options: RateLimitOptions<FastifyRequest>): RateLimitH
   const guard = createGuard(withSocketAddress(options, (request) => request.raw));
   return function rateLimitHook(request, reply, done) {
     const method = request.method;
+    const headers = request.headers;
     const outcome = guard.decide(request, {
       method,
       path: pathOf(request.url),
-      // Only an OPTIONS request reads its headers (node builds them on first read).
-      preflight:
-        method === 'OPTIONS' && isPreflight(method, request.headers['access-control-request-method']),
+      preflight: isPreflight(method, headers['access-control-request-method']),
+      hasOrigin: headers.origin !== undefined,
       signal: guard.delays ? closeSignal(reply.raw) : undefined,
     });
     if (outcome instanceof Promise) {

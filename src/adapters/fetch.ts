@@ -87,9 +87,10 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
     const outcome = await guard.check(request, {
       method,
       path: pathOf(request.url),
-      // Only an OPTIONS request can be a preflight: other requests' headers are not read here.
+      // Only an OPTIONS request can be a preflight: other requests' preflight header is not read.
       preflight:
         method === 'OPTIONS' && isPreflight(method, request.headers.get('access-control-request-method')),
+      hasOrigin: request.headers.has('origin'),
       signal: guard.delays ? request.signal : undefined,
     });
     if (outcome.action === 'respond') return toResponse(outcome.response);

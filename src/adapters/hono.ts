@@ -72,6 +72,7 @@ export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler
       method,
       path: pathOf(c.req.url),
       preflight: isPreflight(method, c.req.header('access-control-request-method')),
+      hasOrigin: c.req.header('origin') !== undefined,
       // Aborted by the runtime when the client goes away (@hono/node-server, Bun, Deno).
       signal: guard.delays ? c.req.raw.signal : undefined,
     });

@@ -131,6 +131,7 @@ function factsOf(ctx: Context): RequestFacts {
     path: pathOf(ctx.originalUrl),
     // From the raw headers: ctx.get() answers '' for a missing header, which is not "absent".
     preflight: isPreflight(ctx.method, ctx.req.headers['access-control-request-method']),
+    hasOrigin: ctx.req.headers.origin !== undefined,
   };
 }
 

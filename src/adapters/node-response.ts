@@ -62,12 +62,12 @@ export function sendNodeResponse(response: NodeResponseLike, http: HttpResponse)
  */
 export function nodeRequestFacts(request: IncomingMessage, target = request.url): RequestFacts {
   const method = request.method ?? 'GET';
+  const headers = request.headers;
   return {
     method,
     path: pathOf(target),
-    // Only an OPTIONS request reads its headers: node builds `request.headers` on first read, a
-    // cost a request that never reads them (a plain node:http route) would otherwise pay here.
-    preflight: method === 'OPTIONS' && isPreflight(method, request.headers['access-control-request-method']),
+    preflight: isPreflight(method, headers['access-control-request-method']),
+    hasOrigin: headers.origin !== undefined,
   };
 }
 

@@ -202,6 +202,15 @@ export interface RequestFacts {
   /** True for an `OPTIONS` request with `Access-Control-Request-Method` (see `isPreflight`). @default false */
   preflight?: boolean;
   /**
+   * True when the request carries an `Origin` header, as every request a browser sends from a
+   * page on another origin does. An admitted response lists its rate-limit headers in
+   * `Access-Control-Expose-Headers` only then: that page needs the list to read them, and no
+   * other client reads it, so other requests are spared the bytes. A refusal lists them always.
+   *
+   * @default true (an adapter that does not tell keeps the list on every admitted response)
+   */
+  hasOrigin?: boolean;
+  /**
    * Aborts when the client goes away: a guard in delay mode ({@link Guard.delays}) then gives
    * the request's reservations back. Adapters pass it only to such a guard.
    */
@@ -438,6 +447,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     decisions: Decision[],
     extra: HeaderValues | undefined,
     receipts: readonly Receipt[] | undefined,
+    exposed: boolean,
     lease?: Lease,
   ): GuardOutcome => {
     for (const decision of decisions) {
@@ -458,7 +468,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     }
     const admitted: GuardOutcome = {
       action: 'continue',
-      headers: admittedHeaders(enforcing(decisions), headers, extra),
+      headers: admittedHeaders(enforcing(decisions), headers, extra, exposed),
       decisions,
       receipts: receipts ?? noReceipts,
     };
@@ -466,7 +476,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   };
 
   /** Takes from limits on synchronous stores; a bucket this request was charged by already is not charged again. */
-  const decideSync = (request: Request, result: KeyResult | undefined): GuardOutcome => {
+  const decideSync = (request: Request, result: KeyResult | undefined, exposed: boolean): GuardOutcome => {
     const decisions: Decision[] = [];
     const receipts: Receipt[] | undefined = countOnly === undefined ? undefined : [];
     let extra: HeaderValues | undefined;
@@ -501,7 +511,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
           if (!decision.allowed) break;
         }
       }
-      return concluded(decisions, extra, receipts);
+      return concluded(decisions, extra, receipts, exposed);
     } catch (error) {
       return failed(error, extra, decisions);
     }
@@ -511,6 +521,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const decideAsync = async (
     request: Request,
     result: KeyResult | undefined | Promise<KeyResult | undefined>,
+    exposed: boolean,
   ): Promise<GuardOutcome> => {
     const decisions: Decision[] = [];
     const receipts: Receipt[] | undefined = countOnly === undefined ? undefined : [];
@@ -554,7 +565,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
           lease = answer.lease;
         }
       }
-      return concluded(decisions, extra, receipts, lease);
+      return concluded(decisions, extra, receipts, exposed, lease);
     } catch (error) {
       return failed(error, extra, decisions);
     }
@@ -568,13 +579,14 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     request: Request,
     result: KeyResult | undefined | Promise<KeyResult | undefined>,
     signal: AbortSignal | undefined,
+    exposed: boolean,
   ): Promise<GuardOutcome> => {
     let extra: HeaderValues | undefined;
     try {
       const specs = keySpecs(await result, count);
       extra = authModeHeader(specs[0]!);
       const units = unitsOf(request);
-      if (units === 0) return decideAsync(request, specs);
+      if (units === 0) return decideAsync(request, specs, exposed);
       const calls = limiters!.map((limiter, i) => {
         const spec = specs[i]!;
         const key = spec.key;
@@ -592,7 +604,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
         if (decision?.allowed === true && call.earlier === undefined)
           rememberCharge(request, call.limiter, call.key, decision);
       });
-      return concluded(taken.decisions, extra, countOnly === undefined ? undefined : taken.receipts);
+      return concluded(taken.decisions, extra, countOnly === undefined ? undefined : taken.receipts, exposed);
     } catch (error) {
       return failed(error, extra, []);
     }
@@ -626,8 +638,11 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     try {
       if (!applies(facts)) return untouched;
       const result = key(request);
-      if (maxWait !== undefined) return decideDelayed(request, result, facts.signal);
-      return sync && !isThenable(result) ? decideSync(request, result) : decideAsync(request, result);
+      const exposed = facts.hasOrigin !== false;
+      if (maxWait !== undefined) return decideDelayed(request, result, facts.signal, exposed);
+      return sync && !isThenable(result)
+        ? decideSync(request, result, exposed)
+        : decideAsync(request, result, exposed);
     } catch (error) {
       return failed(error, undefined, []);
     }

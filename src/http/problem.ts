@@ -145,10 +145,11 @@ export function limitedResponse(
 
 /**
  * The headers an admitted response carries: the rate-limit headers of the bucket(s) that
- * decided, and `Access-Control-Expose-Headers` for them. Nothing at all when nothing is sent
- * (style `none` without extra headers, or only fail-open decisions).
+ * decided, and `Access-Control-Expose-Headers` for them unless `exposed` is false (a request
+ * without an `Origin` header: no page on another origin made it). Nothing at all when nothing is
+ * sent (style `none` without extra headers, or only fail-open decisions).
  *
- * @default style "draft"
+ * @default style "draft"; exposed true
  * @example
  * admittedHeaders([decision], 'draft')
  * // { 'RateLimit-Policy': '"api";q=10;w=60', RateLimit: '"api";r=9;t=6',
@@ -158,12 +159,13 @@ export function admittedHeaders(
   decisions: Decision | readonly Decision[],
   style: HeaderStyle = 'draft',
   extraHeaders?: HeaderValues,
+  exposed = true,
 ): HeaderValues {
   const headers = rateLimitHeaders(decisions, style);
   if (extraHeaders !== undefined) Object.assign(headers, extraHeaders);
   // Nothing to expose when nothing is sent: style "none", or no bucket decided (fail-open).
   else if (isEmpty(headers)) return headers;
-  headers['Access-Control-Expose-Headers'] = exposedHeaders(style, extraNames(extraHeaders));
+  if (exposed) headers['Access-Control-Expose-Headers'] = exposedHeaders(style, extraNames(extraHeaders));
   return headers;
 }
 

@@ -198,6 +198,25 @@ function snapshot(reply: HttpReply): Snapshot {
 const OK = { ok: true };
 const PROBLEM = 'application/problem+json';
 const DRAFT_EXPOSE = 'Retry-After, RateLimit, RateLimit-Policy';
+/** The origin of the page the suite's requests come from, unless a test sends none. */
+const ORIGIN = 'https://app.example';
+
+/**
+ * The app with every request sent as a browser sends it from a page on another origin: with an
+ * `Origin` header (unless the test gives one), so that admitted responses list what they expose.
+ */
+function fromAnotherOrigin(app: RunningApp): RunningApp {
+  const withOrigin = (headers: Record<string, string> = {}) => ({ origin: ORIGIN, ...headers });
+  return {
+    request: (method, path, headers) => app.request(method, path, withOrigin(headers)),
+    requestWithOpenBody: (path, headers) => app.requestWithOpenBody(path, withOrigin(headers)),
+    abandon:
+      app.abandon === undefined ? undefined : (path, headers) => app.abandon!(path, withOrigin(headers)),
+    leaving:
+      app.leaving === undefined ? undefined : (path, headers) => app.leaving!(path, withOrigin(headers)),
+    close: () => app.close(),
+  };
+}
 const LEGACY_EXPOSE = 'Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset';
 const START = Date.UTC(2026, 0, 1);
 
@@ -275,7 +294,13 @@ export function httpConformance(harness: HttpHarness): void {
       });
     }
 
+    /** Runs `run` with the app of `spec`, its requests sent as a page on another origin sends them. */
     async function withApp(spec: AppSpec, run: (app: RunningApp) => Promise<void>): Promise<void> {
+      await withBareApp(spec, (app) => run(fromAnotherOrigin(app)));
+    }
+
+    /** Runs `run` with the app of `spec`, its requests sent with only the headers a test gives. */
+    async function withBareApp(spec: AppSpec, run: (app: RunningApp) => Promise<void>): Promise<void> {
       const app = await harness.start(spec);
       try {
         await run(app);
@@ -339,6 +364,24 @@ export function httpConformance(harness: HttpHarness): void {
           assert.deepEqual(refused.body, problem429(1, ['things']));
           clock.advance(500);
           assert.equal((await post(app, '/api/things')).status, 200);
+        },
+      );
+    });
+
+    it('a request without an Origin header is admitted without Access-Control-Expose-Headers; its refusal keeps the list', async () => {
+      reset();
+      await withBareApp(
+        { routes: { 'POST /api/things': { limits: limiter('things', 1), key: () => 'k' } } },
+        async (app) => {
+          const admitted = await app.request('POST', '/api/things');
+          assert.equal(admitted.status, 200);
+          assert.equal(admitted.headers['ratelimit'], '"things";r=0;t=60');
+          assert.equal(admitted.headers['access-control-expose-headers'], undefined);
+          const refused = await app.request('POST', '/api/things');
+          assert.equal(refused.status, 429);
+          assert.equal(refused.headers['access-control-expose-headers'], DRAFT_EXPOSE);
+          const fromPage = await app.request('POST', '/api/things', { origin: ORIGIN });
+          assert.equal(fromPage.headers['access-control-expose-headers'], DRAFT_EXPOSE);
         },
       );
     });

@@ -100,3 +100,28 @@ describe('guard: check never rejects', () => {
     assert.doesNotThrow(() => guard.report(new Error('after the fact')));
   });
 });
+
+describe('guard: the expose list follows the Origin header', () => {
+  it('an admitted request lists what it exposes unless the adapter tells it had no Origin; a refusal always does', async () => {
+    const limits = createLimiter({
+      name: 'cors',
+      rule: tokenBucket({ limit: 3, period: '1h' }),
+      store: new MemoryStore(),
+      clock: manualClock(0),
+    });
+    const guard = createGuard<unknown>({ limits, key: () => 'k' });
+    const exposed = (outcome: Awaited<ReturnType<typeof guard.check>>) =>
+      (outcome.action === 'continue' ? outcome.headers : outcome.response.headers)[
+        'Access-Control-Expose-Headers'
+      ];
+    const list = 'Retry-After, RateLimit, RateLimit-Policy';
+    assert.equal(exposed(await guard.check({}, facts)), list, 'an adapter that does not tell');
+    assert.equal(exposed(await guard.check({}, { ...facts, hasOrigin: true })), list);
+    const direct = await guard.check({}, { ...facts, hasOrigin: false });
+    assert.equal(direct.action, 'continue');
+    assert.equal(exposed(direct), undefined);
+    const refused = await guard.check({}, { ...facts, hasOrigin: false });
+    assert.equal(refused.action, 'respond');
+    assert.equal(exposed(refused), list);
+  });
+});

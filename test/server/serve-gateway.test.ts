@@ -161,14 +161,20 @@ describe('sluice serve: gateway mode', () => {
   });
 
   it("answers refusals itself with the library's 429 and 403, and the upstream never sees them", async () => {
-    const statuses: number[] = [];
-    let refused: Answer | undefined;
-    for (let i = 0; i < 3; i++) {
-      const answer = await call(`${sluice.url}/limited`, { method: 'POST', body: 'data' });
-      statuses.push(answer.status);
-      refused = answer;
+    const answers: Answer[] = [];
+    // The second comes from a page on another origin: only its admitted response lists what it exposes.
+    const fromPage: Record<string, string> = { origin: 'https://app.example' };
+    for (const headers of [{}, fromPage, {}]) {
+      answers.push(await call(`${sluice.url}/limited`, { method: 'POST', body: 'data', headers }));
     }
-    assert.deepEqual(statuses, [200, 200, 429]);
+    const refused = answers[2];
+    assert.deepEqual(
+      answers.map((answer) => answer.status),
+      [200, 200, 429],
+    );
+    const exposed = answers.map((answer) => answer.headers['access-control-expose-headers']);
+    const list = 'Retry-After, RateLimit, RateLimit-Policy';
+    assert.deepEqual(exposed, [undefined, list, list]);
     assert.equal(refused!.headers['content-type'], 'application/problem+json');
     assert.equal(refused!.headers['cache-control'], 'no-store');
     assert.match(String(refused!.headers['retry-after']), /^\d+$/);

@@ -157,6 +157,7 @@ async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admi
     method: request.method,
     path: request.path,
     preflight: isPreflight(req.method, req.headers['access-control-request-method']),
+    hasOrigin: req.headers.origin !== undefined,
   };
   let headers: HeaderValues | undefined;
   for (const rule of policy.matching(request)) {
