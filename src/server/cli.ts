@@ -30,7 +30,11 @@ export function createProgram(
 ): Command {
   const program = new Command('sluice')
     .description('Rate limiting as a service: checks a policy file and serves decisions from it.')
-    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .configureOutput({
+      writeOut: io.out,
+      writeErr: io.err,
+      outputError: (message, write) => write(withoutValues(message)),
+    })
     .exitOverride()
     .showHelpAfterError();
 
@@ -254,4 +258,18 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     throw error;
   }
   return code;
+}
+
+/**
+ * A command-line error without the value it was about: commander quotes a value it refused, and
+ * `explain` takes request values (a header such as a nick or an address, a request's path) that
+ * must never be repeated into a terminal or a log. The option or argument is named, with why.
+ */
+export function withoutValues(message: string): string {
+  return message
+    .replace(/^(error: option '[^']*') (argument|value) '[\s\S]*' (is invalid|from env)/, '$1 $2 $3')
+    .replace(
+      /^error: command-argument value '[\s\S]*' is invalid for argument/,
+      'error: the value is invalid for argument',
+    );
 }

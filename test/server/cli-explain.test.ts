@@ -6,6 +6,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { withoutValues } from '../../src/server/cli.js';
 import { policyFile, runSluice } from './cli-support.js';
 import { SECRET } from './policy-support.js';
 
@@ -134,9 +136,17 @@ describe('sluice explain', () => {
     const noPath = await explain(withSecret, 'POST');
     assert.equal(noPath.code, 1);
     assert.match(noPath.stderr, /a request is a method and a path, as 'POST \/api\/login'/);
-    const badHeader = await explain(withSecret, 'GET /', '-H', 'no colon');
+    const badHeader = await explain(withSecret, 'GET /', '-H', 'x-nick ann-the-nick');
     assert.equal(badHeader.code, 1);
-    assert.match(badHeader.stderr, /a header is a name, a colon and a value/);
+    assert.match(
+      badHeader.stderr,
+      /option '-H, --header <header>' argument is invalid\. a header is a name, a colon and a value/,
+    );
+    // The refused value is request data (a nick here): never repeated.
+    assert.doesNotMatch(badHeader.stderr, /ann-the-nick/);
+    const badRequest = await explain(withSecret, 'POST-/secret-path');
+    assert.match(badRequest.stderr, /the value is invalid for argument 'request'/);
+    assert.doesNotMatch(badRequest.stderr, /secret-path/);
     const broken = policyFile(
       'version: 1\nrules:\n  - name: x\n    algorithm: token-bucket\n    limit: 0\n    period: 1m\n',
     );
@@ -154,5 +164,23 @@ describe('sluice explain', () => {
     const help = (await runSluice(['explain', '--help'])).stdout;
     for (const option of ['--header', '--address', '--format']) assert.ok(help.includes(option), option);
     assert.ok((await runSluice(['serve', '--help'])).stdout.includes('--no-watch'));
+  });
+});
+
+describe('command-line errors never repeat the value they refuse', () => {
+  // commander's own wording, with the value where it quotes it; whatever the value holds.
+  const templates = [
+    (v: string) => `error: option '-H, --header <header>' argument '${v}' is invalid. a header is a name`,
+    (v: string) => `error: option '--address <address>' value '${v}' from env 'X' is invalid.`,
+    (v: string) => `error: command-argument value '${v}' is invalid for argument 'request'. a request is`,
+  ];
+  it('takes the value out of every message commander writes about one', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.constantFrom(...templates), (value, template) => {
+        const shown = withoutValues(template(`SECRET${value}`));
+        assert.ok(!shown.includes('SECRET'), shown);
+        assert.match(shown, /^error: /);
+      }),
+    );
   });
 });
