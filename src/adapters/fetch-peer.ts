@@ -28,10 +28,33 @@ export type PeerInfo =
   | { readonly remoteAddr: { readonly hostname?: string } }
   | { requestIP(request: Request): { readonly address: string } | null | undefined };
 
-/** Remembers the peer address `info` names for `request`; a later call without one keeps it. */
+/**
+ * Remembers what `info` says about the peer of `request`, to be read when the key or a list asks
+ * ({@link peerAddress}): a limit keyed by a user never pays for the address (Bun's
+ * `server.requestIP` is a call into the server). A later call without `info`, or with one that
+ * names no address, keeps the address found before.
+ */
 export function recordPeer(request: Request, info: PeerInfo | undefined): void {
-  const address = peerOf(request, info);
-  if (address !== undefined) ensureState(request).peer = address;
+  if (typeof info !== 'object' || info === null) return;
+  const state = ensureState(request);
+  // The same server object for a second limit says nothing new.
+  if (info === state.peerInfo) return;
+  // Another one: the address the first names stays the fallback.
+  if (state.peerInfo !== undefined) peerAddress(request);
+  state.peerInfo = info;
+  state.peerRead = false;
+}
+
+/** The peer address of a request whose server handed one over (see {@link recordPeer}). */
+function peerAddress(request: Request): string | undefined {
+  const state = stateOf(request);
+  if (state === undefined) return undefined;
+  if (!state.peerRead && state.peerInfo !== undefined) {
+    state.peerRead = true;
+    const address = peerOf(request, state.peerInfo);
+    if (address !== undefined) state.peer = address;
+  }
+  return state.peer;
 }
 
 /** The address text `info` names, whatever its shape; undefined for anything else. Never throws. */
@@ -60,7 +83,7 @@ function peerOf(request: Request, info: unknown): string | undefined {
 
 /** The guard's options with the default `address`: the peer behind the route's `proxies`. */
 export function withPeerAddress(options: RateLimitOptions<Request>): RateLimitOptions<Request> {
-  return withSocketAddress(options, (request) => ({ request, peer: stateOf(request)?.peer }));
+  return withSocketAddress(options, (request) => ({ request, peer: peerAddress(request) }));
 }
 
 const loopbackOnly = createClientAddress();
@@ -81,5 +104,5 @@ export function clientAddressOf(request: Request, proxies?: ClientAddressOptions
     resolve = compiled.get(proxies) ?? createClientAddress(proxies);
     compiled.set(proxies, resolve);
   }
-  return resolve({ request, peer: stateOf(request)?.peer }).address;
+  return resolve({ request, peer: peerAddress(request) }).address;
 }

@@ -20,7 +20,12 @@ interface Pending {
 
 /** One request's state. */
 export interface FetchState {
+  /** The peer address, once read from what the server handed over. */
   peer: string | undefined;
+  /** What the server handed over about the peer last (reading it may cost: Bun's requestIP). */
+  peerInfo: unknown;
+  /** True once `peerInfo` was read into `peer`. */
+  peerRead: boolean;
   last: RequestRateLimit | undefined;
   pending: Pending | undefined;
 }
@@ -36,7 +41,7 @@ export function stateOf(request: Request): FetchState | undefined {
 export function ensureState(request: Request): FetchState {
   let state = states.get(request);
   if (state === undefined) {
-    state = { peer: undefined, last: undefined, pending: undefined };
+    state = { peer: undefined, peerInfo: undefined, peerRead: false, last: undefined, pending: undefined };
     states.set(request, state);
   }
   return state;

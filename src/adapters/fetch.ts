@@ -13,6 +13,7 @@ import {
   createGuard,
   isPreflight,
   needsSettling,
+  type GuardOutcome,
   type RateLimitOptions,
   type RequestRateLimit,
 } from '../http/guard.js';
@@ -81,10 +82,14 @@ export type WrappedRest<Rest extends unknown[]> = Rest extends [] ? [info?: Peer
  */
 export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
   const guard = createGuard(withPeerAddress(options));
-  const limit = async (request: Request, info?: PeerInfo): Promise<Response | undefined> => {
+  /** The limit's answer: a response, or undefined to go on; without a promise when nothing waited. */
+  const admit = (
+    request: Request,
+    info: PeerInfo | undefined,
+  ): Response | undefined | Promise<Response | undefined> => {
     recordPeer(request, info);
     const method = request.method;
-    const outcome = await guard.check(request, {
+    const outcome = guard.decide(request, {
       method,
       path: pathOf(request.url),
       // Only an OPTIONS request can be a preflight: other requests' preflight header is not read.
@@ -93,11 +98,20 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
       hasOrigin: request.headers.has('origin'),
       signal: guard.delays ? request.signal : undefined,
     });
+    return outcome instanceof Promise
+      ? outcome.then((decided) => answer(request, decided))
+      : answer(request, outcome);
+  };
+
+  const answer = (request: Request, outcome: GuardOutcome): Response | undefined => {
     if (outcome.action === 'respond') return toResponse(outcome.response);
     // Per limit: a request that passes two limits carries each one's headers and receipts.
     keepAdmitted(request, limit, outcome);
     return undefined;
   };
+
+  const limit = async (request: Request, info?: PeerInfo): Promise<Response | undefined> =>
+    admit(request, info);
 
   const finish = (request: Request, response: Response): Response => {
     const outcome = takeAdmitted(request, limit);
@@ -117,7 +131,8 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
     handler: (request: Request, ...rest: Rest) => Response | Promise<Response>,
   ) => {
     return async (request: Request, ...rest: WrappedRest<Rest>): Promise<Response> => {
-      const refused = await limit(request, rest[0] as PeerInfo | undefined);
+      let refused = admit(request, rest[0] as PeerInfo | undefined);
+      if (refused instanceof Promise) refused = await refused;
       if (refused !== undefined) return refused;
       let response: Response;
       try {
@@ -179,15 +194,18 @@ function toResponse(http: HttpResponse): Response {
 /** The response with `headers` set on it, or on a copy when its own headers are immutable. */
 function withHeaders(response: Response, headers: HeaderValues): Response {
   let out = response;
+  // Read once: a runtime may build the Headers object on each read of `headers` (Bun does).
+  let target = out.headers;
   for (const name in headers) {
     const value = headers[name] as string;
-    const merged = name === EXPOSE_HEADER ? mergeExposed(out.headers.get(name), value) : value;
+    const merged = name === EXPOSE_HEADER ? mergeExposed(target.get(name), value) : value;
     try {
-      out.headers.set(name, merged);
+      target.set(name, merged);
     } catch {
       // A response from fetch() or Response.redirect() has immutable headers: set them on a copy.
       out = new Response(out.body, out);
-      out.headers.set(name, merged);
+      target = out.headers;
+      target.set(name, merged);
     }
   }
   return out;

@@ -34,6 +34,34 @@ describe('fetch: the peer address', () => {
     assert.deepEqual(seen, ['203.0.113.1', '203.0.113.2', '203.0.113.3', undefined, undefined, undefined]);
   });
 
+  it('is asked of the server only when the key or a list reads it, once per request', async () => {
+    let asked = 0;
+    const bun = {
+      requestIP: () => {
+        asked++;
+        return { address: '203.0.113.4' };
+      },
+    };
+    const byUser = rateLimit({ limits: limiter(), key: () => 'user:1' });
+    assert.equal(await byUser(get(), bun), undefined);
+    assert.equal(asked, 0, 'a limit keyed by a user never asks');
+    const byAddress = rateLimit({ limits: limiter(), key: (request) => `ip:${clientAddressOf(request)}` });
+    const request = get();
+    assert.equal(await byAddress(request, bun), undefined);
+    assert.equal(await byUser(request, bun), undefined);
+    assert.equal(clientAddressOf(request), '203.0.113.4');
+    assert.equal(asked, 1);
+  });
+
+  it('found by a first limit stays when a second limit is handed a server that names none', async () => {
+    const first = rateLimit({ limits: limiter(), key: () => 'k' });
+    const second = rateLimit({ limits: limiter(), key: (request) => `ip:${clientAddressOf(request)}` });
+    const request = get();
+    assert.equal(await first(request, { address: '203.0.113.5' }), undefined);
+    assert.equal(await second(request, { requestIP: () => null }), undefined);
+    assert.equal(clientAddressOf(request), '203.0.113.5');
+  });
+
   it('behind a trusted proxy is the forwarded client, for the key and for the lists', async () => {
     const proxies = { trustedProxies: ['10.0.0.0/8'] };
     const limit = rateLimit({
