@@ -46,20 +46,23 @@ export const load = (): string =>
     .join(' ');
 
 /**
- * Requests/s autocannon gets from `GET /` on 127.0.0.1:`port` in `seconds`; a non-2xx response
- * or an error fails the run (the limit under test must never fire).
+ * Requests/s autocannon gets from `GET /` on 127.0.0.1:`port` in `seconds`, each request with
+ * `headers` besides autocannon's own; a non-2xx response or an error fails the run (the limit
+ * under test must never fire).
  */
 export async function helloRps(
   port: number,
   seconds: number,
   connections: number,
   pipelining: number,
+  headers: Record<string, string> = {},
 ): Promise<number> {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/`,
     connections,
     pipelining,
     duration: seconds,
+    headers,
   });
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`port ${port}: ${result.non2xx} non-2xx responses, ${result.errors} errors`);

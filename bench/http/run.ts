@@ -21,6 +21,10 @@
  * no Access-Control-Expose-Headers) with fixed values of the same length, the framework's
  * ordinary way, and deciding nothing. Its ratio is what sending those headers costs any limit;
  * the rest of a limit's ratio is its decision.
+ *
+ * Requests from a page on another origin (node:http): the bare and the sluice server measured
+ * once more per round with an `Origin` header, which makes sluice add Access-Control-Expose-Headers
+ * to every admitted response (`node_cors_ratio`).
  * Last line: one JSON object.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -130,8 +134,11 @@ async function start(framework: Framework, variant: Variant): Promise<Running> {
   return { name: `${framework}_${variant}`, child, port: message.port };
 }
 
-function measure(port: number, seconds: number): Promise<number> {
-  return helloRps(port, seconds, CONNECTIONS, PIPELINING);
+/** What a browser adds to a request from a page on another origin, for the CORS pair. */
+const FROM_ANOTHER_ORIGIN = { origin: 'https://app.example' };
+
+function measure(port: number, seconds: number, headers?: Record<string, string>): Promise<number> {
+  return helloRps(port, seconds, CONNECTIONS, PIPELINING, headers);
 }
 
 function median(values: readonly number[]): number {
@@ -168,6 +175,13 @@ async function main(): Promise<void> {
         if (got.peer !== undefined) push(ratios, `${framework}_peer_ratio`, got.peer / got.bare!);
         if (got.floor !== undefined) push(ratios, `${framework}_floor_ratio`, got.floor / got.bare!);
       }
+      // The CORS pair, in an order that alternates per round.
+      const pair: Variant[] = round % 2 === 0 ? ['bare', 'sluice'] : ['sluice', 'bare'];
+      const cors: Partial<Record<Variant, number>> = {};
+      for (const variant of pair) {
+        cors[variant] = await measure(servers.get(`node_${variant}`)!.port, SECONDS, FROM_ANOTHER_ORIGIN);
+      }
+      push(ratios, 'node_cors_ratio', cors.sluice! / cors.bare!);
       console.log(`round ${round + 1}/${ROUNDS} done`);
     }
   } finally {
@@ -188,6 +202,7 @@ async function main(): Promise<void> {
       fastify_peer_ratio: ratio('fastify_peer_ratio'),
       express_peer_ratio: ratio('express_peer_ratio'),
       node_floor_ratio: ratio('node_floor_ratio'),
+      node_cors_ratio: ratio('node_cors_ratio'),
       fastify_floor_ratio: ratio('fastify_floor_ratio'),
     }),
   );
