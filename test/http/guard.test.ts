@@ -5,14 +5,18 @@ import { MemoryStore, createLimiter, isSluiceError, manualClock, tokenBucket } f
 
 const facts = { method: 'POST', path: '/api/x' };
 
+/** A limit of `limit` takes an hour on a fresh memory store, on a clock that stands still. */
+const hourly = (name: string, limit: number) =>
+  createLimiter({
+    name,
+    rule: tokenBucket({ limit, period: '1h' }),
+    store: new MemoryStore(),
+    clock: manualClock(0),
+  });
+
 describe('guard options', () => {
   it('cacheControl applies to the 429 and must keep no-store', async () => {
-    const limits = createLimiter({
-      name: 'g',
-      rule: tokenBucket({ limit: 1, period: '1h' }),
-      store: new MemoryStore(),
-      clock: manualClock(0),
-    });
+    const limits = hourly('g', 1);
     const guard = createGuard<unknown>({ limits, key: () => 'k', cacheControl: 'private, no-store' });
     assert.equal((await guard.check({}, facts)).action, 'continue');
     const refused = await guard.check({}, facts);
@@ -29,12 +33,7 @@ describe('guard options', () => {
 });
 
 describe('guard options are checked at setup with SLUICE_CONFIG naming the option', () => {
-  const limits = createLimiter({
-    name: 'opts',
-    rule: tokenBucket({ limit: 1, period: '1h' }),
-    store: new MemoryStore(),
-    clock: manualClock(0),
-  });
+  const limits = hourly('opts', 1);
   const cases: [string, Record<string, unknown>, RegExp][] = [
     ['methods given as a string', { methods: 'POST' }, /rateLimit methods/],
     ['an empty methods list', { methods: [] }, /rateLimit methods/],
@@ -78,12 +77,7 @@ describe('guard options are checked at setup with SLUICE_CONFIG naming the optio
 
 describe('guard: check never rejects', () => {
   it('a key function that throws, facts that are not strings and a throwing onError still give a 500', async () => {
-    const limits = createLimiter({
-      name: 'never',
-      rule: tokenBucket({ limit: 1, period: '1h' }),
-      store: new MemoryStore(),
-      clock: manualClock(0),
-    });
+    const limits = hourly('never', 1);
     const guard = createGuard<unknown>({
       limits,
       key: () => {
@@ -103,12 +97,7 @@ describe('guard: check never rejects', () => {
 
 describe('guard: the expose list follows the Origin header', () => {
   it('an admitted request lists what it exposes unless the adapter tells it had no Origin; a refusal always does', async () => {
-    const limits = createLimiter({
-      name: 'cors',
-      rule: tokenBucket({ limit: 3, period: '1h' }),
-      store: new MemoryStore(),
-      clock: manualClock(0),
-    });
+    const limits = hourly('cors', 3);
     const guard = createGuard<unknown>({ limits, key: () => 'k' });
     const exposed = (outcome: Awaited<ReturnType<typeof guard.check>>) =>
       (outcome.action === 'continue' ? outcome.headers : outcome.response.headers)[
