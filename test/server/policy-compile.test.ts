@@ -5,7 +5,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { pathPattern } from '../../src/server/policy/match.js';
+import { pathPattern } from '../../src/server/policy/path-pattern.js';
 import type { RequestInput } from '../../src/server/policy/request.js';
 import { SECRET, compiled } from './policy-support.js';
 

@@ -1,6 +1,6 @@
 import { AddressList } from '../../http/address-list.js';
-import { normalizePath } from '../../http/path.js';
 import type { MatchFile } from './file-types.js';
+import { pathPattern } from './path-pattern.js';
 import { withLoopback, type DecisionRequest } from './request.js';
 
 /**
@@ -32,16 +32,4 @@ export function compileMatch(match: MatchFile, option: string): (request: Decisi
     }
     return sources === undefined || sources.has(request.address);
   };
-}
-
-/** A path pattern as a regular expression over normalized paths. */
-export function pathPattern(pattern: string): RegExp {
-  const below = pattern.endsWith('/**');
-  const base = normalizePath(below ? pattern.slice(0, -3) || '/' : pattern);
-  const body = base
-    .split('*')
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('[^/]*');
-  if (!below) return new RegExp(`^${body}$`);
-  return base === '/' ? /^\// : new RegExp(`^${body}(?:/.*)?$`);
 }
