@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC11B65';
@@ -154,5 +154,52 @@ function readFrames(socket: Duplex, onText: (text: string) => void): void {
       // Control frames (close, ping) carry no message.
       if (text) onText(payload.toString('utf8'));
     }
+  });
+}
+
+/** A response read off a raw socket: status, headers (names in lower case) and body. */
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Sends one request exactly as written (target and header values byte for byte, which node's
+ * client and fetch would respell or refuse) and reads the whole response; bounded at 10 s.
+ */
+export function rawRequest(
+  url: string,
+  method: string,
+  target: string,
+  headers: Record<string, string> = {},
+): Promise<RawAnswer> {
+  const { hostname, port } = new URL(url);
+  const lines = [`${method} ${target} HTTP/1.1`];
+  if (!Object.keys(headers).some((name) => name.toLowerCase() === 'host'))
+    lines.push(`Host: ${hostname}:${port}`);
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  lines.push('Content-Length: 0', 'Connection: close', '', '');
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const split = text.indexOf('\r\n\r\n');
+      const [status, ...fields] = text.slice(0, split).split('\r\n');
+      const found = /^HTTP\/1\.1 (\d{3})/.exec(status ?? '');
+      if (found === null) return reject(new Error('no HTTP response'));
+      const parsed: Record<string, string> = {};
+      for (const field of fields) {
+        const colon = field.indexOf(':');
+        parsed[field.slice(0, colon).toLowerCase()] = field.slice(colon + 1).trim();
+      }
+      resolve({ status: Number(found[1]), headers: parsed, body: text.slice(split + 4) });
+    });
+    // Not half-closed: a server may drop a request whose client ended its side; it closes after answering.
+    socket.write(Buffer.from(lines.join('\r\n'), 'latin1'));
   });
 }

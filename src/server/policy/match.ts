@@ -1,5 +1,6 @@
 import { AddressList } from '../../http/address-list.js';
 import type { MatchFile } from './file-types.js';
+import { normalizeHost } from './host.js';
 import { pathPattern } from './path-pattern.js';
 import { withLoopback, type DecisionRequest } from './request.js';
 
@@ -13,7 +14,8 @@ export function compileMatch(match: MatchFile, option: string): (request: Decisi
   if (methods?.has('GET')) methods.add('HEAD');
   const paths = match.paths?.map(pathPattern);
   const except = match.exceptPaths?.map(pathPattern);
-  const host = match.host?.toLowerCase();
+  // The rule's host in the spelling requests are read in (`API.example.com.` is `api.example.com`).
+  const host = match.host === undefined ? undefined : (normalizeHost(match.host) ?? match.host.toLowerCase());
   const headers = Object.entries(match.headers ?? {}).map(
     ([name, value]) => [name.toLowerCase(), value] as const,
   );

@@ -1,6 +1,7 @@
 import { createClientAddress } from '../../keys/client-address.js';
 import { LOOPBACK } from '../../keys/cidr-set.js';
 import { normalizePath, pathOf } from '../../http/path.js';
+import { normalizeHost } from './host.js';
 import type { ClientsModel } from './model.js';
 
 /** A request as a caller describes it to the decision API. */
@@ -16,8 +17,8 @@ export interface RequestInput {
 }
 
 /**
- * A request as the rules see it: method in capitals, path in its one spelling, header names
- * in lower case, the client address found behind the trusted proxies. A caller that built the
+ * A request as the rules see it: method in capitals, path and host in their one spelling
+ * (`normalizePath`, `normalizeHost`; a host that is none is undefined), header names in lower case, the client address found behind the trusted proxies. A caller that built the
  * key itself sets `key` (already the bucket key) and leaves the rest empty.
  */
 export interface DecisionRequest {
@@ -45,7 +46,8 @@ export function requestReader(clients: ClientsModel): (input: RequestInput) => D
   return (input) => {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value;
-    const host = (input.host ?? headers.host)?.replace(/:\d+$/, '').toLowerCase();
+    const written = input.host ?? headers.host;
+    const host = written === undefined ? undefined : normalizeHost(written);
     return {
       method: input.method.toUpperCase(),
       path: normalizePath(pathOf(input.path)),

@@ -17,6 +17,7 @@ import { normalizePath, pathOf } from '../../http/path.js';
 import type { HttpResponse } from '../../http/problem.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { withLoopback } from '../policy/request.js';
+import { forwardedTarget } from './forwarded-target.js';
 import { mergeHeaders } from './decide.js';
 import { problem, send } from './http-io.js';
 
@@ -26,12 +27,15 @@ const ownPaths = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/
 /**
  * True when the request is the gateway's: the policy names an upstream and the path is none of
  * the server's own (`/v1` and `/dashboard` and below, the health endpoints, `/metrics`,
- * `/openapi.json`). Paths are compared as the rules compare them, so no spelling of an own path
- * is ever forwarded.
+ * `/openapi.json`). Paths are compared as the rules compare them, in the spelling the upstream
+ * would get, so no spelling of an own path is ever forwarded.
  */
 export function isForwarded(policy: CompiledPolicy, url: string | undefined): boolean {
   if (policy.policy.upstream === undefined) return false;
-  const path = normalizePath(pathOf(url));
+  const target = forwardedTarget(url);
+  // A target with no single reading is the gateway's to refuse: it is never forwarded.
+  if (target === undefined) return true;
+  const path = normalizePath(pathOf(target));
   return !ownPaths.has(path) && !path.startsWith('/v1/') && !path.startsWith('/dashboard/');
 }
 
@@ -98,6 +102,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 
   return {
     async web(policy, req, res) {
+      const forwarded = forwardedTarget(req.url);
+      if (forwarded === undefined) return send(res, ambiguous('path'));
+      // The proxy parses this again and gets it back unchanged: the upstream gets what was matched.
+      req.url = forwarded;
       const admission = await admit(policy, req);
       if ('response' in admission) return send(res, admission.response);
       for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);
@@ -117,6 +125,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           socket,
           problem(404, 'not_found', 'Not Found', 'No such endpoint; see /openapi.json.'),
         );
+      const forwarded = forwardedTarget(req.url);
+      if (forwarded === undefined) return writeRaw(socket, ambiguous('path'));
+      req.url = forwarded;
       const admission = await admit(policy, req);
       if ('response' in admission) return writeRaw(socket, admission.response);
       forwardedHeaders(req, trustOf(policy));
@@ -144,7 +155,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 
 /**
  * The rules the request matches, in file order, each by its guard; the first that answers
- * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do.
+ * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do. A Host
+ * with no single reading is refused (400): a rule on a host could not say whether it applies.
  */
 async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admission> {
   const request = policy.read({
@@ -153,6 +165,8 @@ async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admi
     headers: flatHeaders(req.headers),
     address: req.socket.remoteAddress ?? '',
   });
+  if (request.host === undefined && req.headers.host !== undefined && req.headers.host !== '')
+    return { response: ambiguous('host') };
   const facts = {
     method: request.method,
     path: request.path,
@@ -200,6 +214,18 @@ function forwardedHeaders(req: IncomingMessage, trusted: AddressList): void {
 /** An IPv4 client of a dual-stack listener is written as itself, not as its mapped IPv6 form. */
 function plainAddress(address: string): string {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+/** 400 for a request target or Host that has no one spelling to match and forward. */
+function ambiguous(part: 'path' | 'host'): HttpResponse {
+  return problem(
+    400,
+    'ambiguous_target',
+    'Bad Request',
+    part === 'path'
+      ? 'The request target has no single reading: it does not parse, or its path writes / or \\ encoded (%2F, %5C).'
+      : 'The Host header names no host.',
+  );
 }
 
 function badGateway(): HttpResponse {
