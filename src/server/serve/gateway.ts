@@ -193,18 +193,51 @@ function flatHeaders(headers: IncomingMessage['headers']): Record<string, string
   return flat;
 }
 
-/** Headers a client could write to pass for someone else; only a trusted proxy's are kept. */
-const spoofable = ['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip', 'forwarded'];
+/**
+ * Headers through which a client could pass for another client, or make the application see
+ * another host, scheme, port, path or method than the rules saw. Proxies and frameworks read
+ * them (IIS and Symfony `X-Original-URL`, CDNs their client-address headers, method-override
+ * middleware); every `X-Forwarded-*` is one too. Only a trusted proxy's are forwarded.
+ */
+const routingHeaders = new Set([
+  'forwarded',
+  'x-real-ip',
+  'x-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-cluster-client-ip',
+  'x-original-forwarded-for',
+  'x-original-url',
+  'x-rewrite-url',
+  'x-original-host',
+  'x-host',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+]);
+
+function isRouting(name: string): boolean {
+  return name.startsWith('x-forwarded-') || routingHeaders.has(name);
+}
 
 /**
- * X-Forwarded-For as the policy's `clients` say: a trusted proxy's chain is kept and the peer
- * appended to it; from any other peer, what it wrote is dropped (it could name anyone) and the
- * chain starts at the peer. X-Forwarded-Proto and -Host are kept from a trusted proxy, else set.
+ * The routing headers as the policy's `clients` say. From a peer that is not a trusted proxy,
+ * every routing header it wrote is dropped (it could name anyone, or any route). A name written
+ * with `_` for `-` (`X_Forwarded_For`) is dropped from every peer: no proxy writes one, and
+ * servers that map headers to variables (CGI, Rack, PHP) read it as the real one.
+ * X-Forwarded-For: a trusted proxy's chain is kept and the peer appended; otherwise the chain
+ * starts at the peer. X-Forwarded-Proto and -Host are kept from a trusted proxy, else set.
  */
 function forwardedHeaders(req: IncomingMessage, trusted: AddressList): void {
   const headers = req.headers;
   const peer = plainAddress(req.socket.remoteAddress ?? '');
-  if (!trusted.has(peer)) for (const name of spoofable) delete headers[name];
+  const fromTrusted = trusted.has(peer);
+  for (const name in headers) {
+    if (name.includes('_')) {
+      if (isRouting(name.replaceAll('_', '-'))) delete headers[name];
+    } else if (!fromTrusted && isRouting(name)) delete headers[name];
+  }
   const chain = headers['x-forwarded-for'];
   headers['x-forwarded-for'] = chain === undefined || chain === '' ? peer : `${chain}, ${peer}`;
   headers['x-forwarded-proto'] ??= 'http';
