@@ -10,7 +10,14 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { closedPort, rawRequest, startUpstream, type RawAnswer, type Upstream } from './gateway-support.js';
+import {
+  closedPort,
+  openWebSocket,
+  rawRequest,
+  startUpstream,
+  type RawAnswer,
+  type Upstream,
+} from './gateway-support.js';
 import { startSluice, type RunningSluice } from './serve-support.js';
 
 const policy = `version: 1
@@ -22,6 +29,7 @@ rules:
     algorithm: fixed-window
     limit: 2
     window: 1h
+  - { name: sockets, match: { paths: [/socket] }, algorithm: fixed-window, limit: 1, window: 1h }
   - name: hosted
     match: { host: api.example.com }
     key: [address, header:x-run]
@@ -219,6 +227,20 @@ describe('sluice serve: gateway, spellings of a path and a host', () => {
       assert.notEqual(answer.status, 200, target);
     }
     assert.equal(seenIn(run).length, 0);
+  });
+
+  it('limits a WebSocket upgrade by the path it forwards, and refuses an ambiguous one', async () => {
+    const opened = await openWebSocket(`${sluice.url}/socket`);
+    assert.ok(opened.upgraded);
+    opened.socket.destroy();
+    const upgrade = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13' };
+    const key = { 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+    const again = await rawRequest(sluice.url, 'GET', '/x/..\\SOCKET\\', { ...upgrade, ...key });
+    assert.equal(again.status, 429);
+    const ambiguous = await rawRequest(sluice.url, 'GET', '/x%2F..%2Fsocket', { ...upgrade, ...key });
+    assert.equal(ambiguous.status, 400);
+    assert.match(ambiguous.body, /"ambiguous_target"/);
+    assert.equal(upstream.seen.filter((req) => leniently(req.url!) === '/socket').length, 1);
   });
 
   it('refuses an encoded slash or backslash in the path with 400 and forwards nothing', async () => {
