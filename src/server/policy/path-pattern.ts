@@ -33,12 +33,33 @@ export function pathPattern(pattern: string): PathPattern {
   const base = normalizePath(below ? pattern.slice(0, -3) || '/' : pattern);
   // Every path is below the root.
   if (below && base === '/') return { test: (path) => path.charCodeAt(0) === 0x2f };
+  // Without a star, a pattern is one text: the path is it (or, with `/**`, starts with it and a `/`).
+  if (!base.includes('*')) return below ? literalBelow(base) : literal(base);
   // The segments after the leading `/`, each as its literal parts around the stars.
   const segments = base
     .slice(1)
     .split('/')
     .map((segment) => segment.split('*'));
   return { test: (path) => matches(segments, below, path) };
+}
+
+function literal(text: string): PathPattern {
+  return {
+    test(path) {
+      matchSteps.count += Math.min(path.length, text.length) + 1;
+      return path === text;
+    },
+  };
+}
+
+function literalBelow(text: string): PathPattern {
+  const withSlash = `${text}/`;
+  return {
+    test(path) {
+      matchSteps.count += Math.min(path.length, withSlash.length) + 1;
+      return path === text || path.startsWith(withSlash);
+    },
+  };
 }
 
 /** The path against the pattern's segments, one path segment for each, left to right. */
@@ -75,46 +96,32 @@ const outcome = { matched: false, steps: 0 };
 
 /**
  * One segment (`path` from `start` to `end`, no `/` inside) against its parts: the first part
- * at the start, the last at the end, the ones between at their leftmost places in order.
+ * at the start, the last at the end, the ones between at their leftmost places in order. The
+ * native comparisons are counted at their most: a literal's length for each place tried.
  */
 function segmentMatches(parts: readonly string[], path: string, start: number, end: number) {
-  outcome.steps = 0;
   outcome.matched = false;
   const first = parts[0]!;
+  outcome.steps = first.length;
   if (parts.length === 1) {
-    outcome.matched = end - start === first.length && literalAt(first, path, start);
+    outcome.matched = end - start === first.length && path.startsWith(first, start);
     return outcome;
   }
   const lastPart = parts[parts.length - 1]!;
+  outcome.steps += lastPart.length;
   // The first and last parts must both fit, without overlapping.
   if (end - start < first.length + lastPart.length) return outcome;
-  if (!literalAt(first, path, start) || !literalAt(lastPart, path, end - lastPart.length)) return outcome;
+  if (!path.startsWith(first, start) || !path.startsWith(lastPart, end - lastPart.length)) return outcome;
   let at = start + first.length;
   const limit = end - lastPart.length;
   for (let p = 1; p < parts.length - 1; p++) {
     const part = parts[p]!;
-    const found = leftmost(part, path, at, limit);
-    if (found === -1) return outcome;
+    const found = path.indexOf(part, at);
+    // Every place from `at` to where it was found (or to the end of the path) was tried.
+    outcome.steps += ((found === -1 ? path.length : found) - at + 1) * Math.max(part.length, 1);
+    if (found === -1 || found + part.length > limit) return outcome;
     at = found + part.length;
   }
   outcome.matched = true;
   return outcome;
-}
-
-/** True when `literal` is written in `path` at `at`; counts one step per comparison. */
-function literalAt(literal: string, path: string, at: number): boolean {
-  for (let k = 0; k < literal.length; k++) {
-    outcome.steps++;
-    if (path.charCodeAt(at + k) !== literal.charCodeAt(k)) return false;
-  }
-  return true;
-}
-
-/**
- * Where `literal` first starts in `path` at or after `from` and ends by `limit`, or -1. At most
- * the literal's length in comparisons per position: linear in the path for a given pattern.
- */
-function leftmost(literal: string, path: string, from: number, limit: number): number {
-  for (let at = from; at + literal.length <= limit; at++) if (literalAt(literal, path, at)) return at;
-  return -1;
 }
