@@ -71,6 +71,10 @@ describe('policy path patterns', () => {
     const steps = [512, 1024, 2048, 4096, 8192].map((n) => stepsOf(pattern, path(n)));
     for (let i = 0; i < steps.length; i++)
       assert.ok(steps[i]! <= pattern.length * path(512 * 2 ** i).length, `${steps[i]} steps`);
+    // This path makes the matcher look far (no `ab` anywhere): doubling it at most doubles that.
+    assert.ok(steps[0]! >= 512, `${steps[0]} steps`);
+    for (let i = 1; i < steps.length; i++)
+      assert.ok(steps[i]! <= 2 * steps[i - 1]! + pattern.length, `${steps}`);
     assert.equal(pathPattern(pattern).test(path(8)), false);
     assert.equal(pathPattern(pattern).test('/x/ab-ab-ab/c/d'), true);
   });
