@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { setupOutgoing } from 'http-proxy-3/dist/lib/http-proxy/common.js';
 import { normalizeHost } from '../../src/server/policy/host.js';
 import { forwardedTarget } from '../../src/server/serve/forwarded-target.js';
-import { compiled } from './policy-support.js';
+import { compiled, issuesOf } from './policy-support.js';
 
 /** The path and query http-proxy-3 sends the upstream for this request target. */
 function proxied(target: string): string {
@@ -121,5 +121,17 @@ rules:
     } finally {
       await policy.close();
     }
+  });
+
+  it('in a rule, one that names no host is an error at its line, without the value', () => {
+    assert.deepEqual(
+      issuesOf(`version: 1
+rules:
+  - { name: site, match: { host: "secret host.." }, algorithm: fixed-window, limit: 5, window: 1m }
+`),
+      [
+        '3:26: rules[0].match is not accepted: rules[0].match.host must be a host name such as api.example.com (a port is ignored); received a string',
+      ],
+    );
   });
 });

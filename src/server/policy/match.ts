@@ -1,3 +1,4 @@
+import { configError } from '../../core/errors.js';
 import { AddressList } from '../../http/address-list.js';
 import type { MatchFile } from './file-types.js';
 import { normalizeHost } from './host.js';
@@ -15,7 +16,13 @@ export function compileMatch(match: MatchFile, option: string): (request: Decisi
   const paths = match.paths?.map(pathPattern);
   const except = match.exceptPaths?.map(pathPattern);
   // The rule's host in the spelling requests are read in (`API.example.com.` is `api.example.com`).
-  const host = match.host === undefined ? undefined : (normalizeHost(match.host) ?? match.host.toLowerCase());
+  const host = match.host === undefined ? undefined : normalizeHost(match.host);
+  if (match.host !== undefined && host === undefined)
+    throw configError(
+      `${option}.host`,
+      'a host name such as api.example.com (a port is ignored)',
+      match.host,
+    );
   const headers = Object.entries(match.headers ?? {}).map(
     ([name, value]) => [name.toLowerCase(), value] as const,
   );
