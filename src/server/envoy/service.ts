@@ -217,6 +217,9 @@ function inTurn(decision: Decision, total: number, upTo: number, cost: number, c
   if (cost === total) return decision; // the counter's only occurrence
   const held = decision.allowed && charged ? decision.remaining + total : decision.remaining;
   const { name, limit, capacity, resetMs, windowMs } = decision;
+  // Never false for a take that was charged (every occurrence fits in what it charged), so an
+  // admitted call has no occurrence over. A check (cost 0) beside a hit of its own counter
+  // passes when the occurrences before it fit, as upstream's check of a count not above its limit.
   if (upTo <= held)
     return decision.allowed
       ? { ...decision, remaining: held - upTo, cost }
