@@ -47,6 +47,6 @@ export function withSocketAddress<Request>(
  */
 function compile(proxies: ClientAddressOptions) {
   if (typeof proxies === 'object' && proxies !== null && proxies.trustedProxies !== undefined)
-    new AddressList(proxies.trustedProxies, 'rateLimit proxies.trustedProxies');
+    new AddressList(proxies.trustedProxies, 'rateLimit proxies.trustedProxies', 'exact');
   return createClientAddress(proxies);
 }

@@ -2,10 +2,17 @@
  * The `allow` and `deny` lists of a route limit: addresses and CIDR ranges compiled once by the
  * keys layer's CIDR parser (one parser for trusted proxies and for these lists, so that both
  * read `::ffff:10.0.0.0/104` and `10.0.0.0/8` as the same range), matched without allocation.
+ * A client is read by the key's own function, `parseClientIp`: an address `ipKey` keys as an
+ * IPv4 client (`64:ff9b::203.0.113.5` is 203.0.113.5) is that client on the list too, or a deny
+ * on 203.0.113.0/24 would miss a client its bucket counts as 203.0.113.5.
  */
 import { SluiceError, isSluiceError, optionError } from '../core/errors.js';
 import { CidrSet } from '../keys/cidr-set.js';
 import { NOT_IP, parseIp } from '../keys/ip-parse.js';
+import { DEFAULT_IPV4_EMBEDDING, parseClientIp, type Ipv4Embedding } from '../keys/ipv4-embedded.js';
+
+/** How a list reads addresses: as the key reads clients, or exactly as written. */
+export type AddressReading = 'as-key' | 'exact';
 
 /**
  * Internal: a compiled allow or deny list. Setup errors name the option and the entry's
@@ -14,12 +21,18 @@ import { NOT_IP, parseIp } from '../keys/ip-parse.js';
  */
 export class AddressList {
   private readonly ranges: CidrSet;
+  private readonly embedding: Ipv4Embedding | undefined;
 
-  /** @param option the option's name in error messages, e.g. `rateLimit deny` */
-  constructor(entries: unknown, option: string) {
+  /**
+   * @param option the option's name in error messages, e.g. `rateLimit deny`
+   * @param reading `as-key` for lists of clients (allow, deny, sourceCidrs); `exact` for trusted
+   *   proxies, which the client-address step matches exactly (trust is not translated)
+   */
+  constructor(entries: unknown, option: string, reading: AddressReading = 'as-key') {
     if (!Array.isArray(entries)) throw optionError(option, 'an array of IP addresses and CIDR ranges');
     for (let i = 0; i < entries.length; i++) checkEntry(entries[i], option, i);
-    this.ranges = new CidrSet(entries as string[], option);
+    this.embedding = reading === 'as-key' ? DEFAULT_IPV4_EMBEDDING : undefined;
+    this.ranges = new CidrSet(entries as string[], option, this.embedding);
   }
 
   /**
@@ -29,7 +42,10 @@ export class AddressList {
    */
   has(address: string | undefined): boolean {
     if (typeof address !== 'string') return false;
-    const family = parseIp(address, 0, address.length);
+    const family =
+      this.embedding === undefined
+        ? parseIp(address, 0, address.length)
+        : parseClientIp(address, 0, address.length, this.embedding);
     return family !== NOT_IP && this.ranges.hasParsed(family);
   }
 }

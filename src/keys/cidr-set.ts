@@ -1,5 +1,6 @@
 import { optionError } from '../core/errors.js';
 import { IPV4, NOT_IP, parseIp, parsed } from './ip-parse.js';
+import type { Ipv4Embedding } from './ipv4-embedded.js';
 
 /**
  * The loopback ranges: 127.0.0.0/8, ::1 and the IPv4-mapped loopback ::ffff:127.0.0.0/104.
@@ -13,13 +14,16 @@ export const LOOPBACK: readonly string[] = Object.freeze(['127.0.0.0/8', '::1/12
  * (network, mask) pairs of uint32; IPv6 ranges are eight groups plus a prefix length.
  * IPv4-mapped IPv6 ranges with a prefix of at least 96 are stored as IPv4, because the parsers
  * report IPv4-mapped addresses as IPv4: `::ffff:10.0.0.0/104` and `10.0.0.0/8` are one range.
+ * Given an `embedding`, the set reads its IPv6 entries as the key reads clients: the IPv4
+ * addresses a range embeds are in the set as IPv4 too (see `Ipv4Embedding.ipv4RangesWithin`).
+ * Trusted proxies are built without one: trust is never widened by a translation prefix.
  */
 export class CidrSet {
   private readonly v4: Uint32Array;
   private readonly v6: Uint16Array;
   private readonly v6Prefixes: Uint8Array;
 
-  constructor(ranges: readonly string[], option: string) {
+  constructor(ranges: readonly string[], option: string, embedding?: Ipv4Embedding) {
     if (!Array.isArray(ranges)) throw optionError(option, 'an array of CIDR strings');
     const v4: number[] = [];
     const v6: number[] = [];
@@ -58,6 +62,7 @@ export class CidrSet {
         // The parsers report an IPv4-mapped address as IPv4, so an IPv6 range that holds the
         // whole mapped block ::ffff:0:0/96 (::/0, ::/64 …) holds every IPv4 client too.
         if (prefix <= 96 && holdsMappedBlock(parsed.v6, prefix)) v4.push(0, 0);
+        embedding?.ipv4RangesWithin(parsed.v6, prefix, v4);
       }
     });
     this.v4 = Uint32Array.from(v4);

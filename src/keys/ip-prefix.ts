@@ -1,8 +1,13 @@
 import { SluiceError, configError, describeValue } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { compiledPerOptions } from './compiled.js';
-import { IPV4, NOT_IP, formatIPv4, formatIPv6, knownPlainV4, parseIp, parsed } from './ip-parse.js';
-import { IPV4_EMBEDDING_PREFIXES, Ipv4Embedding } from './ipv4-embedded.js';
+import { IPV4, NOT_IP, formatIPv4, formatIPv6, knownPlainV4, parsed } from './ip-parse.js';
+import {
+  DEFAULT_IPV4_EMBEDDING,
+  IPV4_EMBEDDING_PREFIXES,
+  Ipv4Embedding,
+  parseClientIp,
+} from './ipv4-embedded.js';
 
 /** Options of {@link ipKey} and {@link createIpKey}. */
 export interface IpKeyOptions {
@@ -46,7 +51,7 @@ class IpKeyer {
 
   constructor(options: IpKeyOptions) {
     checkOptionKeys('ipKey', options, optionKeys);
-    const { ipv6Prefix = 64, ipv4Prefix = 32, ipv4Embedded = IPV4_EMBEDDING_PREFIXES } = options;
+    const { ipv6Prefix = 64, ipv4Prefix = 32, ipv4Embedded } = options;
     if (!Number.isSafeInteger(ipv6Prefix) || ipv6Prefix < 1 || ipv6Prefix > 128)
       throw configError('ipKey ipv6Prefix', 'a whole number from 1 to 128', ipv6Prefix);
     if (!Number.isSafeInteger(ipv4Prefix) || ipv4Prefix < 1 || ipv4Prefix > 32)
@@ -55,7 +60,10 @@ class IpKeyer {
     this.v4Suffix = ipv4Prefix === 32 ? '' : `/${ipv4Prefix}`;
     this.v6Prefix = ipv6Prefix;
     this.v6Suffix = ipv6Prefix === 128 ? '' : `/${ipv6Prefix}`;
-    this.embedding = new Ipv4Embedding(ipv4Embedded, 'ipKey ipv4Embedded');
+    this.embedding =
+      ipv4Embedded === undefined || ipv4Embedded === IPV4_EMBEDDING_PREFIXES
+        ? DEFAULT_IPV4_EMBEDDING
+        : new Ipv4Embedding(ipv4Embedded, 'ipKey ipv4Embedded');
   }
 
   key(address: unknown): string {
@@ -69,7 +77,9 @@ class IpKeyer {
     }
     // The address the client-address step just chose is known to be canonical: no second parse.
     if (address === knownPlainV4.text && this.v4Suffix === '') return address;
-    const family = parseIp(address, 0, address.length);
+    // The lists read addresses through the same function: a spelling the key counts as an IPv4
+    // client is that client on an allow or deny list too.
+    const family = parseClientIp(address, 0, address.length, this.embedding);
     // The message never repeats the address: it is personal data.
     if (family === NOT_IP)
       throw new SluiceError('SLUICE_KEY_INVALID', 'ipKey received text that is not an IP address');
@@ -80,8 +90,6 @@ class IpKeyer {
         return this.v4Suffix === '' ? address : address + this.v4Suffix;
       return formatIPv4(masked) + this.v4Suffix;
     }
-    const embedded = this.embedding.extract(parsed.v6);
-    if (embedded >= 0) return formatIPv4((embedded & this.v4Mask) >>> 0) + this.v4Suffix;
     let left = this.v6Prefix;
     for (let g = 0; g < 8; g++, left -= 16) {
       const group = parsed.v6[g] as number;

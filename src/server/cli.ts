@@ -139,7 +139,8 @@ export function createProgram(
         };
         process.on('SIGHUP', reload);
         try {
-          running = await serve({ ...options, env: io.env, out: io.out, envoyClock: testClock(io.env) });
+          const clock = testClock(io.env);
+          running = await serve({ ...options, env: io.env, out: io.out, envoyClock: clock, clock });
           if (pending) reload();
           // Stop listening, let requests in flight finish, then close the store.
           const stopping = running;

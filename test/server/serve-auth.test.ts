@@ -107,7 +107,7 @@ describe('sluice serve: without tokens', () => {
     try {
       assert.match(
         sluice.output(),
-        /^sluice: serving \S+ \(8 rules, memory store\) on http:\/\/127\.0\.0\.1:\d+\n/,
+        /^sluice: serving \S+ \(11 rules, memory store\) on http:\/\/127\.0\.0\.1:\d+\n/,
       );
       assert.match(sluice.output(), /listening on loopback only, without authentication/);
       // Keys without a secret stay in this process's memory: nothing to warn about.

@@ -1,4 +1,4 @@
-import type { Decision } from '../../core/decision.js';
+import { makeDecision, type Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { admittedHeaders, limitedResponse } from '../../http/problem.js';
 import type { BucketKeys } from '../policy/keys.js';
@@ -61,7 +61,9 @@ export class EnvoyService {
 
   /**
    * The enforcing descriptors, all or nothing; true when the request is over. Two descriptors of
-   * one counter are one ask of both costs.
+   * one counter are one ask of both costs (a store takes each bucket once), decided in turn as
+   * upstream counts them: each occurrence sees the ones before it charged, so the first may pass
+   * and the second be over (see {@link inTurn}).
    */
   private async group(
     plans: readonly Plan[],
@@ -70,52 +72,54 @@ export class EnvoyService {
     now: number,
   ): Promise<boolean> {
     const asks: Ask[] = [];
-    const quotaOnly: boolean[] = [];
     const askOf = new Map<number, number>();
+    /** Each occurrence's cost with the costs of the occurrences of its counter before it. */
+    const upTo = new Map<number, number>();
     const byBucket = new Map<string, number>();
     plans.forEach((plan, i) => {
       if (plan.kind !== 'limit' || plan.rule.shadow || plan.debit) return;
       const ask = askFor(plan, keys);
       const id = `${this.buckets.bucketsOf(ask).name}|${ask.key}`;
-      const same = byBucket.get(id);
-      if (same === undefined) {
-        byBucket.set(id, asks.length);
-        askOf.set(i, asks.length);
+      let j = byBucket.get(id);
+      if (j === undefined) {
+        byBucket.set(id, (j = asks.length));
         asks.push(ask);
-        quotaOnly.push(plan.rule.quota);
       } else {
-        const first = asks[same]!;
-        asks[same] = { ...first, cost: first.cost + ask.cost };
-        quotaOnly[same] = quotaOnly[same]! && plan.rule.quota;
-        askOf.set(i, same);
+        asks[j] = { ...asks[j]!, cost: asks[j]!.cost + ask.cost };
       }
+      askOf.set(i, j);
+      upTo.set(i, asks[j]!.cost);
     });
     if (asks.length === 0) return false;
-    let result = await this.buckets.takeAll(asks, now);
-    const refused = result.flatMap((d, j) => (d.allowed ? [] : [j]));
-    let over = false;
-    let forced: number[] = [];
-    if (refused.length > 0) {
-      const quotaPlans = [...askOf].filter(([i]) => (plans[i] as LimitPlan).rule.quota);
-      const quotaOver = quotaPlans.filter(([, j]) => !result[j]!.allowed).length;
-      if (refused.some((j) => !quotaOnly[j]) || (quotaPlans.length > 0 && quotaOver === quotaPlans.length)) {
-        over = true;
-      } else {
-        // Only some quota descriptors are over: the request passes and is charged to all of
-        // them, those over their limit too.
-        forced = refused;
-        const rest = asks.flatMap((a, j) => (refused.includes(j) ? [] : [a]));
-        const again = rest.length === 0 ? [] : await this.buckets.takeAll(rest, now);
-        if (again.some((d) => !d.allowed)) over = true;
-        else {
-          let k = 0;
-          result = result.map((d, j) => (refused.includes(j) ? d : again[k++]!));
-          await Promise.all(forced.map((j) => this.buckets.charge(asks[j]!, now)));
-        }
-      }
-    }
-    for (const [i, j] of askOf) decisions[i] = result[j];
-    return over;
+    // With an ask of limit 0 the others are only looked at (see EnvoyBuckets.takeAll).
+    const looked = asks.some((a) => a.limit === 0 && a.cost >= 0);
+    const decide = (result: readonly Decision[], charged: boolean) => {
+      for (const [i, j] of askOf)
+        decisions[i] = inTurn(result[j]!, asks[j]!.cost, upTo.get(i)!, (plans[i] as LimitPlan).cost, charged);
+    };
+    const result = await this.buckets.takeAll(asks, now);
+    decide(result, !looked);
+    const refusedAsks = result.flatMap((d, j) => (d.allowed ? [] : [j]));
+    if (refusedAsks.length === 0) return false;
+    const occurrences = [...askOf.keys()];
+    const quota = occurrences.filter((i) => (plans[i] as LimitPlan).rule.quota);
+    const over =
+      occurrences.some((i) => !decisions[i]!.allowed && !(plans[i] as LimitPlan).rule.quota) ||
+      (quota.length > 0 && quota.every((i) => !decisions[i]!.allowed));
+    if (over) return true;
+    // Only quota descriptors are over, and not all of them: the request passes and is charged
+    // to every descriptor, those over their limit too (upstream counts every occurrence).
+    const rest = asks.flatMap((a, j) => (refusedAsks.includes(j) ? [] : [a]));
+    const again = rest.length === 0 ? [] : await this.buckets.takeAll(rest, now);
+    if (again.some((d) => !d.allowed)) return true;
+    let k = 0;
+    decide(
+      result.map((d, j) => (refusedAsks.includes(j) ? d : again[k++]!)),
+      true,
+    );
+    // The forced ones were decided in turn as refused (not charged): their statuses stand.
+    await Promise.all(refusedAsks.map((j) => this.buckets.charge(asks[j]!, now)));
+    return false;
   }
 
   /**
@@ -201,6 +205,31 @@ export class EnvoyService {
   }
 }
 
+/**
+ * One occurrence of a counter decided in turn, from the decision on all its occurrences at once
+ * (`total` their costs, `upTo` this one's with those before it). The bucket held `remaining +
+ * total` before a charged take, `remaining` before one refused or only looked at; an occurrence
+ * passes when what came before it and its own cost fit in that, and reports what would be left
+ * after it. The store decided the bucket; this only says which occurrence went over, as
+ * upstream's counter, incremented once per occurrence, does.
+ */
+function inTurn(decision: Decision, total: number, upTo: number, cost: number, charged: boolean): Decision {
+  if (cost === total) return decision; // the counter's only occurrence
+  const held = decision.allowed && charged ? decision.remaining + total : decision.remaining;
+  const { name, limit, capacity, resetMs, windowMs } = decision;
+  // Never false for a take that was charged (every occurrence fits in what it charged), so an
+  // admitted call has no occurrence over. A check (cost 0) beside a hit of its own counter
+  // passes when the occurrences before it fit, as upstream's check of a count not above its limit.
+  if (upTo <= held)
+    return decision.allowed
+      ? { ...decision, remaining: held - upTo, cost }
+      : makeDecision(true, name, limit, capacity, held - upTo, cost, 0, resetMs, windowMs);
+  if (!decision.allowed) return decision;
+  // Looked at only (another descriptor is at limit 0) and more than the bucket holds: over until
+  // its window resets (a token bucket is full by then).
+  return makeDecision(false, name, limit, capacity, held, cost, resetMs, resetMs, windowMs);
+}
+
 function askFor(plan: LimitPlan, keys: BucketKeys): Ask {
   return {
     unit: plan.rule.unit!,
@@ -238,7 +267,7 @@ function headerList(headers: Record<string, string>): HeaderMessage[] {
 /**
  * dynamic_metadata: the domain, each descriptor's keys (never its values: they may be addresses
  * or user ids, and Envoy's access logs would carry them), the request's hits_addend, and the
- * metadata of the descriptors that passed, merged.
+ * metadata of the descriptors that passed, merged in request order, the first value of a key kept.
  */
 function metadataOf(request: RequestMessage, passed: readonly EnvoyRule[]): StructMessage {
   const merged: Record<string, unknown> = {};
@@ -252,11 +281,18 @@ function metadataOf(request: RequestMessage, passed: readonly EnvoyRule[]): Stru
   return toStruct(data);
 }
 
+/**
+ * Merges one descriptor's metadata into those of the descriptors before it, as upstream does: a
+ * key already there keeps its first value, and only two structs under one key merge, key by key.
+ * Envoy routes by these values, so the first descriptor that passed decides, as it would upstream.
+ */
 function mergeInto(target: Record<string, unknown>, source: Readonly<Record<string, unknown>>): void {
   for (const [key, value] of Object.entries(source)) {
-    const present = target[key];
-    if (isObject(present) && isObject(value)) mergeInto(present, value);
-    else target[key] = isObject(value) ? structuredClone(value) : value;
+    if (!Object.hasOwn(target, key)) target[key] = isObject(value) ? structuredClone(value) : value;
+    else {
+      const present = target[key];
+      if (isObject(present) && isObject(value)) mergeInto(present, value);
+    }
   }
 }
 

@@ -87,7 +87,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const trustOf = (policy: CompiledPolicy): AddressList => {
     let list = trust.get(policy);
     if (list === undefined) {
-      list = new AddressList(withLoopback(policy.policy.clients.trustedProxies), 'clients trustedProxies');
+      // Exact, as the client-address step reads trusted proxies: a translated address is not
+      // the proxy it embeds.
+      list = new AddressList(
+        withLoopback(policy.policy.clients.trustedProxies),
+        'clients trustedProxies',
+        'exact',
+      );
       trust.set(policy, list);
     }
     return list;

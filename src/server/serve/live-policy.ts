@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { dirname } from 'node:path';
+import type { Clock } from '../../core/clock.js';
 import type { Limiter } from '../../limiter/limiter.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { PolicyError } from '../policy/errors.js';
@@ -209,6 +210,7 @@ export class LivePolicy implements PolicyHolder {
           'decisions failed (answered 500)',
         ),
       events: (rule) => metrics.channel(rule),
+      ...(this.options.clock === undefined ? {} : { clock: this.options.clock }),
       ...(this.fallbackSecret === undefined ? {} : { fallbackSecret: this.fallbackSecret }),
       reuse: (rule) => {
         const old = before?.rule(rule.name);
@@ -270,6 +272,8 @@ export interface LivePolicyOptions {
   tokensRequired: boolean;
   /** A directory of envoyproxy/ratelimit files (`--envoy-config`), read again at each reload. */
   envoyConfig?: string;
+  /** The clock of the policy's limiters (a test's). @default Date.now */
+  clock?: Clock;
 }
 
 /** What a rule's limiters are made of: equal, they can be kept as they are. */

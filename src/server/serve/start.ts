@@ -37,6 +37,8 @@ export interface ServeOptions {
   envoyConfig?: string;
   /** The clock of Envoy's rate limit service (a test's). @default Date.now */
   envoyClock?: Clock;
+  /** The clock of the policy's limiters (a test's). @default Date.now */
+  clock?: Clock;
 }
 
 /** A running server: its address, and how to stop it (in-flight requests finish first). */
@@ -84,6 +86,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         metrics,
         tokensRequired: !isLoopbackHost(options.host),
         envoyConfig: options.envoyConfig,
+        ...(options.clock === undefined ? {} : { clock: options.clock }),
       },
       loaded,
       text,

@@ -114,7 +114,10 @@ export function fieldsOf(buffer: Buffer): Fields {
     const wire = key & 7;
     let value: bigint | Buffer;
     if (wire === 0) value = read();
-    else if (wire === 2) {
+    else if (wire === 1) {
+      value = buffer.subarray(at, at + 8);
+      at += 8;
+    } else if (wire === 2) {
       const length = Number(read());
       value = buffer.subarray(at, at + length);
       at += length;
@@ -152,4 +155,26 @@ export function decodeResponse(buffer: Buffer): DecodedResponse {
     rawBody: text(f, 5),
     ...(f.has(6) ? { dynamicMetadata: bytes(f, 6) } : {}),
   };
+}
+
+/** A google.protobuf.Value decoded by field number: null, number, string, bool, struct or list. */
+function valueOf(buffer: Buffer): unknown {
+  const f = fieldsOf(buffer);
+  if (f.has(1)) return null;
+  if (f.has(2)) return bytes(f, 2).readDoubleLE(0);
+  if (f.has(3)) return text(f, 3);
+  if (f.has(4)) return num(f, 4) === 1;
+  if (f.has(5)) return structOf(bytes(f, 5));
+  if (f.has(6)) return ((fieldsOf(bytes(f, 6)).get(1) ?? []) as Buffer[]).map(valueOf);
+  return null;
+}
+
+/** A google.protobuf.Struct (such as `dynamic_metadata`) as a plain object. */
+export function structOf(buffer: Buffer): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const entry of (fieldsOf(buffer).get(1) ?? []) as Buffer[]) {
+    const ef = fieldsOf(entry);
+    out[text(ef, 1)] = valueOf(bytes(ef, 2));
+  }
+  return out;
 }
