@@ -480,9 +480,11 @@ class RuleLimiter implements LimiterInternals {
       const cost = options === undefined ? 1 : costOf(options.cost);
       const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
       const now = readClock(this.clock);
+      // Read before the take: a reset between the two can then only make the refund give nothing.
+      const generation = this.buckets.resetGeneration?.(key);
       return this.decideTake(key, cost, now, limit).then((decision) => ({
         decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
-        receipt: this.receipts.issue(this.name, key, decision, now, limit),
+        receipt: this.receipts.issue(this.name, key, decision, now, limit, generation),
       }));
     } catch (error) {
       return Promise.reject(error);
@@ -537,11 +539,12 @@ class RuleLimiter implements LimiterInternals {
     signal: AbortSignal | undefined,
   ): Promise<WaitedDecision> {
     const started = this.events.listening ? performance.now() : 0;
+    const generation = this.buckets.resetGeneration?.(key);
     return this.reserveSlot(key, cost, now, maxWaitMs, limit).then((decision) => {
       const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
       const answer = wait > 0 ? arrived(decision, wait) : decision;
       if (this.events.listening) this[reportTake](key, cost, answer, undefined, performance.now() - started);
-      const receipt = this.receipts.issue(this.name, key, decision, now, limit);
+      const receipt = this.receipts.issue(this.name, key, decision, now, limit, generation);
       if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
       return sleepUnlessAborted(wait, signal).then(
         () => ({ decision: answer, receipt, waitedMs: wait }),
@@ -608,7 +611,7 @@ class RuleLimiter implements LimiterInternals {
     const refusals = this.refusals;
     let pending: Promise<void>;
     try {
-      pending = this.buckets.adjust(key, delta, now, at, until, receipt.limit);
+      pending = this.buckets.adjust(key, delta, now, at, until, receipt.limit, receipt.generation);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -854,10 +857,11 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     const cost = options === undefined ? 1 : costOf(options.cost);
     const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
     const now = readClock(this.clock);
+    const generation = this.buckets.resetGeneration?.(key);
     const decision = this.takeEnforced(key, cost, limit, now);
     return {
       decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
-      receipt: this.receipts.issue(this.name, key, decision, now, limit),
+      receipt: this.receipts.issue(this.name, key, decision, now, limit, generation),
     };
   }
 
@@ -901,6 +905,7 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
         receipt.at,
         receipt.until,
         receipt.limit,
+        receipt.generation,
       );
     } catch (error) {
       this.receipts.reopen(receipt);

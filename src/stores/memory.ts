@@ -290,6 +290,14 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private freed = false;
   /** Whether the rule has a lockout, whose buckets keep its two numbers. */
   private readonly blocking: boolean;
+  /**
+   * Reset generations (see resetGeneration): the number of the last reset of each key reset
+   * since `resetFloor` was set, at most `maxKeys` of them. When full the map is cleared and every
+   * key reads `resetFloor`, the latest number, which only makes older receipts refund nothing.
+   */
+  private resets = new Map<string, number>();
+  private resetCount = 0;
+  private resetFloor = 0;
 
   constructor(
     name: string,
@@ -395,10 +403,19 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     this.insert(id, state, now);
   }
 
+  resetGeneration(key: string): number {
+    return this.resets.get(bucketId(key)) ?? this.resetFloor;
+  }
+
   resetSync(key: string): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
     this.lastState = undefined;
+    this.resetCount++;
+    if (this.resets.size >= this.maxKeys) {
+      this.resets.clear();
+      this.resetFloor = this.resetCount;
+    } else this.resets.set(id, this.resetCount);
     this.current.delete(id);
     this.previous.delete(id);
     const summary = this.summary;
@@ -422,9 +439,14 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     takenAt: number,
     until: number,
     limit?: CallLimit,
+    generation?: number,
   ): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
+    // A refund of a charge made before the key's last reset: the reset gave the key a new
+    // bucket already, and the charge is not in it. A settlement above the charge still charges.
+    if (delta < 0 && generation !== undefined && generation !== (this.resets.get(id) ?? this.resetFloor))
+      return;
     if (this.epoch !== this.epoch) this.epoch = now;
     const found = this.find(id, now);
     if (found !== undefined) {
@@ -468,9 +490,10 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     takenAt: number,
     until: number,
     limit?: CallLimit,
+    generation?: number,
   ): Promise<void> {
     try {
-      this.adjustSync(key, delta, now, takenAt, until, limit);
+      this.adjustSync(key, delta, now, takenAt, until, limit, generation);
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);
