@@ -43,7 +43,7 @@ export interface RuleBuckets {
    * back only what still weighs; a lockout is never touched). The limiter checks that each take
    * is settled once and never for more than it charged. `limit` is the per-call limit the take
    * was made under (a token bucket settles in its tier's units). `generation`: the key's
-   * {@link resetGeneration} read before the take; a store that keeps generations gives nothing
+   * {@link RuleBuckets.resetGeneration} read before the take; a store that keeps generations gives nothing
    * back (`delta < 0`) when the key was reset since, since the reset already gave it a new bucket.
    */
   adjust(
@@ -57,7 +57,7 @@ export interface RuleBuckets {
   ): Promise<void>;
   /**
    * Which reset of `key` its bucket belongs to: a number that changes whenever the key is reset.
-   * Read (synchronously, before the take) for every receipt, and passed back to {@link adjust},
+   * Read (synchronously, before the take) for every receipt, and passed back to {@link RuleBuckets.adjust},
    * so that a refund of a charge made before the key's last reset gives nothing back. Optional:
    * a store without it cannot tell.
    */
