@@ -42,7 +42,9 @@ export interface RuleBuckets {
    * `delta > 0` charges `delta` more at `now`; all as the rule's `adjust` says (a refund gives
    * back only what still weighs; a lockout is never touched). The limiter checks that each take
    * is settled once and never for more than it charged. `limit` is the per-call limit the take
-   * was made under (a token bucket settles in its tier's units).
+   * was made under (a token bucket settles in its tier's units). `generation`: the key's
+   * {@link RuleBuckets.resetGeneration} read before the take; a store that keeps generations gives nothing
+   * back (`delta < 0`) when the key was reset since, since the reset already gave it a new bucket.
    */
   adjust(
     key: string,
@@ -51,7 +53,15 @@ export interface RuleBuckets {
     takenAt: number,
     until: number,
     limit?: CallLimit,
+    generation?: number,
   ): Promise<void>;
+  /**
+   * Which reset of `key` its bucket belongs to: a number that changes whenever the key is reset.
+   * Read (synchronously, before the take) for every receipt, and passed back to {@link RuleBuckets.adjust},
+   * so that a refund of a charge made before the key's last reset gives nothing back. Optional:
+   * a store without it cannot tell.
+   */
+  resetGeneration?(key: string): number;
   /**
    * Reserves the earliest slot for a take of `cost` (at least 1) on `key`, atomically and in one
    * round trip as a take: the rule's `reserve` (present only for rules that can reserve, the
@@ -76,6 +86,7 @@ export interface SyncRuleBuckets extends RuleBuckets {
     takenAt: number,
     until: number,
     limit?: CallLimit,
+    generation?: number,
   ): void;
   /** Synchronous {@link RuleBuckets.reserve}. */
   reserveSync?(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Decision;

@@ -16,6 +16,10 @@ import {
 
 export function chatLimits(clock: Clock) {
   // Generational and bounded: at most 2 × 4096 buckets per rule, however many addresses come.
+  // No rule remembers its forgotten buckets (`rememberForgotten`): a flood of other keys never
+  // refuses a new client. The reset a flood allows is bounded by the cascade instead: login-ip
+  // comes before login, so every throwaway nick an address tries costs from its own 30 per 10
+  // minutes, and flooding the per-address rule needs the addresses that each have a budget anyway.
   const store = new MemoryStore();
   const limit = (name: string, rule: ReturnType<typeof tokenBucket>) =>
     createLimiter({ name, rule, store, clock });

@@ -29,6 +29,11 @@ export const errorCodes = {
    * otherwise the request gets a 503 with a Retry-After.
    */
   SLUICE_STORE_OVERLOADED: { status: 503, title: 'Rate-limit store overloaded' },
+  /**
+   * A `takeOrWait` call found as many calls waiting as its limiter allows (`maxWaiters`, or
+   * `maxWaitersPerKey` for its key): refused at once, nothing reserved.
+   */
+  SLUICE_WAIT_QUEUE_FULL: { status: 503, title: 'Too many calls waiting' },
   /** The store's schema or scripts are missing (for PostgreSQL: run `migrate()`). */
   SLUICE_STORE_SCHEMA: { status: 503, title: 'Rate-limit store not prepared' },
   /** An offered API key or credential was refused; there is no fallback to a weaker identity. */

@@ -14,6 +14,7 @@ import { DecisionEvents } from './events.js';
 import { reportDecision, reportFailure } from './decision-report.js';
 import { resolveRefusalCache, type RefusalCache, type RefusalCacheOptions } from './refusal-cache.js';
 import { ReceiptBook, type Receipt, type ReceiptedDecision } from './receipts.js';
+import { WaitingRoom, readWaitingBounds } from './waiting-room.js';
 import { reserverOf } from '../core/reservation.js';
 import {
   arrived,
@@ -108,6 +109,20 @@ export interface LimiterOptions<S extends Store = Store> {
    * @default "enforce"
    */
   mode?: LimiterMode;
+  /**
+   * The most `takeOrWait` calls that may be in progress at once on this limiter, over all keys
+   * (each holds about half a kilobyte until its slot arrives). A call beyond it is refused at once
+   * with `SLUICE_WAIT_QUEUE_FULL`, nothing reserved. A whole number from 1 to 10,000,000.
+   * @default 10000
+   */
+  maxWaiters?: number;
+  /**
+   * The most `takeOrWait` calls that may be in progress at once for one key; beyond it, as for
+   * `maxWaiters`. A whole number from 1 to 10,000,000.
+   * @default 1000
+   * @example createLimiter({ name: 'api', rule, store, maxWaiters: 50_000, maxWaitersPerKey: 200 })
+   */
+  maxWaitersPerKey?: number;
 }
 
 /** Whether a limit refuses (`enforce`) or only reports what it would refuse (`shadow`). */
@@ -195,6 +210,11 @@ export interface Limiter {
    * if (!decision.allowed) return reply429(decision.retryAfterSeconds);
    */
   takeOrWait(key: string, options: WaitOptions): Promise<WaitedDecision>;
+  /**
+   * How many `takeOrWait` calls are in progress now (reserving or waiting for their slot), at
+   * most `maxWaiters`: for metrics.
+   */
+  readonly waiting: number;
   /** What a take of 1 would get now, charging nothing. */
   peek(key: string, options?: Pick<TakeOptions, 'limit' | 'period' | 'burst'>): Promise<Decision>;
   /** Forgets `key` (the same key you pass to `take`): its next take finds a full bucket. */
@@ -263,6 +283,8 @@ const limiterKeys = [
   'events',
   'refusalCache',
   'mode',
+  'maxWaiters',
+  'maxWaitersPerKey',
 ] as const;
 const failurePolicies: readonly FailurePolicy[] = ['closed', 'open', 'insurance'];
 
@@ -343,9 +365,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const insurance = failure === 'insurance' ? new MemoryStore().bind(name, rule) : undefined;
   const refusals = resolveRefusalCache(name, options.refusalCache, rule, isSyncStore(store));
   const handler = new FailureHandler(name, store.kind, failure, closedStatus, insurance, logger, clock);
+  const room = new WaitingRoom(readWaitingBounds(name, options.maxWaiters, options.maxWaitersPerKey));
   return isSyncStore(store)
-    ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler, events, mode)
-    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler, events, mode, refusals);
+    ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler, events, mode, room)
+    : new RuleLimiter(name, rule, store, clock, timeoutMs, handler, events, mode, room, refusals);
 }
 
 /** Applies a limiter's failure policy to a failed store call (used by cascades). */
@@ -426,6 +449,7 @@ class RuleLimiter implements LimiterInternals {
     private readonly handler: FailureHandler,
     readonly events: DecisionEvents,
     readonly mode: LimiterMode,
+    private readonly room: WaitingRoom,
     private readonly refusals?: RefusalCache,
   ) {
     this.buckets = store.bind(name, rule);
@@ -456,9 +480,11 @@ class RuleLimiter implements LimiterInternals {
       const cost = options === undefined ? 1 : costOf(options.cost);
       const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
       const now = readClock(this.clock);
+      // Read before the take: a reset between the two can then only make the refund give nothing.
+      const generation = this.buckets.resetGeneration?.(key);
       return this.decideTake(key, cost, now, limit).then((decision) => ({
         decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
-        receipt: this.receipts.issue(this.name, key, decision, now, limit),
+        receipt: this.receipts.issue(this.name, key, decision, now, limit, generation),
       }));
     } catch (error) {
       return Promise.reject(error);
@@ -489,15 +515,36 @@ class RuleLimiter implements LimiterInternals {
         );
       if (signal?.aborted === true) return Promise.reject(signal.reason);
       now = readClock(this.clock);
+      // Counted from before the reservation until the call settles: a crowd beyond the bounds is
+      // refused here, before anything is reserved.
+      this.room.enter(this.name, key);
     } catch (error) {
       return Promise.reject(error);
     }
+    const room = this.room;
+    return this.waitForSlot(key, cost, now, maxWaitMs, limit, signal).finally(() => room.leave(key));
+  }
+
+  get waiting(): number {
+    return this.room.size;
+  }
+
+  /** A checked `takeOrWait` call: its reservation, then its wait. */
+  private waitForSlot(
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+    limit: CallLimit | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<WaitedDecision> {
     const started = this.events.listening ? performance.now() : 0;
+    const generation = this.buckets.resetGeneration?.(key);
     return this.reserveSlot(key, cost, now, maxWaitMs, limit).then((decision) => {
       const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
       const answer = wait > 0 ? arrived(decision, wait) : decision;
       if (this.events.listening) this[reportTake](key, cost, answer, undefined, performance.now() - started);
-      const receipt = this.receipts.issue(this.name, key, decision, now, limit);
+      const receipt = this.receipts.issue(this.name, key, decision, now, limit, generation);
       if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
       return sleepUnlessAborted(wait, signal).then(
         () => ({ decision: answer, receipt, waitedMs: wait }),
@@ -564,7 +611,7 @@ class RuleLimiter implements LimiterInternals {
     const refusals = this.refusals;
     let pending: Promise<void>;
     try {
-      pending = this.buckets.adjust(key, delta, now, at, until, receipt.limit);
+      pending = this.buckets.adjust(key, delta, now, at, until, receipt.limit, receipt.generation);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -810,10 +857,11 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
     const cost = options === undefined ? 1 : costOf(options.cost);
     const limit = options === undefined ? undefined : callLimitOf(options, this.rule);
     const now = readClock(this.clock);
+    const generation = this.buckets.resetGeneration?.(key);
     const decision = this.takeEnforced(key, cost, limit, now);
     return {
       decision: this.mode === 'shadow' ? shadowOf(decision) : decision,
-      receipt: this.receipts.issue(this.name, key, decision, now, limit),
+      receipt: this.receipts.issue(this.name, key, decision, now, limit, generation),
     };
   }
 
@@ -857,6 +905,7 @@ class SyncRuleLimiter extends RuleLimiter implements SyncLimiter {
         receipt.at,
         receipt.until,
         receipt.limit,
+        receipt.generation,
       );
     } catch (error) {
       this.receipts.reopen(receipt);

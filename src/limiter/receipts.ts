@@ -28,6 +28,11 @@ export interface Receipt {
    * refund or settlement counts in the units the take was charged in.
    */
   readonly limit: CallLimit | undefined;
+  /**
+   * The key's reset generation when the take was made (stores that keep one; see
+   * `RuleBuckets.resetGeneration`): a refund after the key was reset again gives nothing back.
+   */
+  readonly generation: number | undefined;
 }
 
 /** A take's decision and, when it charged the limit's store, its receipt. */
@@ -57,6 +62,7 @@ class IssuedReceipt implements Receipt {
     readonly at: number,
     readonly until: number,
     readonly limit: CallLimit | undefined,
+    readonly generation: number | undefined,
   ) {
     this.#openIn = book;
     Object.freeze(this);
@@ -90,9 +96,10 @@ export class ReceiptBook {
     decision: Decision,
     at: number,
     limit: CallLimit | undefined,
+    generation: number | undefined,
   ): Receipt | undefined {
     if (!decision.allowed || decision.cost === 0 || decision.source !== 'store') return undefined;
-    return new IssuedReceipt(this, name, key, decision.cost, at, at + decision.resetMs, limit);
+    return new IssuedReceipt(this, name, key, decision.cost, at, at + decision.resetMs, limit, generation);
   }
 
   /**

@@ -22,48 +22,68 @@ export interface MemoryStoreOptions {
    */
   maxKeysPerGeneration?: number;
   /**
-   * Rows of the evicted-bucket summary (see {@link MemoryStore}): how many cells a forgotten key
-   * is remembered in. More rows make false refusals of fresh keys rarer while the summary is
+   * Names of the rules whose forgotten buckets are remembered (see {@link MemoryStore}): for each
+   * of them a fixed-size, conservative summary of the buckets that left the maps, so that a key
+   * flood cannot hand any key its bucket back fuller than it left. The price is false refusals
+   * of fresh keys while a flood is heavy (docs/stores.md measures them). Every other rule
+   * forgets: a forgotten bucket is a new bucket, and a fresh key is never refused because of
+   * other keys. Rule names as `createLimiter` takes them, each once.
+   * @default []
+   * @example new MemoryStore({ rememberForgotten: ['login'] })
+   */
+  rememberForgotten?: readonly string[];
+  /**
+   * Rows of the evicted-bucket summary of a rule named in `rememberForgotten`: how many cells a
+   * forgotten key is remembered in. More rows make false refusals of fresh keys rarer while the summary is
    * lightly loaded, and cost one more cell read per key that is not in the maps.
    * A whole number from 1 to 16.
    * @default 4
    */
   summaryDepth?: number;
   /**
-   * Cells per row of the evicted-bucket summary: a power of two from 2^4 to 2^24. Memory per
-   * rule is `summaryDepth × summaryWidth × 8` bytes, allocated the first time the rule forgets
+   * Cells per row of the evicted-bucket summary of a rule named in `rememberForgotten`: a power
+   * of two from 2^4 to 2^24. Memory per such rule is `summaryDepth × summaryWidth × 8` bytes, allocated the first time the rule forgets
    * a bucket that was not full (at the defaults: 512 KiB).
    * @default 16384
    */
   summaryWidth?: number;
 }
 
-const memoryStoreKeys = ['maxKeysPerGeneration', 'summaryDepth', 'summaryWidth'] as const;
+const memoryStoreKeys = [
+  'maxKeysPerGeneration',
+  'rememberForgotten',
+  'summaryDepth',
+  'summaryWidth',
+] as const;
 
 /**
  * Buckets in this process's memory: the embedded default. Exact, synchronous and bounded: per
  * rule two generations of at most N keys each, no timers, no background work.
  *
  * What "bounded" costs. A flood of new keys rotates generations faster, and a key not used for
- * two rotations leaves the maps. It must not come back full, or a flood of throwaway keys would
- * refill one's own bucket; so a bucket that leaves while not full is folded into a fixed-size
- * summary of the rule (`summaryDepth` rows × `summaryWidth` cells, each cell the most
- * restrictive state folded into it), and a key that is not in the maps starts from the least
- * restrictive of its cells. That is never looser than the key's own state, and exact while the
- * key holds the maximum of one of its cells. The price is paid by fresh keys while many evicted
- * buckets are still not full: some start short of full. Measured with the defaults on a rule of
- * 10 per 10 minutes (one take leaves a bucket short for a minute), new keys arriving steadily:
- * up to 100 a second no fresh key starts short; 200 a second, 0.7% start one token short; 400 a
- * second, 23% one token short; 800 a second, 96% about two short; beyond that the summary
- * saturates and fresh keys start nearly empty until the flood's buckets refill. What counts is
- * the number of evicted buckets not yet full (rate × refill time of one take, less the 2N in the
- * maps) against the width: a wider summary moves these thresholds up in proportion. A reset
- * hides what the summary holds for that key until it is next evicted.
+ * two rotations leaves the maps. By default a bucket that left the maps is forgotten: the key
+ * comes back with a new bucket, exactly as after a restart, and a fresh key is never refused
+ * because of other keys, whatever the flood. A flood of throwaway keys can therefore refill a
+ * bucket that one of them once drained; put a rule keyed by something the client cannot mint
+ * cheaply (its address) ahead of a rule keyed by something it can (a nick), and each throwaway
+ * key costs from the first rule's budget.
  *
- * Memory per rule: at most 2N buckets (about 1.4 MB with N = 4096 and short keys) plus the
- * summary's `summaryDepth × summaryWidth × 8` bytes (512 KiB by default, allocated the first
- * time a bucket that is not full leaves the maps): under 2 MB however many keys arrive. A
- * process restart forgets everything.
+ * A rule named in `rememberForgotten` makes the other choice: a bucket that leaves its maps
+ * while not full is folded into a fixed-size summary of the rule (`summaryDepth` rows ×
+ * `summaryWidth` cells, each cell the most restrictive state folded into it), and a key that is
+ * not in the maps starts from the least restrictive of its cells. That is never looser than the
+ * key's own state, and exact while the key holds the maximum of one of its cells. The price is
+ * paid by fresh keys while many evicted buckets are still not full: some start short of full,
+ * and a heavy enough flood refuses them (docs/stores.md has the measured table and the command
+ * that produces it). What counts is the number of evicted buckets not yet full (rate × refill
+ * time of one take, less the 2N in the maps) against the width: a wider summary moves the
+ * thresholds up in proportion. A reset hides what the summary holds for that key until it is
+ * next evicted.
+ *
+ * Memory per rule: at most 2N buckets (about 1.4 MB with N = 4096 and short keys), plus, for a
+ * rule named in `rememberForgotten`, the summary's `summaryDepth × summaryWidth × 8` bytes (512
+ * KiB by default, allocated the first time a bucket that is not full leaves the maps): under
+ * 2 MB however many keys arrive. A process restart forgets everything.
  *
  * Independent memory stores in N processes enforce N times the limit: use the Redis or
  * PostgreSQL store when several processes must share one limit.
@@ -80,6 +100,8 @@ export class MemoryStore implements SyncStore, LeaseStore {
   readonly summaryDepth: number;
   /** Cells per row of each rule's evicted-bucket summary. */
   readonly summaryWidth: number;
+  /** The rules that remember their forgotten buckets in a summary (`rememberForgotten`). */
+  readonly rememberForgotten: ReadonlySet<string>;
   private readonly rules = new Map<string, MemoryRuleBuckets>();
   private readonly leaseGroups = new Map<string, MemoryLeaseBuckets>();
   /** One seed per store, drawn at random, so that nobody outside can aim hash collisions. */
@@ -100,6 +122,7 @@ export class MemoryStore implements SyncStore, LeaseStore {
     this.maxKeysPerGeneration = maxKeysPerGeneration;
     this.summaryDepth = summaryDepth;
     this.summaryWidth = summaryWidth;
+    this.rememberForgotten = checkRememberForgotten(options.rememberForgotten);
   }
 
   bind(name: string, rule: Rule): MemoryRuleBuckets {
@@ -115,7 +138,9 @@ export class MemoryStore implements SyncStore, LeaseStore {
         'MemoryStore bind rule windowMs',
         "a positive whole number for a 'sliding-count' rule",
       );
-    const summary = new EvictedSummary(this.summaryDepth, this.summaryWidth, slidingMs);
+    const summary = this.rememberForgotten.has(name)
+      ? new EvictedSummary(this.summaryDepth, this.summaryWidth, slidingMs)
+      : undefined;
     const buckets = new MemoryRuleBuckets(name, rule, this.maxKeysPerGeneration, summary, this.hasher);
     this.rules.set(name, buckets);
     return buckets;
@@ -214,6 +239,20 @@ function notBound(name: string): SluiceError {
   return new SluiceError('SLUICE_CONFIG', `rule ${JSON.stringify(name)} is not bound to this MemoryStore`);
 }
 
+/** The `rememberForgotten` option as a set: an array of distinct rule names, or nothing. */
+function checkRememberForgotten(names: unknown): ReadonlySet<string> {
+  const expected = 'an array of distinct rule names';
+  if (names === undefined) return new Set();
+  if (!Array.isArray(names)) throw optionError('MemoryStore rememberForgotten', expected);
+  const set = new Set<string>();
+  for (const name of names as unknown[]) {
+    checkRuleName(name, 'MemoryStore rememberForgotten entry');
+    if (set.has(name)) throw optionError('MemoryStore rememberForgotten', expected);
+    set.add(name);
+  }
+  return Object.freeze(set) as ReadonlySet<string>;
+}
+
 function isPowerOfTwo(value: unknown): value is number {
   return (
     Number.isSafeInteger(value) &&
@@ -232,7 +271,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private readonly maxKeys: number;
   private current = new Map<string, MemoryBucket>();
   private previous = new Map<string, MemoryBucket>();
-  private summary: EvictedSummary;
+  /** The summary of forgotten buckets, for a rule named in `rememberForgotten`; else none. */
+  private summary: EvictedSummary | undefined;
   private readonly hasher: KeyHasher;
   /** Origin of this rule's scaled time: the first `now` seen, which keeps GCRA integers small. */
   private epoch = Number.NaN;
@@ -250,8 +290,22 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private freed = false;
   /** Whether the rule has a lockout, whose buckets keep its two numbers. */
   private readonly blocking: boolean;
+  /**
+   * Reset generations (see resetGeneration): the number of the last reset of each key reset
+   * since `resetFloor` was set, at most `maxKeys` of them. When full the map is cleared and every
+   * key reads `resetFloor`, the latest number, which only makes older receipts refund nothing.
+   */
+  private resets = new Map<string, number>();
+  private resetCount = 0;
+  private resetFloor = 0;
 
-  constructor(name: string, rule: Rule, maxKeys: number, summary: EvictedSummary, hasher: KeyHasher) {
+  constructor(
+    name: string,
+    rule: Rule,
+    maxKeys: number,
+    summary: EvictedSummary | undefined,
+    hasher: KeyHasher,
+  ) {
     this.name = name;
     this.rule = rule;
     this.maxKeys = maxKeys;
@@ -267,7 +321,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
 
   /** Bytes of the evicted-bucket summary. */
   get summaryBytes(): number {
-    return this.summary.byteLength;
+    return this.summary === undefined ? 0 : this.summary.byteLength;
   }
 
   takeSync(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
@@ -349,20 +403,30 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     this.insert(id, state, now);
   }
 
+  resetGeneration(key: string): number {
+    return this.resets.get(bucketId(key)) ?? this.resetFloor;
+  }
+
   resetSync(key: string): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
     this.lastState = undefined;
+    this.resetCount++;
+    if (this.resets.size >= this.maxKeys) {
+      this.resets.clear();
+      this.resetFloor = this.resetCount;
+    } else this.resets.set(id, this.resetCount);
     this.current.delete(id);
     this.previous.delete(id);
-    if (this.summary.isEmpty) return;
+    const summary = this.summary;
+    if (summary === undefined || summary.isEmpty) return;
     // The summary cannot forget one key; a bucket that reads as full, kept in the maps, hides it.
     const hasher = this.hasher;
     hasher.hash(id);
     const probe = resetBucket(this.rule.shape, this.blocking);
     if (
-      this.summary.estimate(hasher.first, hasher.second, -Infinity, probe) ||
-      this.summary.estimateBlock(hasher.first, hasher.second, probe)
+      summary.estimate(hasher.first, hasher.second, -Infinity, probe) ||
+      summary.estimateBlock(hasher.first, hasher.second, probe)
     ) {
       this.insert(id, resetBucket(this.rule.shape, this.blocking), Number.NaN);
     }
@@ -375,9 +439,14 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     takenAt: number,
     until: number,
     limit?: CallLimit,
+    generation?: number,
   ): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
+    // A refund of a charge made before the key's last reset: the reset gave the key a new
+    // bucket already, and the charge is not in it. A settlement above the charge still charges.
+    if (delta < 0 && generation !== undefined && generation !== (this.resets.get(id) ?? this.resetFloor))
+      return;
     if (this.epoch !== this.epoch) this.epoch = now;
     const found = this.find(id, now);
     if (found !== undefined) {
@@ -421,9 +490,10 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     takenAt: number,
     until: number,
     limit?: CallLimit,
+    generation?: number,
   ): Promise<void> {
     try {
-      this.adjustSync(key, delta, now, takenAt, until, limit);
+      this.adjustSync(key, delta, now, takenAt, until, limit, generation);
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);
@@ -453,7 +523,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     this.lastState = undefined;
     this.current = new Map();
     this.previous = new Map();
-    this.summary = new EvictedSummary(1, 16);
+    this.summary = undefined;
   }
 
   /** Looks a key up in both generations; a key found in the previous one moves to the current. */
@@ -469,25 +539,27 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   }
 
   /**
-   * A bucket for a key that is in neither map: as strict as the summary says, or full. The id is
+   * A bucket for a key that is in neither map: as strict as the summary says (a rule named in
+   * `rememberForgotten`), or full. The id is
    * hashed only once the summary holds something; the hashes are kept for the fold.
    */
   private recall(id: string, now: number): MemoryBucket {
-    if (this.summary.isEmpty) {
+    const summary = this.summary;
+    if (summary === undefined || summary.isEmpty) {
       const initial = this.rule.initialState(now, this.epoch);
       return newBucket(this.blocking, initial.value, initial.window, initial.previous, -1, 1);
     }
     const hasher = this.hasher;
     hasher.hash(id);
     const bucket = newBucket(this.blocking, 0, 0, 0, hasher.first, hasher.second);
-    if (!this.summary.estimate(hasher.first, hasher.second, this.floor(now), bucket)) {
+    if (!summary.estimate(hasher.first, hasher.second, this.floor(now), bucket)) {
       const initial = this.rule.initialState(now, this.epoch);
       bucket.value = initial.value;
       bucket.window = initial.window;
       bucket.previous = initial.previous;
     }
     // A lockout is remembered apart from the counts: a key flood must not lift a block.
-    if (this.rule.block !== undefined) this.summary.estimateBlock(hasher.first, hasher.second, bucket);
+    if (this.rule.block !== undefined) summary.estimateBlock(hasher.first, hasher.second, bucket);
     return bucket;
   }
 
@@ -511,14 +583,14 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
       this.previous = this.current;
       this.current = new Map();
       this.lastState = undefined;
-      if (leaving.size > 0) this.fold(leaving, now);
+      // Without a summary the old previous is simply dropped: its keys come back as new ones.
+      if (leaving.size > 0 && this.summary !== undefined) this.fold(leaving, this.summary, now);
     }
     this.current.set(id, state);
   }
 
-  private fold(leaving: Map<string, MemoryBucket>, now: number): void {
+  private fold(leaving: Map<string, MemoryBucket>, summary: EvictedSummary, now: number): void {
     const floor = this.floor(now);
-    const summary = this.summary;
     const hasher = this.hasher;
     // A block matters until `forgetAfter` after its end (a refusal before then escalates); an
     // unknown `now` (NaN) keeps every block, which is merely wasteful, never loose.

@@ -1037,6 +1037,7 @@ export function storeConformance(target: ConformanceTarget): void {
               at: clock(),
               until: clock(),
               limit: undefined,
+              generation: undefined,
             }),
             argumentError,
           );

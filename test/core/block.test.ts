@@ -136,7 +136,7 @@ describe('escalation', () => {
   });
 });
 
-describe('memory store: a key flood does not lift a lockout', () => {
+describe('memory store, a rule that remembers forgotten buckets: a key flood does not lift a lockout', () => {
   for (const [title, rule] of [
     [
       'token bucket',
@@ -149,7 +149,11 @@ describe('memory store: a key flood does not lift a lockout', () => {
   ] as const) {
     it(`${title}: blocked, then 3 rotations of other keys: still blocked to the millisecond, and it escalates after`, () => {
       const clock = manualClock(Date.UTC(2026, 0, 1));
-      const store = new MemoryStore({ maxKeysPerGeneration: 64, summaryWidth: 1024 });
+      const store = new MemoryStore({
+        maxKeysPerGeneration: 64,
+        summaryWidth: 1024,
+        rememberForgotten: ['login'],
+      });
       const login = createLimiter({ name: 'login', rule: rule(), store, clock });
       for (let i = 0; i < 3; i++) assert.equal(login.takeSync('target').allowed, true);
       assert.equal(login.takeSync('target').retryAfterMs, HOUR);
@@ -170,7 +174,12 @@ describe('memory store: a key flood does not lift a lockout', () => {
 
   it('a rule without block allocates no lockout cells', () => {
     const clock = manualClock(Date.UTC(2026, 0, 1));
-    const store = new MemoryStore({ maxKeysPerGeneration: 16, summaryDepth: 1, summaryWidth: 16 });
+    const store = new MemoryStore({
+      maxKeysPerGeneration: 16,
+      summaryDepth: 1,
+      summaryWidth: 16,
+      rememberForgotten: ['plain', 'blocking'],
+    });
     const plain = createLimiter({
       name: 'plain',
       rule: tokenBucket({ limit: 1, period: '1h' }),

@@ -116,7 +116,11 @@ describe('token bucket: per-call tiers', () => {
           const flooded = createLimiter({
             name: 'tiered',
             rule,
-            store: new MemoryStore({ maxKeysPerGeneration: 16, summaryWidth: 16 }),
+            store: new MemoryStore({
+              maxKeysPerGeneration: 16,
+              summaryWidth: 16,
+              rememberForgotten: ['tiered'],
+            }),
             clock,
           });
           const params = { limit: a.limit, period: `${a.periodMs}ms` as const, burst: a.burst };

@@ -58,7 +58,7 @@ describe('MemoryStore contract', () => {
   });
 
   it('unbind frees the rule: its buckets and summary go, later calls are SLUICE_CONFIG, and the name binds afresh', async () => {
-    const store = new MemoryStore({ maxKeysPerGeneration: 2 });
+    const store = new MemoryStore({ maxKeysPerGeneration: 2, rememberForgotten: ['login'] });
     const clock = manualClock(0);
     const rule = tokenBucket({ limit: 3, period: '1h' });
     const old = createLimiter({ name: 'login', rule, store, clock });

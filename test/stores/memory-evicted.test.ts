@@ -1,7 +1,8 @@
 /**
- * The memory store's bound has no reset hole: a bucket that leaves the maps while not full comes
- * back at least as strict as it left (the evicted-bucket summary), so a flood of throwaway keys
- * cannot be used to refill one's own bucket. Exact counts under a manual clock.
+ * A rule that remembers its forgotten buckets (`rememberForgotten`) has no reset hole: a bucket
+ * that leaves the maps while not full comes back at least as strict as it left (the
+ * evicted-bucket summary), so a flood of throwaway keys cannot be used to refill one's own
+ * bucket. Exact counts under a manual clock.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,14 +16,21 @@ import {
   manualClock,
   slidingWindow,
   tokenBucket,
+  type MemoryStoreOptions,
   type Rule,
 } from '../../src/index.js';
 import fc from 'fast-check';
 
+/** A store whose every rule used here remembers its forgotten buckets. */
+function rememberingStore(options: MemoryStoreOptions): MemoryStore {
+  const rememberForgotten = ['login', 'api', 'reports', 'tb', 'r', 's', 'fw', 'sw', 'l'];
+  return new MemoryStore({ ...options, rememberForgotten });
+}
+
 describe('MemoryStore: evicted buckets stay strict', () => {
   it('junk-nick attack: one IP rotating 8,200 throwaway nicks gets exactly what one honest bucket gives at the target nick', () => {
     const clock = manualClock(Date.UTC(2026, 0, 1));
-    const store = new MemoryStore();
+    const store = rememberingStore({});
     const login = createLimiter({
       name: 'login',
       rule: tokenBucket({ limit: 10, period: '10m' }),
@@ -46,7 +54,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
 
   it('round robin over 5,000 users at 60 per minute: every user is refused exactly as often as its own bucket says', () => {
     const clock = manualClock(Date.UTC(2026, 0, 1));
-    const store = new MemoryStore();
+    const store = rememberingStore({});
     const api = createLimiter({ name: 'api', rule: tokenBucket({ limit: 60, period: '1m' }), store, clock });
     const users = 5_000;
     let refused = 0;
@@ -64,7 +72,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
 
   it('a calendar quota that left the maps keeps its count for the rest of its day, and a new day starts fresh', () => {
     const clock = manualClock(Date.UTC(2026, 0, 1, 9));
-    const store = new MemoryStore({ maxKeysPerGeneration: 16 });
+    const store = rememberingStore({ maxKeysPerGeneration: 16 });
     const reports = createLimiter({ name: 'reports', rule: calendarQuota({ limit: 3 }), store, clock });
     for (let i = 0; i < 3; i++) assert.equal(reports.takeSync('acct').allowed, true);
     for (let i = 0; i < 40; i++) reports.takeSync(`other${i}`);
@@ -76,7 +84,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
 
   it('a token bucket that left the maps refills at its rate, never faster', () => {
     const clock = manualClock(0);
-    const store = new MemoryStore({ maxKeysPerGeneration: 4 });
+    const store = rememberingStore({ maxKeysPerGeneration: 4 });
     const limit = createLimiter({ name: 'tb', rule: tokenBucket({ limit: 5, period: '5m' }), store, clock });
     for (let i = 0; i < 5; i++) limit.takeSync('k');
     for (let i = 0; i < 20; i++) limit.takeSync(`other${i}`);
@@ -90,7 +98,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
 
   it('a reset key is full even when the summary still remembers it', () => {
     const clock = manualClock(0);
-    const store = new MemoryStore({ maxKeysPerGeneration: 4 });
+    const store = rememberingStore({ maxKeysPerGeneration: 4 });
     const limit = createLimiter({ name: 'r', rule: tokenBucket({ limit: 3, period: '1h' }), store, clock });
     for (let i = 0; i < 3; i++) limit.takeSync('k');
     for (let i = 0; i < 20; i++) limit.takeSync(`other${i}`);
@@ -106,7 +114,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
 
   it('a rule that never forgets a bucket that is not full holds no summary', () => {
     const clock = manualClock(0);
-    const store = new MemoryStore({ maxKeysPerGeneration: 4 });
+    const store = rememberingStore({ maxKeysPerGeneration: 4 });
     const limit = createLimiter({ name: 's', rule: tokenBucket({ limit: 1, period: '1s' }), store, clock });
     for (let i = 0; i < 100; i++) {
       limit.takeSync(`k${i}`);
@@ -119,7 +127,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
 
   it('a fixed window that left the maps keeps its count until its window ends', () => {
     const clock = manualClock(Date.UTC(2026, 0, 1, 9));
-    const store = new MemoryStore({ maxKeysPerGeneration: 16 });
+    const store = rememberingStore({ maxKeysPerGeneration: 16 });
     const api = createLimiter({ name: 'fw', rule: fixedWindow({ limit: 3, window: '1m' }), store, clock });
     for (let i = 0; i < 3; i++) assert.equal(api.takeSync('acct').allowed, true);
     for (let i = 0; i < 40; i++) api.takeSync(`other${i}`);
@@ -131,7 +139,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
   it('a sliding window that left the maps keeps both counts: the previous one weighs as it did', () => {
     const start = Date.UTC(2026, 0, 1, 9);
     const clock = manualClock(start);
-    const store = new MemoryStore({ maxKeysPerGeneration: 16 });
+    const store = rememberingStore({ maxKeysPerGeneration: 16 });
     const api = createLimiter({ name: 'sw', rule: slidingWindow({ limit: 10, window: '1m' }), store, clock });
     for (let i = 0; i < 10; i++) assert.equal(api.takeSync('acct').allowed, true);
     // Half-way through the next window; the flood is charged there, so the summary moves on one
@@ -176,7 +184,7 @@ describe('MemoryStore: evicted buckets stay strict', () => {
             const small = createLimiter({
               name: 'l',
               rule,
-              store: new MemoryStore({ maxKeysPerGeneration: 4, summaryWidth: 16 }),
+              store: rememberingStore({ maxKeysPerGeneration: 4, summaryWidth: 16 }),
               clock,
             });
             const exact = createLimiter({ name: 'l', rule, store: new MemoryStore(), clock });

@@ -17,7 +17,7 @@ describe('MemoryStore seed', () => {
     crypto.getRandomValues = refuse as typeof crypto.getRandomValues;
     let store: MemoryStore;
     try {
-      store = new MemoryStore({ maxKeysPerGeneration: 1 });
+      store = new MemoryStore({ maxKeysPerGeneration: 1, rememberForgotten: ['seeded'] });
     } finally {
       crypto.getRandomValues = original;
     }

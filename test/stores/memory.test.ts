@@ -16,41 +16,42 @@ import type { TakeEntry } from '../../src/store.js';
 storeConformance({ name: 'memory', create: async () => new MemoryStore() });
 
 describe('MemoryStore generations', () => {
-  function setup(maxKeysPerGeneration: number) {
-    const store = new MemoryStore({ maxKeysPerGeneration });
+  function setup(maxKeysPerGeneration: number, remember = false) {
+    const store = new MemoryStore({ maxKeysPerGeneration, rememberForgotten: remember ? ['g'] : [] });
     const clock = manualClock(0);
     const limiter = createLimiter({ name: 'g', rule: tokenBucket({ limit: 2, period: '1h' }), store, clock });
     return { store, limiter };
   }
 
-  it('when current reaches N keys it becomes previous, and the old previous is dropped whole', () => {
-    const { store, limiter } = setup(3);
-    for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
-    assert.equal(store.bucketCount('g'), 3);
-    for (const key of ['d', 'e', 'f']) limiter.takeSync(key);
-    assert.equal(store.bucketCount('g'), 6);
-    // 'g' rotates again: a, b, c leave the maps together; each comes back as it left, not full.
-    limiter.takeSync('g');
-    assert.equal(store.bucketCount('g'), 4);
-    assert.equal(limiter.peekSync('a').remaining, 1);
-    assert.equal(limiter.peekSync('d').remaining, 1);
-  });
+  for (const remember of [false, true]) {
+    // Forgotten, a bucket that left the maps comes back new (full); remembered, as it left.
+    const left = remember ? 1 : 2;
+    const how = remember ? 'remembered in the summary' : 'forgotten by default';
+    it(`when current reaches N keys it becomes previous, and the old previous is dropped whole (${how})`, () => {
+      const { store, limiter } = setup(3, remember);
+      for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
+      assert.equal(store.bucketCount('g'), 3);
+      for (const key of ['d', 'e', 'f']) limiter.takeSync(key);
+      assert.equal(store.bucketCount('g'), 6);
+      // 'g' rotates again: a, b, c leave the maps together.
+      limiter.takeSync('g');
+      assert.equal(store.bucketCount('g'), 4);
+      assert.equal(limiter.peekSync('a').remaining, left);
+      assert.equal(limiter.peekSync('d').remaining, 1);
+    });
 
-  it('a key used while in previous moves to current and survives the next rotation', () => {
-    const { store, limiter } = setup(3);
-    for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
-    limiter.takeSync('d'); // rotation: a, b, c are previous
-    limiter.takeSync('a'); // a moves to current
-    limiter.takeSync('e'); // current is d, a, e (full)
-    limiter.takeSync('f'); // rotation: b, c dropped; d, a, e previous
-    assert.equal(limiter.peekSync('a').remaining, 0, 'a kept both of its takes');
-    assert.equal(
-      limiter.peekSync('b').remaining,
-      1,
-      'b left the maps, and comes back no fuller than it left',
-    );
-    assert.ok(store.bucketCount('g') <= 6);
-  });
+    it(`a key used while in previous moves to current and survives the next rotation (${how})`, () => {
+      const { store, limiter } = setup(3, remember);
+      for (const key of ['a', 'b', 'c']) limiter.takeSync(key);
+      limiter.takeSync('d'); // rotation: a, b, c are previous
+      limiter.takeSync('a'); // a moves to current
+      limiter.takeSync('e'); // current is d, a, e (full)
+      limiter.takeSync('f'); // rotation: b, c dropped; d, a, e previous
+      assert.equal(limiter.peekSync('a').remaining, 0, 'a kept both of its takes');
+      assert.equal(limiter.peekSync('b').remaining, left, 'b left the maps');
+      assert.ok(store.bucketCount('g') <= 6);
+    });
+  }
 
   it('never more than 2N buckets per rule, whatever the sequence of keys', () => {
     fc.assert(

@@ -142,7 +142,12 @@ describe('PostgreSQL calendar periods', { skip }, () => {
           isSluiceError(e, 'SLUICE_STORE_SCHEMA'),
         );
       }
-      assert.deepEqual(await store.migrate(), ['005_window_counters', '007_lockouts', '008_leases']);
+      assert.deepEqual(await store.migrate(), [
+        '005_window_counters',
+        '007_lockouts',
+        '008_leases',
+        '010_carry_quota_counters',
+      ]);
       assert.equal(
         (
           await store

@@ -1,3 +1,5 @@
+import { optionError } from '../../core/errors.js';
+import { checkRuleName } from '../shared/rule-name.js';
 import { quoteIdentifier, userIdType } from './identifier.js';
 import { leasesMigration } from './leases.js';
 
@@ -39,6 +41,15 @@ export interface PostgresMigrationOptions {
    * @default false
    */
   unloggedTokenBuckets?: boolean;
+  /**
+   * The time zone of each daily calendar quota, by rule name, for carrying the per-day rows
+   * counted before migration 005 (`quota_counters`) into the window table: a rule's row of day d
+   * counts in the period from d's start to the next day's start in its zone. A rule not named
+   * counts in UTC days (the calendar quota's default). `PostgresStore#migrate()` fills it from the
+   * rules bound to the store.
+   * @default {}
+   */
+  quotaTimeZones?: Readonly<Record<string, string>>;
 }
 
 /** The resolved, quoted names the statements use. */
@@ -262,7 +273,64 @@ $fn$`,
   ADD COLUMN was_tier_tolerance bigint`,
     ],
   });
+  list.push(carryQuotaCounters(n, options.quotaTimeZones ?? {}));
   return list;
+}
+
+/** What a time zone name may hold: an IANA name ("America/Argentina/Buenos_Aires", "Etc/GMT+5"). */
+const timeZonePattern = /^[A-Za-z0-9_+\-/]{1,64}$/;
+
+/**
+ * Migration 005 moved every rule that counts per window to `window_counters` but left the per-day
+ * rows of `quota_counters` unread, so a client at its daily limit got a fresh quota on upgrade
+ * day. This moves those rows over: each row of a day not before yesterday in UTC (every zone's
+ * today is among them; older days are spent in every zone and stay for prune) is deleted from
+ * `quota_counters` and its bucket's latest day written as the window from that day's start to the
+ * next day's start in the rule's zone, added to what the bucket counted since the upgrade in the
+ * same day. Moving rather than copying makes the statement idempotent: run again, it finds nothing.
+ */
+function carryQuotaCounters(n: SchemaNames, zones: Readonly<Record<string, string>>): Migration {
+  if (typeof zones !== 'object' || zones === null || Array.isArray(zones))
+    throw optionError('postgresMigrations quotaTimeZones', 'an object of rule names to time zone names');
+  const rows: string[] = [];
+  for (const [rule, zone] of Object.entries(zones)) {
+    checkRuleName(rule, 'postgresMigrations quotaTimeZones rule name');
+    if (typeof zone !== 'string' || !timeZonePattern.test(zone))
+      throw optionError('postgresMigrations quotaTimeZones zone', 'an IANA time zone name');
+    // Both are checked against patterns without quotes or backslashes: safe as literals.
+    rows.push(`('${rule}', '${zone}')`);
+  }
+  const zoneRows =
+    rows.length === 0
+      ? 'SELECT NULL::text AS rule, NULL::text AS tz WHERE false'
+      : `VALUES ${rows.join(', ')}`;
+  const ms = (t: string) => `floor(extract(epoch FROM ${t}) * 1000)::bigint`;
+  return {
+    name: '010_carry_quota_counters',
+    statements: [
+      `WITH zones (rule, tz) AS (${zoneRows}),
+moved AS (
+  DELETE FROM ${n.quotaCounters}
+  WHERE day >= (statement_timestamp() AT TIME ZONE 'UTC')::date - 1
+  RETURNING rule, bucket, day, count, account_bucket
+),
+latest AS (
+  SELECT DISTINCT ON (m.rule, m.bucket) m.rule, m.bucket, m.count, m.account_bucket,
+    ${ms(`${n.dayStart}(COALESCE(z.tz, 'UTC'), m.day)`)} AS start_ms,
+    ${ms(`${n.dayStart}(COALESCE(z.tz, 'UTC'), m.day + 1)`)} AS end_ms
+  FROM moved m LEFT JOIN zones z ON z.rule = m.rule
+  ORDER BY m.rule, m.bucket, m.day DESC
+)
+INSERT INTO ${n.windowCounters} AS w (rule, bucket, window_start, count, previous, expires_at, account_bucket)
+SELECT rule, bucket, start_ms, count, 0, end_ms, account_bucket FROM latest
+ON CONFLICT (rule, bucket) DO UPDATE SET
+  count = CASE WHEN w.window_start = EXCLUDED.window_start THEN w.count + EXCLUDED.count
+    WHEN w.window_start < EXCLUDED.window_start THEN EXCLUDED.count ELSE w.count END,
+  previous = CASE WHEN w.window_start < EXCLUDED.window_start THEN 0 ELSE w.previous END,
+  window_start = GREATEST(w.window_start, EXCLUDED.window_start),
+  expires_at = GREATEST(w.expires_at, EXCLUDED.expires_at)`,
+    ],
+  };
 }
 
 /**

@@ -3,6 +3,7 @@ import { parseDuration, parseTimerDuration, type Duration } from '../../core/dur
 import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rule.js';
+import type { CalendarQuotaRule } from '../../core/quota.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
 import { PostgresAccounts, accountTarget, type AccountTakeOptions } from './accounts.js';
 import { accountSqlOf, type AccountSql } from './account-statements.js';
@@ -387,6 +388,7 @@ export class PostgresStore implements Store, LeaseStore {
       schema: this.schema,
       users: this.users,
       unloggedTokenBuckets: options.unloggedTokenBuckets === true,
+      quotaTimeZones: this.quotaTimeZones(),
     });
     try {
       return await this.client.transaction(async (tx) => {
@@ -414,6 +416,20 @@ export class PostgresStore implements Store, LeaseStore {
     } catch (error) {
       throw storeError(error);
     }
+  }
+
+  /**
+   * The zone of every daily calendar quota bound to this store, by rule name: the days in which
+   * migration 010 carries the rows counted before the window table.
+   */
+  private quotaTimeZones(): Record<string, string> {
+    const zones: Record<string, string> = {};
+    for (const [name, buckets] of this.rules) {
+      const rule = buckets.rule as Partial<CalendarQuotaRule>;
+      if (rule.kind === 'calendar-quota' && rule.per === 'day' && typeof rule.timeZone === 'string')
+        zones[name] = rule.timeZone;
+    }
+    return zones;
   }
 
   /** The store owns no connection: closing the client is the caller's business. */
