@@ -85,8 +85,8 @@ export function readBreakerOptions(owner: string, options: unknown): BreakerSett
  * lets a failure policy admit or stand in.
  *
  * - closed: every call goes to the store. A success clears the streak of failures. The breaker
- *   opens at a failure that makes the streak `failures` long when its first failure is at least
- *   `window` ago (so no successful reply for that long).
+ *   opens at a failure that makes the streak `failures` long when its calls were made at least
+ *   `window` apart (so calls made over that long all failed, and no reply came between).
  * - open: calls are answered by the failure policy without asking the store, except one probe
  *   every `probeInterval`; any success (a probe's, or a call's sent before it opened) closes it.
  *
@@ -98,7 +98,9 @@ export class Breaker {
   isOpen = false;
   /** Failures since the last success. */
   private streak = 0;
-  private streakStartedAt = 0;
+  /** The earliest and the latest call of the streak (the limiter's clock when each was made). */
+  private firstCall = 0;
+  private lastCall = 0;
   private nextProbeAt = 0;
   private changedAt = 0;
   private openings = 0;
@@ -117,17 +119,25 @@ export class Breaker {
   }
 
   /**
-   * A connection error or timeout; returns whether the breaker is open once it is counted (the
-   * store is then known to be failing).
+   * A connection error or timeout of a call made at `calledAt` (the limiter's clock when the call
+   * was made); returns whether the breaker is open once it is counted (the store is then known to
+   * be failing). The window is measured between the calls of the streak, not between the moments
+   * their failures are handled: a burst made in one tick spans no time, however long answering its
+   * tens of thousands of timeouts keeps the process busy.
    */
-  failed(now: number = this.clock()): boolean {
-    if (this.streak === 0) this.streakStartedAt = now;
+  failed(calledAt: number = this.clock()): boolean {
+    if (this.streak === 0) {
+      this.firstCall = calledAt;
+      this.lastCall = calledAt;
+    } else if (calledAt < this.firstCall) this.firstCall = calledAt;
+    else if (calledAt > this.lastCall) this.lastCall = calledAt;
     this.streak++;
     if (
       !this.isOpen &&
       this.streak >= this.settings.failures &&
-      now - this.streakStartedAt >= this.settings.windowMs
+      this.lastCall - this.firstCall >= this.settings.windowMs
     ) {
+      const now = this.clock();
       this.openings++;
       this.nextProbeAt = now + this.settings.probeIntervalMs;
       this.change(true, now);

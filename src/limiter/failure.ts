@@ -41,7 +41,11 @@ export interface LimiterStats {
   failOpenAdmits: number;
   /** Decisions made by the insurance limiter. */
   insuranceDecisions: number;
-  /** Store calls refused because the store had too many decisions waiting (not failures). */
+  /**
+   * Store calls refused as load, not failures (`SLUICE_STORE_OVERLOADED`): too many decisions
+   * waiting, or a call that waited out its timeout in the store's queue while the store kept
+   * answering others.
+   */
   overloads: number;
   /**
    * Of the timeouts, those that came while the breaker was closed (the store still answering):
@@ -119,7 +123,7 @@ export class FailureHandler {
     // A schema error is the store answering that it is not prepared: its own message says what
     // to do, and it tells nothing of the connection, so it does not move the breaker.
     if (!isSluiceError(error, 'SLUICE_STORE_SCHEMA')) {
-      const failing = this.breaker.failed();
+      const failing = this.breaker.failed(now);
       if (timedOut && !failing) {
         stats.overloadTimeouts++;
         if (this.policy === 'open' && !this.neverRefuses)
@@ -211,7 +215,7 @@ export class FailureHandler {
     throw new SluiceError(
       'SLUICE_STORE_OVERLOADED',
       error.code === 'SLUICE_STORE_OVERLOADED'
-        ? `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store has too many decisions waiting; not admitted`
+        ? `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store is overloaded (${error.message}); not admitted`
         : `limit ${JSON.stringify(this.name)}: a call timed out while the ${this.storeKind} store still answers (load, not a failure); not admitted`,
       { cause: error },
     );

@@ -18,7 +18,7 @@ import {
 } from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
-import { OffsetAtSend, TimeLeft } from './bounded-client.js';
+import { OffsetAtSend, SpentTimeLeft, TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { checkedCallLimit } from './call-tier.js';
@@ -30,6 +30,8 @@ const NO_VALUES: readonly unknown[] = [];
 /** What a rule's buckets share with their store. */
 export interface BucketsContext {
   readonly client: PostgresClient;
+  /** When the server last answered any statement (see `BoundedClient.lastReplyAt`). */
+  readonly replies: { readonly lastReplyAt: number };
   readonly timeSource: TimeSource;
   /** The time statements are expected to decide at (for parameters that depend on it). */
   readonly storeTime: StoreTime;
@@ -177,7 +179,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     else values.push(takenAt - now, until - now);
     if (account !== undefined) values.push(account.userId);
     if (context.timeSource === 'app') values.push(now);
-    values.push(new TimeLeft(since + context.timeoutMs));
+    values.push(new TimeLeft(since + context.timeoutMs, context.timeoutMs));
     await withDeadline(
       this.execute(statement, values, params).catch((error: unknown) => {
         throw this.takeError(error);
@@ -222,7 +224,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       ...this.tierValues(tier),
     ];
     if (context.timeSource === 'app') values.push(now);
-    values.push(new TimeLeft(performance.now() + context.timeoutMs));
+    values.push(new TimeLeft(performance.now() + context.timeoutMs, context.timeoutMs));
     const rows = await withDeadline(
       this.execute(statement, values, at).catch((error: unknown) => {
         throw this.takeError(error);
@@ -235,6 +237,39 @@ export class PostgresRuleBuckets implements RuleBuckets {
     const replay = new DecisionReplay(this.rule, this.name, this.binding);
     replay.start(row);
     return replay.reserve(cost, maxWaitMs, tier);
+  }
+
+  /**
+   * Prepares the rule's take statements on `copies` connections at once (see
+   * `PostgresStore.warm`): each is sent as a peek of a bucket no key maps to, with a deadline
+   * already spent, so the server parses, plans and runs it up to its deadline check, which rolls
+   * it back. Nothing is charged; a failure other than that check (a missing schema) is thrown.
+   */
+  async warm(copies: number, now: number): Promise<void> {
+    const batch: Batch = { groups: new Map(), now, deadline: 0, timer: undefined, done: true, sent: false };
+    const a = bucketId('sluice:warm-up:a');
+    const b = bucketId('sluice:warm-up:b');
+    const runs: [Statement, unknown[]][] = [
+      [this.statements.single, this.values(a, 0, 1, undefined, batch)],
+      [this.statements.batch, this.values([a, b], [0, 0], [1, 1], [undefined, undefined], batch)],
+    ];
+    const plain = this.statements.plain;
+    if (plain !== undefined) runs.push([plain, this.framed(batch, this.takeHead(batch, a, 0, 1))]);
+    for (const [statement, values] of runs) {
+      values[values.length - 1] = new SpentTimeLeft();
+      const sent: Promise<unknown>[] = [];
+      for (let i = 0; i < copies; i++) {
+        sent.push(
+          this.context.client
+            .query(statement.text, values, statement.name)
+            .then(undefined, (error: unknown) => {
+              const mapped = this.takeError(error);
+              if (mapped.code !== 'SLUICE_STORE_TIMEOUT') throw mapped;
+            }),
+        );
+      }
+      await Promise.all(sent);
+    }
   }
 
   /** Called by the store when it unbinds the rule's name (internal). */
@@ -278,7 +313,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       ...this.tierValues(limit),
     ];
     if (this.context.timeSource === 'app') values.push(now);
-    values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
+    values.push(new TimeLeft(performance.now() + this.context.timeoutMs, this.context.timeoutMs));
     const rows = await withDeadline(
       this.execute(account, values).catch((error: unknown) => {
         throw this.takeError(error);
@@ -340,8 +375,13 @@ export class PostgresRuleBuckets implements RuleBuckets {
 
   private batchOf(groups: Map<string, Group>, now: number, deadline: number): Batch {
     const batch: Batch = { groups, now, deadline, timer: undefined, done: false, sent: false };
-    // The bound covers waiting for a slot and the statement itself.
-    batch.timer = setTimeout(() => this.expire(batch), Math.max(0, deadline - performance.now()));
+    // The bound covers waiting for a slot and the statement itself. The timer only schedules the
+    // check for after the poll phase, which reads the replies that have arrived: a statement the
+    // server answered in time is not timed out because the process was busy (a burst) meanwhile.
+    batch.timer = setTimeout(
+      () => setImmediate(() => this.expire(batch)),
+      Math.max(0, deadline - performance.now()),
+    );
     batch.timer.unref?.();
     return batch;
   }
@@ -416,7 +456,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
   /** `values` followed by what ends every take statement's: the application's now, the time left. */
   private framed(batch: Batch, values: unknown[]): unknown[] {
     if (this.context.timeSource === 'app') values.push(batch.now);
-    values.push(new TimeLeft(batch.deadline));
+    values.push(new TimeLeft(batch.deadline, this.context.timeoutMs));
     return values;
   }
 
@@ -514,12 +554,26 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private expire(batch: Batch): void {
     if (batch.done) return;
     if (this.pending === batch) this.pending = undefined;
-    const error = timeoutError(this.context.timeoutMs);
+    const error = this.timeoutOf(batch);
     // A timed-out statement may still run; its slot is released so that the rule is not stuck
     // behind it. It cannot charge after its deadline (the statement checks it before answering
     // and rolls back), and the store's maxOutstanding bounds how many such statements wait.
     this.finish(batch);
     for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
+  }
+
+  /**
+   * The error of a batch whose time ran out: load (SLUICE_STORE_OVERLOADED) when the server
+   * answered a statement after the batch's clock started (it answers; these takes waited behind
+   * others in sluice's own queue), otherwise a timeout (it may be failing).
+   */
+  private timeoutOf(batch: Batch): SluiceError {
+    const { timeoutMs, replies } = this.context;
+    if (replies.lastReplyAt <= batch.deadline - timeoutMs) return timeoutError(timeoutMs);
+    return new SluiceError(
+      'SLUICE_STORE_OVERLOADED',
+      `PostgreSQL kept answering, but these takes waited in the store's queue longer than its timeout (${timeoutMs} ms): load, not a failure`,
+    );
   }
 
   /** Marks `batch` done, frees its slot and sends the waiting batch. False if already done. */
