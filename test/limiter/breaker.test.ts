@@ -67,6 +67,18 @@ describe('the breaker state machine', () => {
     assert.equal(breaker.failed(), true);
   });
 
+  it('a burst made at one instant never opens it, however long its failures take to handle', () => {
+    const clock = manualClock(0);
+    const breaker = new Breaker(settings, clock);
+    // 50,000 calls made at 0, their timeouts handled while the clock runs on for ten seconds.
+    for (let i = 0; i < 50_000; i++) {
+      if (i % 5_000 === 0) clock.advance('1s');
+      assert.equal(breaker.failed(0), false);
+    }
+    // A call made a window later that fails too: the streak now spans the window.
+    assert.equal(breaker.failed(1_000), true);
+  });
+
   it('while open, lets one probe through per interval, and closes on a success', () => {
     const clock = manualClock(0);
     const changes: [string, number][] = [];
