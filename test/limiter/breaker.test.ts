@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { recordingLogger } from './assertions.js';
 import { FailingStore } from '../../src/testing/failing-store.js';
 import { Breaker, readBreakerOptions } from '../../src/limiter/breaker.js';
+import { createGuard } from '../../src/http/guard.js';
 import {
   DecisionEvents,
   SluiceError,
@@ -312,5 +313,18 @@ describe('overload versus failure in a limiter', () => {
     store.mode = 'ok';
     await cascade.take('k');
     assert.equal(limiter.storeHealth().consecutiveFailures, 0);
+  });
+
+  it('through a guard, an overload timeout under open is a 503 with Retry-After: 1, not a pass', async () => {
+    const store = new FailingStore();
+    const guard = createGuard<unknown>({ limits: open(store), key: () => 'k', onError: () => {} });
+    store.mode = 'error';
+    store.error = timeout();
+    const outcome = await guard.check({}, { method: 'POST', path: '/api/x' });
+    assert.equal(outcome.action, 'respond');
+    if (outcome.action === 'respond') {
+      assert.equal(outcome.response.status, 503);
+      assert.equal(outcome.response.headers['Retry-After'], '1');
+    }
   });
 });
