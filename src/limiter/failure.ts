@@ -210,6 +210,8 @@ export class FailureHandler {
     limit: CallLimit | undefined,
   ): Decision {
     if (error.code === 'SLUICE_STORE_OVERLOADED') this.stats.overloads++;
+    // A limit in shadow mode never refuses, not even under load: it admits as it does on failure.
+    if (this.neverRefuses) return this.applyPolicy(error, false, key, cost, now, limit);
     this.log(error, 'rate-limit store overloaded; no request is admitted without a decision');
     if (this.insurance !== undefined) return this.insured(key, cost, now, limit);
     throw new SluiceError(

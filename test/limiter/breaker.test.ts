@@ -286,7 +286,7 @@ describe('overload versus failure in a limiter', () => {
     );
   });
 
-  it('a limit in shadow mode still never refuses: an overload timeout is admitted', async () => {
+  it('a limit in shadow mode still never refuses: an overload timeout or a store overload is admitted', async () => {
     const store = new FailingStore();
     const shadow = createLimiter({
       name: 's',
@@ -299,6 +299,11 @@ describe('overload versus failure in a limiter', () => {
     store.error = timeout();
     const decision = await shadow.take('k');
     assert.deepEqual([decision.allowed, decision.source], [true, 'fail-open']);
+    // Nor does a store's own overload (a full queue, a call that waited out its time in it).
+    store.error = new SluiceError('SLUICE_STORE_OVERLOADED', 'the redis store has 10000 decisions waiting');
+    const loaded = await shadow.take('k');
+    assert.deepEqual([loaded.allowed, loaded.source], [true, 'fail-open']);
+    assert.equal(shadow.stats().overloads, 1);
   });
 
   it('an all-or-nothing cascade classifies as its limits do, and its replies close their breakers', async () => {
