@@ -23,7 +23,7 @@ export interface BreakerOptions {
    * @default "1s"
    */
   window?: Duration;
-  /** While open, one call goes to the store as a probe this often; its success closes the breaker. @default "500ms" */
+  /** While open, one call goes to the store as a probe this often; its success closes the breaker. @default "200ms" */
   probeInterval?: Duration;
 }
 
@@ -46,7 +46,7 @@ export interface StoreHealth {
 export type BreakerListener = (state: BreakerState, at: number) => void;
 
 /** The defaults, in one place. */
-export const breakerDefaults = { failures: 5, window: '1s', probeInterval: '500ms' } as const;
+export const breakerDefaults = { failures: 5, window: '1s', probeInterval: '200ms' } as const;
 
 const breakerKeys = ['failures', 'window', 'probeInterval'] as const;
 

@@ -83,7 +83,7 @@ export interface LimiterOptions<S extends Store = Store> {
    * in for a timeout only while the breaker is open; a timeout while it is closed (the store
    * still answers) is load, refused with `SLUICE_STORE_OVERLOADED` under `open`. While open, the
    * store is asked once per `probeInterval`; a success closes it. One breaker per limiter.
-   * @default { failures: 5, window: "1s", probeInterval: "500ms" }
+   * @default { failures: 5, window: "1s", probeInterval: "200ms" }
    */
   breaker?: BreakerOptions;
   /** Where store failures are logged (at most once a minute per limit, never a key). @default console */

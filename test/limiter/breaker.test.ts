@@ -115,7 +115,7 @@ describe('the breaker state machine', () => {
     assert.deepEqual(readBreakerOptions('limiter "a"', undefined), {
       failures: 5,
       windowMs: 1_000,
-      probeIntervalMs: 500,
+      probeIntervalMs: 200,
     });
     for (const failures of [0, 1.5, '5', -1, Number.NaN]) {
       assert.throws(

@@ -70,7 +70,7 @@ describe('failure policies', () => {
     store.mode = 'ok';
     // Twelve failures over a minute opened the breaker: the store is asked again at its next probe.
     assert.equal(limiter.storeHealth().breaker, 'open');
-    clock.advance('500ms');
+    clock.advance('200ms');
     assert.equal((await limiter.take('k')).source, 'store');
     assert.equal(limiter.storeHealth().breaker, 'closed');
   });
