@@ -50,6 +50,10 @@ export const breakerDefaults = { failures: 5, window: '1s', probeInterval: '200m
 
 const breakerKeys = ['failures', 'window', 'probeInterval'] as const;
 
+function noReplies(): number {
+  return 0;
+}
+
 /** Resolved settings of a {@link Breaker}. */
 export interface BreakerSettings {
   readonly failures: number;
@@ -86,7 +90,8 @@ export function readBreakerOptions(owner: string, options: unknown): BreakerSett
  *
  * - closed: every call goes to the store. A success clears the streak of failures. The breaker
  *   opens at a failure that makes the streak `failures` long when its calls were made at least
- *   `window` apart (so calls made over that long all failed, and no reply came between).
+ *   `window` apart and its failures handled at least `window` apart (so calls made over that
+ *   long all failed, and no reply came between).
  * - open: calls are answered by the failure policy without asking the store, except one probe
  *   every `probeInterval`; any success (a probe's, or a call's sent before it opened) closes it.
  *
@@ -101,6 +106,10 @@ export class Breaker {
   /** The earliest and the latest call of the streak (the limiter's clock when each was made). */
   private firstCall = 0;
   private lastCall = 0;
+  /** When the streak's first failure was handled. */
+  private firstSeen = 0;
+  /** The store's reply count when the streak began. */
+  private repliesAtStart = 0;
   private nextProbeAt = 0;
   private changedAt = 0;
   private openings = 0;
@@ -109,6 +118,8 @@ export class Breaker {
     private readonly settings: BreakerSettings,
     private readonly clock: Clock,
     private readonly listener?: BreakerListener,
+    /** How many replies the store has read from its server, late ones included (`store.replies`). */
+    private readonly replies: () => number = noReplies,
   ) {}
 
   /** A successful reply: cheap when nothing failed (one compare). */
@@ -121,23 +132,32 @@ export class Breaker {
   /**
    * A connection error or timeout of a call made at `calledAt` (the limiter's clock when the call
    * was made); returns whether the breaker is open once it is counted (the store is then known to
-   * be failing). The window is measured between the calls of the streak, not between the moments
-   * their failures are handled: a burst made in one tick spans no time, however long answering its
-   * tens of thousands of timeouts keeps the process busy.
+   * be failing). The window must pass twice: between the calls of the streak, and between the
+   * moments their failures are handled. A burst made in one tick spans no time between its calls,
+   * however long answering its tens of thousands of timeouts keeps the process busy; a burst
+   * whose own loop takes longer than the window (a starved process) is handled in a moment.
    */
   failed(calledAt: number = this.clock()): boolean {
-    if (this.streak === 0) {
+    const now = this.clock();
+    const replies = this.replies();
+    // The store replied since the streak began (late, to calls already answered by a timeout): it
+    // answers, so the streak starts again here.
+    if (this.streak === 0 || replies !== this.repliesAtStart) {
+      this.streak = 0;
       this.firstCall = calledAt;
       this.lastCall = calledAt;
+      this.firstSeen = now;
+      this.repliesAtStart = replies;
     } else if (calledAt < this.firstCall) this.firstCall = calledAt;
     else if (calledAt > this.lastCall) this.lastCall = calledAt;
     this.streak++;
+    const windowMs = this.settings.windowMs;
     if (
       !this.isOpen &&
       this.streak >= this.settings.failures &&
-      this.lastCall - this.firstCall >= this.settings.windowMs
+      this.lastCall - this.firstCall >= windowMs &&
+      now - this.firstSeen >= windowMs
     ) {
-      const now = this.clock();
       this.openings++;
       this.nextProbeAt = now + this.settings.probeIntervalMs;
       this.change(true, now);

@@ -364,6 +364,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     (state, at) => {
       if (events.listeningHealth) events.emitHealth({ rule: name, store: store.kind, breaker: state, at });
     },
+    () => store.replies ?? 0,
   );
   const handler = new FailureHandler(
     name,

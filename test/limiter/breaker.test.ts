@@ -80,6 +80,23 @@ describe('the breaker state machine', () => {
     assert.equal(breaker.failed(1_000), true);
   });
 
+  it('a store that keeps replying, however late, restarts the streak: it is busy, not failing', () => {
+    const clock = manualClock(0);
+    let replies = 0;
+    const breaker = new Breaker(settings, clock, undefined, () => replies);
+    for (let i = 0; i < 10; i++) {
+      assert.equal(breaker.failed(), false);
+      clock.advance('1s');
+      // A reply read since (to a call already answered with its timeout).
+      replies++;
+    }
+    // No reply any more: three failures over a second open it.
+    assert.equal(breaker.failed(), false);
+    clock.advance('1s');
+    assert.equal(breaker.failed(), false);
+    assert.equal(breaker.failed(), true);
+  });
+
   it('while open, lets one probe through per interval, and closes on a success', () => {
     const clock = manualClock(0);
     const changes: [string, number][] = [];

@@ -63,7 +63,7 @@ async function assertBurstsStayWithinTheLimit(
   });
   for (const n of [6_000, 20_000, 50_000]) {
     const outcome = await burst(limiter, `one-key-${n}`, n);
-    const context = `${label}, ${n} takes: ${JSON.stringify(outcome)}`;
+    const context = `${label}, ${n} takes: ${JSON.stringify(outcome)}, stats ${JSON.stringify(limiter.stats())}`;
     report(context);
     assert.equal(
       outcome.failOpen,

@@ -16,13 +16,19 @@ export class BoundedClient implements PostgresClient {
    * waited behind others while the server kept answering (load, not a failure).
    */
   lastReplyAt = 0;
+  /** Statements the server answered, late ones included (see `Store.replies`). */
+  replies = 0;
   private readonly replied = (): void => {
     this.count--;
     this.lastReplyAt = performance.now();
+    this.replies++;
   };
   private readonly failed = (error: unknown): void => {
     this.count--;
-    if (hasSqlState(error)) this.lastReplyAt = performance.now();
+    if (hasSqlState(error)) {
+      this.lastReplyAt = performance.now();
+      this.replies++;
+    }
   };
 
   constructor(

@@ -65,14 +65,22 @@ interface Group {
 interface Batch {
   readonly groups: Map<string, Group>;
   readonly now: number;
-  /** When its takes time out, on the monotonic clock (performance.now()); kept when a batch is split. */
-  readonly deadline: number;
+  /**
+   * When its takes time out, on the monotonic clock (performance.now()); kept when a batch is
+   * split. 0 until its clock starts (see `PostgresRuleBuckets.startClocks`).
+   */
+  deadline: number;
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Answered, failed or timed out: later outcomes are ignored. */
   done: boolean;
   /** Holds one of the rule's in-flight slots. */
   sent: boolean;
+  /** Sent before its clock started: its statement leaves when the clock starts. */
+  sendOnStart: boolean;
 }
+
+/** For scheduling a microtask: cheaper than queueMicrotask, which wraps each in an AsyncResource. */
+const resolved = Promise.resolve();
 
 /** The outcome of an account take: which bucket was charged, and its decision. */
 export interface AccountTakeResult {
@@ -96,6 +104,19 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private runningRows = 0;
   /** False once the store unbound the rule's name: every later call is refused. */
   private bound = true;
+  /** Batches made in this synchronous run, whose clocks start once it ends. */
+  private unstarted: Batch[] = [];
+  private readonly startClocks = (): void => {
+    const batches = this.unstarted;
+    this.unstarted = [];
+    const deadline = performance.now() + this.context.timeoutMs;
+    for (const batch of batches) {
+      if (batch.done) continue;
+      batch.deadline = deadline;
+      this.arm(batch);
+      if (batch.sendOnStart) this.sendStatement(batch);
+    }
+  };
   /** How a take's driver error reads: a rule with a lockout names its columns when they are missing. */
   private readonly takeError: (error: unknown) => PostgresStoreError;
 
@@ -246,7 +267,15 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * it back. Nothing is charged; a failure other than that check (a missing schema) is thrown.
    */
   async warm(copies: number, now: number): Promise<void> {
-    const batch: Batch = { groups: new Map(), now, deadline: 0, timer: undefined, done: true, sent: false };
+    const batch: Batch = {
+      groups: new Map(),
+      now,
+      deadline: 0,
+      timer: undefined,
+      done: true,
+      sent: false,
+      sendOnStart: false,
+    };
     const a = bucketId('sluice:warm-up:a');
     const b = bucketId('sluice:warm-up:b');
     const runs: [Statement, unknown[]][] = [
@@ -370,26 +399,61 @@ export class PostgresRuleBuckets implements RuleBuckets {
   ): Batch {
     const groups = new Map<string, Group>();
     groups.set(bucket, { bucket, cost, limit, waiters: [waiter] });
-    return this.batchOf(groups, now, performance.now() + this.context.timeoutMs);
+    // Its clock starts once the synchronous run that made it ends, as the Redis store's does: a
+    // burst of 20,000 takes in one tick is the caller's time, not the store's, and would
+    // otherwise time out every take it queued before the first statement could leave.
+    const batch: Batch = {
+      groups,
+      now,
+      deadline: 0,
+      timer: undefined,
+      done: false,
+      sent: false,
+      sendOnStart: false,
+    };
+    if (this.unstarted.length === 0) resolved.then(this.startClocks);
+    this.unstarted.push(batch);
+    return batch;
   }
 
   private batchOf(groups: Map<string, Group>, now: number, deadline: number): Batch {
-    const batch: Batch = { groups, now, deadline, timer: undefined, done: false, sent: false };
-    // The bound covers waiting for a slot and the statement itself. The timer only schedules the
-    // check for after the poll phase, which reads the replies that have arrived: a statement the
-    // server answered in time is not timed out because the process was busy (a burst) meanwhile.
+    const batch: Batch = {
+      groups,
+      now,
+      deadline,
+      timer: undefined,
+      done: false,
+      sent: false,
+      sendOnStart: false,
+    };
+    this.arm(batch);
+    return batch;
+  }
+
+  /**
+   * Times `batch` out at its deadline. The bound covers waiting for a slot and the statement
+   * itself. The timer only schedules the check for after the poll phase, which reads the replies
+   * that have arrived: a statement the server answered in time is not timed out because the
+   * process was busy (a burst) meanwhile.
+   */
+  private arm(batch: Batch): void {
     batch.timer = setTimeout(
       () => setImmediate(() => this.expire(batch)),
-      Math.max(0, deadline - performance.now()),
+      Math.max(0, batch.deadline - performance.now()),
     );
     batch.timer.unref?.();
-    return batch;
   }
 
   private send(batch: Batch): void {
     batch.sent = true;
     this.running++;
     this.runningRows += batch.groups.size;
+    if (batch.deadline === 0) batch.sendOnStart = true;
+    else this.sendStatement(batch);
+  }
+
+  /** Sends the statement of a batch holding an in-flight slot. */
+  private sendStatement(batch: Batch): void {
     const groups = batch.groups;
     let statement = this.statements.single;
     let values: unknown[];

@@ -138,6 +138,10 @@ export class PostgresStore implements Store, LeaseStore {
   readonly schema: string;
   /** Every call is bounded by this many ms (the `timeout` option); limiters add no timer of their own. */
   readonly timeoutMs: number;
+  /** Statements PostgreSQL answered so far, late ones included: a breaker's sign that it answers. */
+  get replies(): number {
+    return this.client.replies;
+  }
   /** Whose time decides (the `timeSource` option). */
   readonly timeSource: TimeSource;
   private readonly client: BoundedClient;

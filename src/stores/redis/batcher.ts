@@ -213,6 +213,10 @@ export class Batcher {
    * failure, and never admitted by `failure: 'open'`.
    */
   private lastReplyAt = 0;
+  /** Replies read from Redis, late ones included (see `Store.replies`). */
+  replies = 0;
+  /** When the clock of the latest call that timed out started (see `full`). */
+  private lastAbandonedStart = 0;
   /** Decisions (entries) queued or held by the client, against `maxPending`. */
   private pending = 0;
   /** Of those, decisions answered with a timeout whose call the client still holds. */
@@ -360,7 +364,9 @@ export class Batcher {
    */
   private full(): SluiceError {
     const { maxPending, timeoutMs } = this.settings;
-    if (this.abandoned > 0) {
+    // Held calls that timed out mean Redis is not answering, unless it has replied since the
+    // latest of them was sent: then they only waited behind a burst (load).
+    if (this.abandoned > 0 && this.lastReplyAt <= this.lastAbandonedStart) {
       return new SluiceError(
         'SLUICE_STORE_TIMEOUT',
         `Redis did not answer within ${timeoutMs} ms; ${this.abandoned} decisions of calls that timed out are still held by the client (maxPending ${maxPending})`,
@@ -743,11 +749,15 @@ export class Batcher {
     reply.then(
       (value) => {
         this.lastReplyAt = performance.now();
+        this.replies++;
         this.release(batch);
         this.receive(batch, value);
       },
       (error: unknown) => {
-        if (redisErrorCode(error) !== undefined) this.lastReplyAt = performance.now();
+        if (redisErrorCode(error) !== undefined) {
+          this.lastReplyAt = performance.now();
+          this.replies++;
+        }
         // The server lost its scripts (restart, failover, SCRIPT FLUSH): send the source, which
         // also loads it again for the next EVALSHA. The call stays in flight meanwhile.
         if (!fallback && !batch.done && redisErrorCode(error) === 'NOSCRIPT') {
@@ -780,7 +790,9 @@ export class Batcher {
     if (!this.finish(batch)) return;
     this.abandoned += batch.size;
     // The batch's clock started at the earliest deadline less the timeout (or earlier).
-    const error = this.timeoutSince(batch.deadline - this.settings.timeoutMs);
+    const start = batch.deadline - this.settings.timeoutMs;
+    if (start > this.lastAbandonedStart) this.lastAbandonedStart = start;
+    const error = this.timeoutSince(start);
     for (const request of batch.requests) this.settle(request, error);
   }
 
