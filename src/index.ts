@@ -54,6 +54,12 @@ export type { WaitOptions, WaitedDecision } from './limiter/wait-for-slot.js';
 export { MAX_WAIT_MS, reserverOf, type Reserver } from './core/reservation.js';
 export type { FailurePolicy, LimiterStats, Logger } from './limiter/failure.js';
 export {
+  breakerDefaults,
+  type BreakerOptions,
+  type BreakerState,
+  type StoreHealth,
+} from './limiter/breaker.js';
+export {
   createCascade,
   type Cascade,
   type SyncCascade,
@@ -107,5 +113,7 @@ export {
   type DecisionEvent,
   type DecisionEventsOptions,
   type DecisionListener,
+  type StoreHealthEvent,
+  type StoreHealthListener,
   type DecisionOutcome,
 } from './limiter/events.js';

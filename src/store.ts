@@ -133,6 +133,19 @@ export interface Store {
    * that a call it answered with `SLUICE_STORE_TIMEOUT` is never charged afterwards.
    */
   readonly timeoutMs?: number;
+  /**
+   * How many replies the store has read from its server so far, those that came after their
+   * call's timeout included. A limiter's breaker reads it on a failure: a store that keeps
+   * replying, however late, is busy, not failing. Optional (a store without it never says so).
+   */
+  readonly replies?: number;
+  /**
+   * Prepares the store for its first decisions, charging nothing: opens its connections and
+   * prepares the statements of the rules bound so far, so that the first decisions under load do
+   * not pay for them (and time out). A server calls it once its rules are bound, before it
+   * listens. Optional: a store without anything to warm leaves it out.
+   */
+  warm?(): Promise<void>;
   /** Releases connections or other resources the store owns (never the client you passed in). */
   close?(): Promise<void>;
 }

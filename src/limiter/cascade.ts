@@ -9,6 +9,7 @@ import {
   decideOnFailure,
   isLimiterInternals,
   reportTake,
+  storeAnswered,
   refusedForGood,
   type Limiter,
   type LimiterInternals,
@@ -170,6 +171,7 @@ class CascadeImpl implements Cascade {
     try {
       const pending = first.store.takeAll(this.entries(keys, cost), now);
       decisions = await withDeadline(pending, first.timeoutMs, `the ${first.store.kind} store (cascade)`);
+      for (const limiter of this.limiters) (limiter as LimiterInternals)[storeAnswered]();
     } catch (error) {
       decisions = [];
       for (let i = 0; i < this.limiters.length; i++) {

@@ -1,3 +1,4 @@
+import { Breaker, readBreakerOptions } from './breaker.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { concurrencyDecision } from '../core/concurrency-decision.js';
@@ -124,7 +125,12 @@ export function concurrencyLimit(options: ConcurrencyLimitOptions): ConcurrencyL
       logger,
     );
   const timeoutMs = resolveTimeout(name, options.timeout, store);
-  const handler = new FailureHandler(name, store.kind, 'closed', 503, undefined, logger, clock);
+  // Always closed: the breaker only tells a timeout under load from a failing store in its stats.
+  const breaker = new Breaker(
+    readBreakerOptions(`concurrencyLimit ${JSON.stringify(name)}`, undefined),
+    clock,
+  );
+  const handler = new FailureHandler(name, store.kind, 'closed', 503, undefined, logger, clock, breaker);
   return new LeaseLimiter(name, max, ttlMs, store, clock, timeoutMs, handler);
 }
 

@@ -59,6 +59,24 @@ export interface DecisionEvent {
   readonly keyHash: string | undefined;
 }
 
+/**
+ * A limiter's store breaker opened (the store is known to be failing: the failure policy decides)
+ * or closed again (the store answers). Configuration only: no request value.
+ */
+export interface StoreHealthEvent {
+  /** The limiter's name. */
+  readonly rule: string;
+  /** The store's kind (`redis`, `postgres`, …). */
+  readonly store: string;
+  /** The breaker's new state. */
+  readonly breaker: 'open' | 'closed';
+  /** When it changed, on the limiter's clock (ms since the Unix epoch). */
+  readonly at: number;
+}
+
+/** A listener of {@link StoreHealthEvent}s; runs synchronously, on the path of the call that moved the breaker. */
+export type StoreHealthListener = (event: StoreHealthEvent) => void;
+
 /** A listener of {@link DecisionEvents}. It runs synchronously on the request's path: keep it short. */
 export type DecisionListener = (event: DecisionEvent) => void;
 
@@ -103,6 +121,7 @@ const LISTENER_ERROR_INTERVAL_MS = 60_000;
  */
 export class DecisionEvents {
   private listeners: readonly DecisionListener[] = [];
+  private healthListeners: readonly StoreHealthListener[] = [];
   /** The pseudonym function, when the channel reports keys at all. */
   readonly keyHash: ((key: string) => string) | undefined;
   private readonly onListenerError: (error: unknown) => void;
@@ -153,6 +172,43 @@ export class DecisionEvents {
     return () => {
       this.listeners = this.listeners.filter((l) => l !== listener);
     };
+  }
+
+  /** True while someone listens to store health changes. */
+  get listeningHealth(): boolean {
+    return this.healthListeners.length > 0;
+  }
+
+  /**
+   * Adds a listener of the store breakers' changes ({@link StoreHealthEvent}: a limiter's store
+   * known to be failing, or answering again); returns the function that removes it.
+   * @throws SluiceError `SLUICE_CONFIG` for a listener that is not a function
+   * @example
+   * limiter.events.subscribeHealth((e) => log.warn({ rule: e.rule, breaker: e.breaker }, 'store health'));
+   */
+  subscribeHealth(listener: StoreHealthListener): () => void {
+    if (typeof listener !== 'function') {
+      throw new SluiceError(
+        'SLUICE_CONFIG',
+        'DecisionEvents.subscribeHealth needs a function (event) => void',
+      );
+    }
+    this.healthListeners = [...this.healthListeners, listener];
+    return () => {
+      this.healthListeners = this.healthListeners.filter((l) => l !== listener);
+    };
+  }
+
+  /** Delivers a store health change to its listeners; one that throws never reaches the caller. */
+  emitHealth(event: StoreHealthEvent): void {
+    const listeners = this.healthListeners;
+    for (let i = 0; i < listeners.length; i++) {
+      try {
+        (listeners[i] as StoreHealthListener)(event);
+      } catch (error) {
+        this.reportListenerError(error);
+      }
+    }
   }
 
   /** Delivers `event` to every listener; a listener that throws never reaches the caller. */

@@ -3,6 +3,7 @@ import type { Decision } from '../core/decision.js';
 import { SluiceError, isSluiceError } from '../core/errors.js';
 import type { SyncRuleBuckets } from '../store.js';
 import type { CallLimit } from '../core/rule.js';
+import type { Breaker, BreakerState } from './breaker.js';
 
 /**
  * What a rule does when its store fails or does not answer in time. A store failure is
@@ -10,7 +11,11 @@ import type { CallLimit } from '../core/rule.js';
  * limit, a closed limiter, a bad clock reading) are never store failures: they reach the caller
  * as they are, whatever the policy. An overloaded store (`SLUICE_STORE_OVERLOADED`: too many
  * decisions waiting) is load, not a failure: it is never admitted under `open`; the insurance
- * limiter decides when there is one, otherwise the call throws it (503).
+ * limiter decides when there is one, otherwise the call throws it (503). A call that timed out
+ * while the limiter's breaker is closed (the store keeps answering: the call waited out its time
+ * in sluice's own queue or pipeline behind a burst) is load too: `open` does not admit it
+ * (`SLUICE_STORE_OVERLOADED`); `open` and `insurance` stand in for a timeout only once the
+ * breaker says the store is failing (see {@link Breaker}), and for a connection error at once.
  * - `closed` (default): the call throws `SLUICE_STORE_UNAVAILABLE` / `SLUICE_STORE_TIMEOUT`
  *   (status 503, or 500 with `closedStatus`): nothing is admitted without a decision.
  * - `open`: the request is admitted (explicit opt-in), counted in `stats()` and logged at most
@@ -36,8 +41,23 @@ export interface LimiterStats {
   failOpenAdmits: number;
   /** Decisions made by the insurance limiter. */
   insuranceDecisions: number;
-  /** Store calls refused because the store had too many decisions waiting (not failures). */
+  /**
+   * Store calls refused as load, not failures (`SLUICE_STORE_OVERLOADED`): too many decisions
+   * waiting, or a call that waited out its timeout in the store's queue while the store kept
+   * answering others.
+   */
   overloads: number;
+  /**
+   * Of the timeouts, those that came while the breaker was closed (the store still answering):
+   * load, never admitted by `open`.
+   */
+  overloadTimeouts: number;
+  /** The breaker's state: `open` while the store is known to be failing. */
+  breaker: BreakerState;
+  /** How many times the breaker has opened. */
+  breakerOpenings: number;
+  /** Calls answered by the failure policy without asking the store, because the breaker was open. */
+  shortCircuited: number;
 }
 
 /** Logs through `console.warn` with a `[sluice]` prefix. */
@@ -67,6 +87,10 @@ export class FailureHandler {
     failOpenAdmits: 0,
     insuranceDecisions: 0,
     overloads: 0,
+    overloadTimeouts: 0,
+    breaker: 'closed',
+    breakerOpenings: 0,
+    shortCircuited: 0,
   };
   private lastLogAt = -Infinity;
   private failuresSinceLog = 0;
@@ -79,6 +103,10 @@ export class FailureHandler {
     private readonly insurance: SyncRuleBuckets | undefined,
     private readonly logger: Logger,
     private readonly clock: Clock,
+    /** Tells a failing store from a busy one; fed by every take's outcome. */
+    readonly breaker: Breaker,
+    /** A limit in shadow mode never refuses: a timeout admits even while the store answers. */
+    private readonly neverRefuses = false,
   ) {}
 
   /**
@@ -92,6 +120,29 @@ export class FailureHandler {
     stats.storeFailures++;
     const timedOut = isSluiceError(error, 'SLUICE_STORE_TIMEOUT');
     if (timedOut) stats.timeouts++;
+    // A schema error is the store answering that it is not prepared: its own message says what
+    // to do, and it tells nothing of the connection, so it does not move the breaker.
+    if (!isSluiceError(error, 'SLUICE_STORE_SCHEMA')) {
+      const failing = this.breaker.failed(now);
+      if (timedOut && !failing) {
+        stats.overloadTimeouts++;
+        if (this.policy === 'open' && !this.neverRefuses)
+          return this.overloaded(error, key, cost, now, limit);
+      }
+    }
+    return this.applyPolicy(error, timedOut, key, cost, now, limit);
+  }
+
+  /** The failure policy's decision for a store known to be failing (or a timeout it decides anyway). */
+  private applyPolicy(
+    error: unknown,
+    timedOut: boolean,
+    key: string,
+    cost: number,
+    now: number,
+    limit: CallLimit | undefined,
+  ): Decision {
+    const stats = this.stats;
     this.log(error, `rate-limit store failing; policy "${this.policy}" applies`);
     if (this.policy === 'open') {
       stats.failOpenAdmits++;
@@ -158,14 +209,27 @@ export class FailureHandler {
     now: number,
     limit: CallLimit | undefined,
   ): Decision {
-    this.stats.overloads++;
+    if (error.code === 'SLUICE_STORE_OVERLOADED') this.stats.overloads++;
+    // A limit in shadow mode never refuses, not even under load: it admits as it does on failure.
+    if (this.neverRefuses) return this.applyPolicy(error, false, key, cost, now, limit);
     this.log(error, 'rate-limit store overloaded; no request is admitted without a decision');
     if (this.insurance !== undefined) return this.insured(key, cost, now, limit);
     throw new SluiceError(
       'SLUICE_STORE_OVERLOADED',
-      `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store has too many decisions waiting; not admitted`,
+      error.code === 'SLUICE_STORE_OVERLOADED'
+        ? `limit ${JSON.stringify(this.name)}: the ${this.storeKind} store is overloaded (${error.message}); not admitted`
+        : `limit ${JSON.stringify(this.name)}: a call timed out while the ${this.storeKind} store still answers (load, not a failure); not admitted`,
       { cause: error },
     );
+  }
+
+  /**
+   * A take the open breaker answers without asking the store: the store is known to be failing,
+   * so the policy decides as for a failed call (without counting another failure).
+   */
+  shortCircuit(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
+    this.stats.shortCircuited++;
+    return this.applyPolicy(breakerOpenError(this.storeKind), false, key, cost, now, limit);
   }
 
   private insured(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
@@ -205,6 +269,14 @@ export class FailureHandler {
       schema ? `rate-limit store not prepared: ${error.message}; policy "${this.policy}" applies` : message,
     );
   }
+}
+
+/** The failure a call answered by an open breaker stands for. */
+function breakerOpenError(storeKind: string): SluiceError {
+  return new SluiceError(
+    'SLUICE_STORE_UNAVAILABLE',
+    `the ${storeKind} store is failing (its breaker is open); not asked until a probe succeeds`,
+  );
 }
 
 /** An error's code (a SluiceError's, a driver's `code` such as a SQLSTATE) or its name: no message text. */

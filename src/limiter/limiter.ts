@@ -23,6 +23,7 @@ import {
   type WaitOptions,
   type WaitedDecision,
 } from './wait-for-slot.js';
+import { Breaker, readBreakerOptions, type BreakerOptions, type StoreHealth } from './breaker.js';
 import {
   FailureHandler,
   consoleLogger,
@@ -78,6 +79,14 @@ export interface LimiterOptions<S extends Store = Store> {
    * @default the store's `timeoutMs` when it has one, else "100ms"
    */
   timeout?: Duration;
+  /**
+   * When the store counts as failing (see {@link BreakerOptions}): `open` and `insurance` stand
+   * in for a timeout only while the breaker is open; a timeout while it is closed (the store
+   * still answers) is load, refused with `SLUICE_STORE_OVERLOADED` under `open`. While open, the
+   * store is asked once per `probeInterval`; a success closes it. One breaker per limiter.
+   * @default { failures: 5, window: "1s", probeInterval: "200ms" }
+   */
+  breaker?: BreakerOptions;
   /** Where store failures are logged (at most once a minute per limit, never a key). @default console */
   logger?: Logger;
   /**
@@ -242,8 +251,14 @@ export interface Limiter {
   readonly mode: LimiterMode;
   /** The store timeout in ms. */
   readonly timeoutMs: number;
-  /** Store failure counters since the limiter was created. */
+  /** Store failure counters since the limiter was created, and the breaker's state. */
   stats(): Readonly<LimiterStats>;
+  /**
+   * What the limiter knows of its store's health: its breaker's state (`open` while the store is
+   * known to be failing), since when, the failures in a row and how often it opened. For
+   * readiness checks and metrics; reads no store.
+   */
+  storeHealth(): StoreHealth;
   /**
    * The channel every take's outcome is reported to (peeks are not reported): subscribe to it
    * for logs or metrics. Costs nothing while no one listens.
@@ -285,6 +300,7 @@ const limiterKeys = [
   'mode',
   'maxWaiters',
   'maxWaitersPerKey',
+  'breaker',
 ] as const;
 const failurePolicies: readonly FailurePolicy[] = ['closed', 'open', 'insurance'];
 
@@ -364,7 +380,25 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
   const insurance = failure === 'insurance' ? new MemoryStore().bind(name, rule) : undefined;
   const refusals = resolveRefusalCache(name, options.refusalCache, rule, isSyncStore(store));
-  const handler = new FailureHandler(name, store.kind, failure, closedStatus, insurance, logger, clock);
+  const breaker = new Breaker(
+    readBreakerOptions(`limiter ${JSON.stringify(name)}`, options.breaker),
+    clock,
+    (state, at) => {
+      if (events.listeningHealth) events.emitHealth({ rule: name, store: store.kind, breaker: state, at });
+    },
+    () => store.replies ?? 0,
+  );
+  const handler = new FailureHandler(
+    name,
+    store.kind,
+    failure,
+    closedStatus,
+    insurance,
+    logger,
+    clock,
+    breaker,
+    mode === 'shadow',
+  );
   const room = new WaitingRoom(readWaitingBounds(name, options.maxWaiters, options.maxWaitersPerKey));
   return isSyncStore(store)
     ? new SyncRuleLimiter(name, rule, store, clock, timeoutMs, handler, events, mode, room)
@@ -377,6 +411,9 @@ export const decideOnFailure = Symbol('sluice.decideOnFailure');
 /** Reports a decision a cascade made for a limiter (an all-or-nothing take bypasses the limiter). */
 export const reportTake = Symbol('sluice.reportTake');
 
+/** Tells a limiter's breaker that its store answered a call a cascade made for it. */
+export const storeAnswered = Symbol('sluice.storeAnswered');
+
 /** A limiter as cascades see it: with access to its failure policy and its events. */
 export interface LimiterInternals extends Limiter {
   [decideOnFailure](
@@ -386,6 +423,8 @@ export interface LimiterInternals extends Limiter {
     now: number,
     limit: CallLimit | undefined,
   ): Decision;
+  /** The store answered a call made for this limiter (its breaker closes, its failures clear). */
+  [storeAnswered](): void;
   /**
    * Reports a take's decision, or (`decision` undefined) its failure with `error`, to the
    * limiter's events. Callers check `events.listening` first.
@@ -575,6 +614,7 @@ class RuleLimiter implements LimiterInternals {
   ): Promise<Decision> {
     if (cost > this.rule.capacityFor(limit))
       return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, limit));
+    if (this.shortCircuited()) return settle(() => this.handler.shortCircuit(key, cost, now, limit));
     let pending: Promise<Decision>;
     try {
       pending = this.buckets.reserve!(key, cost, now, maxWaitMs, limit);
@@ -582,7 +622,7 @@ class RuleLimiter implements LimiterInternals {
       return settle(() => this.handler.decide(error, key, cost, now, limit));
     }
     const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
-    return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
+    return bounded.then(this.answered, (error: unknown) => this.handler.decide(error, key, cost, now, limit));
   }
 
   refund(receipt: Receipt): Promise<void> {
@@ -673,7 +713,31 @@ class RuleLimiter implements LimiterInternals {
   }
 
   stats(): Readonly<LimiterStats> {
-    return { ...this.handler.stats };
+    const health = this.handler.breaker.health();
+    return { ...this.handler.stats, breaker: health.breaker, breakerOpenings: health.openings };
+  }
+
+  storeHealth(): StoreHealth {
+    return this.handler.breaker.health();
+  }
+
+  [storeAnswered](): void {
+    this.handler.breaker.succeeded();
+  }
+
+  /** A reply of the store: the breaker learns that it answers (a compare while nothing failed). */
+  private readonly answered = (decision: Decision): Decision => {
+    this.handler.breaker.succeeded();
+    return decision;
+  };
+
+  /**
+   * Whether the open breaker answers this call instead of the store: the store is known to be
+   * failing, and the call is not the probe of this interval.
+   */
+  protected shortCircuited(): boolean {
+    const breaker = this.handler.breaker;
+    return breaker.isOpen && !breaker.probe();
   }
 
   [decideOnFailure](
@@ -737,6 +801,7 @@ class RuleLimiter implements LimiterInternals {
     if (cost > this.rule.capacityFor(limit)) {
       return Promise.resolve(refusedForGood(this.rule, this.name, cost, now, limit));
     }
+    if (this.shortCircuited()) return settle(() => this.handler.shortCircuit(key, cost, now, limit));
     let pending: Promise<Decision>;
     try {
       pending = this.buckets.take(key, cost, now, limit);
@@ -747,11 +812,14 @@ class RuleLimiter implements LimiterInternals {
     const bounded = this.selfTimed ? pending : withDeadline(pending, this.timeoutMs, this.what);
     const refusals = this.refusals;
     if (refusals === undefined || cost === 0) {
-      return bounded.catch((error: unknown) => this.handler.decide(error, key, cost, now, limit));
+      return bounded.then(this.answered, (error: unknown) =>
+        this.handler.decide(error, key, cost, now, limit),
+      );
     }
     const epoch = refusals.epoch;
     return bounded.then(
       (decision) => {
+        this.handler.breaker.succeeded();
         refusals.remember(key, cost, limit, now, decision, epoch);
         return decision;
       },

@@ -68,7 +68,11 @@ describe('failure policies', () => {
     assert.equal(logger.lines[1]!.details.failures, 11, 'every failure since the last line is counted');
     for (const line of logger.lines) assert.doesNotMatch(JSON.stringify(line), /alice|203\.0\.113/);
     store.mode = 'ok';
+    // Twelve failures over a minute opened the breaker: the store is asked again at its next probe.
+    assert.equal(limiter.storeHealth().breaker, 'open');
+    clock.advance('200ms');
     assert.equal((await limiter.take('k')).source, 'store');
+    assert.equal(limiter.storeHealth().breaker, 'closed');
   });
 
   it('insurance: a memory limiter with the same rule decides while the store fails; the store takes over again', async () => {

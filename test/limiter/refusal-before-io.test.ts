@@ -132,6 +132,10 @@ describe("the caller's errors are not store failures", () => {
         failOpenAdmits: 0,
         insuranceDecisions: 0,
         overloads: 0,
+        overloadTimeouts: 0,
+        breaker: 'closed',
+        breakerOpenings: 0,
+        shortCircuited: 0,
       });
     });
   }

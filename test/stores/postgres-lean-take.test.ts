@@ -19,15 +19,34 @@ const MINUTE = 60_000;
 
 /**
  * Records the take statements `pool` is sent, in order, into `sent`: the INSERT's first line tells
- * the lean one apart. Installed once per pool.
+ * the lean one apart. Installed once per pool. Statements go through `pool.query` or, for a
+ * decision (which takes its connection itself, to drop a statement whose caller gave up), through
+ * a connection from `pool.connect`: both are recorded.
  */
 function recordStatements(pool: pg.Pool, sent: string[]): void {
-  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
-  (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    const config = args[0] as { text?: string } | string;
-    const text = typeof config === 'string' ? config : (config.text ?? '');
-    if (text.includes('INSERT INTO')) sent.push(text.startsWith('WITH s AS') ? 'lean' : 'take');
-    return query(...args);
+  const recorded =
+    (query: (...args: unknown[]) => unknown) =>
+    (...args: unknown[]) => {
+      const config = args[0] as { text?: string } | string;
+      const text = typeof config === 'string' ? config : (config.text ?? '');
+      if (text.includes('INSERT INTO')) sent.push(text.startsWith('WITH s AS') ? 'lean' : 'take');
+      return query(...args);
+    };
+  const target = pool as unknown as {
+    query: (...args: unknown[]) => unknown;
+    connect: () => Promise<pg.PoolClient>;
+  };
+  target.query = recorded(pool.query.bind(pool) as (...args: unknown[]) => unknown);
+  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+  const wrapped = new WeakSet<pg.PoolClient>();
+  target.connect = async () => {
+    const connection = await connect();
+    if (!wrapped.has(connection)) {
+      wrapped.add(connection);
+      const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
+      (connection as unknown as { query: (...args: unknown[]) => unknown }).query = recorded(query);
+    }
+    return connection;
   };
 }
 

@@ -46,8 +46,16 @@ const clients: [string, (url: string) => Promise<Connection>][] = [
   ],
 ];
 
+/**
+ * A coded store error: a failure, a timeout, or load (a call that ran out of time while Redis
+ * still answered others, e.g. just before it was killed).
+ */
 function isStoreError(error: unknown): boolean {
-  return isSluiceError(error, 'SLUICE_STORE_UNAVAILABLE') || isSluiceError(error, 'SLUICE_STORE_TIMEOUT');
+  return (
+    isSluiceError(error, 'SLUICE_STORE_UNAVAILABLE') ||
+    isSluiceError(error, 'SLUICE_STORE_TIMEOUT') ||
+    isSluiceError(error, 'SLUICE_STORE_OVERLOADED')
+  );
 }
 
 for (const [clientName, connect] of clients) {

@@ -67,7 +67,7 @@ export class AllOrNothing {
       sql = takeAllStatement(kinds, this.names, this.timeSource, lockouts);
       this.statements.set(key, sql);
     }
-    const deadline = new TimeLeft(performance.now() + this.timeoutMs);
+    const deadline = new TimeLeft(performance.now() + this.timeoutMs, this.timeoutMs);
     const rows = await withDeadline(
       this.send(sql, entries, limits, bound, modules, kinds, lockouts, now, deadline).catch(
         lockouts ? rethrowLockoutMapped : rethrowMapped,

@@ -10,6 +10,26 @@ import { overloadedError } from './postgres-errors.js';
  */
 export class BoundedClient implements PostgresClient {
   private count = 0;
+  /**
+   * When the server last answered a statement (rows, or an error carrying a SQLSTATE; not a lost
+   * connection), on the monotonic clock: a take that times out after it answered a later one
+   * waited behind others while the server kept answering (load, not a failure).
+   */
+  lastReplyAt = 0;
+  /** Statements the server answered, late ones included (see `Store.replies`). */
+  replies = 0;
+  private readonly replied = (): void => {
+    this.count--;
+    this.lastReplyAt = performance.now();
+    this.replies++;
+  };
+  private readonly failed = (error: unknown): void => {
+    this.count--;
+    if (hasSqlState(error)) {
+      this.lastReplyAt = performance.now();
+      this.replies++;
+    }
+  };
 
   constructor(
     private readonly client: PostgresClient,
@@ -39,31 +59,78 @@ export class BoundedClient implements PostgresClient {
     } catch (error) {
       settled = Promise.reject(error);
     }
-    const release = () => {
-      this.count--;
-    };
-    settled.then(release, release);
+    settled.then(this.replied, this.failed);
     return settled;
   }
 }
 
 /**
+ * True for a driver error the server sent: it carries a SQLSTATE (five digits or capitals; no
+ * class starts with E, which keeps out Node's EPIPE).
+ */
+export function hasSqlState(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && sqlState.test(code);
+}
+
+const sqlState = /^[0-9A-DF-Z][0-9A-Z]{4}$/;
+
+/**
  * A statement parameter whose text is the time left until `deadline` (ms, on the monotonic
- * clock), read when the driver sends the statement, not when it was queued: `pg` calls
- * `toPostgres()` and postgres.js `toString()` at that moment. The statement adds it to its
- * own `statement_timestamp()`, which gives the same deadline on the server's clock, whatever
- * the skew between the two machines' wall clocks.
+ * clock) less a reply margin, read when the driver sends the statement, not when it was queued:
+ * `pg` calls `toPostgres()` and postgres.js `toString()` at that moment. The statement adds it to
+ * its own transaction's start, which gives the same deadline on the server's clock, whatever the
+ * skew between the two machines' wall clocks.
+ *
+ * The margin (a quarter of the timeout, as the Redis store keeps) is the time a reply may take to
+ * come back and be read: a statement that charges just before the server's deadline is answered
+ * before the caller's, never after it (when the caller already has the failure policy's answer).
  */
 export class TimeLeft {
-  constructor(private readonly deadline: number) {}
+  /** The last instant (monotonic ms) at which the statement may still be sent. */
+  private readonly sendBy: number;
+
+  constructor(deadline: number, timeoutMs: number) {
+    this.sendBy = deadline - Math.floor(timeoutMs / 4);
+  }
+
+  /** True once the statement can no longer decide in time: it is dropped rather than sent. */
+  expired(): boolean {
+    return this.sendBy - performance.now() < 1;
+  }
 
   toPostgres(): string {
     return this.toString();
   }
 
   toString(): string {
-    return String(Math.max(0, Math.floor(this.deadline - performance.now())));
+    return String(Math.max(0, Math.floor(this.sendBy - performance.now())));
   }
+}
+
+/**
+ * The deadline of a warm-up statement: already a second past when the statement starts, so it is
+ * parsed, planned and run up to its deadline check, which rolls it back (query_canceled); it is
+ * sent all the same (never dropped), since preparing it on a connection is its whole purpose.
+ */
+export class SpentTimeLeft extends TimeLeft {
+  constructor() {
+    super(0, 0);
+  }
+
+  override expired(): boolean {
+    return false;
+  }
+
+  override toString(): string {
+    return '-1000';
+  }
+}
+
+/** The deadline among a statement's values (its last one, when it has one). */
+export function timeLeftOf(values: readonly unknown[]): TimeLeft | undefined {
+  const last = values[values.length - 1];
+  return last instanceof TimeLeft ? last : undefined;
 }
 
 /**

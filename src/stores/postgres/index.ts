@@ -6,6 +6,7 @@ export {
   PostgresStore,
   type PostgresStoreOptions,
   type PostgresMigrateOptions,
+  type PostgresWarmOptions,
   type PostgresPruneOptions,
   type PostgresPruneResult,
 } from './postgres-store.js';

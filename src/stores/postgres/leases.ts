@@ -187,7 +187,7 @@ export class PostgresLeaseBuckets implements LeaseBuckets {
     }
     const values: unknown[] = [this.name, bucketId(key), id, ...extra];
     if (context.timeSource === 'app') values.push(Math.floor(now));
-    values.push(new TimeLeft(performance.now() + context.timeoutMs));
+    values.push(new TimeLeft(performance.now() + context.timeoutMs, context.timeoutMs));
     return withDeadline(
       context.client.query(statement.text, values, statement.name).catch(rethrowMapped),
       context.timeoutMs,

@@ -1,4 +1,5 @@
-import { configError } from '../../core/errors.js';
+import { SluiceError, configError } from '../../core/errors.js';
+import { hasSqlState, timeLeftOf } from './bounded-client.js';
 
 /** One result row: column name → value, as `pg` and postgres.js both return them. */
 export type PostgresRow = Record<string, unknown>;
@@ -74,7 +75,30 @@ export function pgClient(pool: PgPoolLike): PostgresClient {
   if (typeof pool.on === 'function' && pool.listenerCount?.('error') === 0) pool.on('error', ignore);
   return {
     async query(text, values, name) {
-      return (await pool.query({ text, values: values as unknown[], name })).rows;
+      const deadline = timeLeftOf(values);
+      if (deadline === undefined) return (await pool.query({ text, values: values as unknown[], name })).rows;
+      // A decision's statement takes its connection itself, so that one whose caller gave up
+      // while it waited for a connection (behind a lock, a burst) is dropped, not sent: after a
+      // table lock the pool's queue would otherwise replay every dead statement before the live
+      // ones.
+      const connection = await pool.connect();
+      if (deadline.expired()) {
+        connection.release();
+        throw new SluiceError(
+          'SLUICE_STORE_TIMEOUT',
+          'the PostgreSQL store dropped a statement whose deadline passed while it waited for a pool connection',
+        );
+      }
+      try {
+        const rows = (await connection.query({ text, values: values as unknown[], name })).rows;
+        connection.release();
+        return rows;
+      } catch (error) {
+        // An error the server sent (a SQLSTATE: a deadline passed, a constraint) leaves the
+        // connection usable, with its prepared statements; any other may have broken it.
+        connection.release(hasSqlState(error) ? undefined : true);
+        throw error;
+      }
     },
     async transaction(fn) {
       const connection = await pool.connect();

@@ -18,7 +18,7 @@ import {
 } from './postgres-errors.js';
 import { withDeadline } from '../shared/deadline.js';
 import type { AccountKeys } from './account-key.js';
-import { OffsetAtSend, TimeLeft } from './bounded-client.js';
+import { OffsetAtSend, SpentTimeLeft, TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { checkedCallLimit } from './call-tier.js';
@@ -30,6 +30,8 @@ const NO_VALUES: readonly unknown[] = [];
 /** What a rule's buckets share with their store. */
 export interface BucketsContext {
   readonly client: PostgresClient;
+  /** When the server last answered any statement (see `BoundedClient.lastReplyAt`). */
+  readonly replies: { readonly lastReplyAt: number };
   readonly timeSource: TimeSource;
   /** The time statements are expected to decide at (for parameters that depend on it). */
   readonly storeTime: StoreTime;
@@ -63,14 +65,22 @@ interface Group {
 interface Batch {
   readonly groups: Map<string, Group>;
   readonly now: number;
-  /** When its takes time out, on the monotonic clock (performance.now()); kept when a batch is split. */
-  readonly deadline: number;
+  /**
+   * When its takes time out, on the monotonic clock (performance.now()); kept when a batch is
+   * split. 0 until its clock starts (see `PostgresRuleBuckets.startClocks`).
+   */
+  deadline: number;
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Answered, failed or timed out: later outcomes are ignored. */
   done: boolean;
   /** Holds one of the rule's in-flight slots. */
   sent: boolean;
+  /** Sent before its clock started: its statement leaves when the clock starts. */
+  sendOnStart: boolean;
 }
+
+/** For scheduling a microtask: cheaper than queueMicrotask, which wraps each in an AsyncResource. */
+const resolved = Promise.resolve();
 
 /** The outcome of an account take: which bucket was charged, and its decision. */
 export interface AccountTakeResult {
@@ -94,6 +104,19 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private runningRows = 0;
   /** False once the store unbound the rule's name: every later call is refused. */
   private bound = true;
+  /** Batches made in this synchronous run, whose clocks start once it ends. */
+  private unstarted: Batch[] = [];
+  private readonly startClocks = (): void => {
+    const batches = this.unstarted;
+    this.unstarted = [];
+    const deadline = performance.now() + this.context.timeoutMs;
+    for (const batch of batches) {
+      if (batch.done) continue;
+      batch.deadline = deadline;
+      this.arm(batch);
+      if (batch.sendOnStart) this.sendStatement(batch);
+    }
+  };
   /** How a take's driver error reads: a rule with a lockout names its columns when they are missing. */
   private readonly takeError: (error: unknown) => PostgresStoreError;
 
@@ -177,7 +200,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     else values.push(takenAt - now, until - now);
     if (account !== undefined) values.push(account.userId);
     if (context.timeSource === 'app') values.push(now);
-    values.push(new TimeLeft(since + context.timeoutMs));
+    values.push(new TimeLeft(since + context.timeoutMs, context.timeoutMs));
     await withDeadline(
       this.execute(statement, values, params).catch((error: unknown) => {
         throw this.takeError(error);
@@ -222,7 +245,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       ...this.tierValues(tier),
     ];
     if (context.timeSource === 'app') values.push(now);
-    values.push(new TimeLeft(performance.now() + context.timeoutMs));
+    values.push(new TimeLeft(performance.now() + context.timeoutMs, context.timeoutMs));
     const rows = await withDeadline(
       this.execute(statement, values, at).catch((error: unknown) => {
         throw this.takeError(error);
@@ -235,6 +258,47 @@ export class PostgresRuleBuckets implements RuleBuckets {
     const replay = new DecisionReplay(this.rule, this.name, this.binding);
     replay.start(row);
     return replay.reserve(cost, maxWaitMs, tier);
+  }
+
+  /**
+   * Prepares the rule's take statements on `copies` connections at once (see
+   * `PostgresStore.warm`): each is sent as a peek of a bucket no key maps to, with a deadline
+   * already spent, so the server parses, plans and runs it up to its deadline check, which rolls
+   * it back. Nothing is charged; a failure other than that check (a missing schema) is thrown.
+   */
+  async warm(copies: number, now: number): Promise<void> {
+    const batch: Batch = {
+      groups: new Map(),
+      now,
+      deadline: 0,
+      timer: undefined,
+      done: true,
+      sent: false,
+      sendOnStart: false,
+    };
+    const a = bucketId('sluice:warm-up:a');
+    const b = bucketId('sluice:warm-up:b');
+    const runs: [Statement, unknown[]][] = [
+      [this.statements.single, this.values(a, 0, 1, undefined, batch)],
+      [this.statements.batch, this.values([a, b], [0, 0], [1, 1], [undefined, undefined], batch)],
+    ];
+    const plain = this.statements.plain;
+    if (plain !== undefined) runs.push([plain, this.framed(batch, this.takeHead(batch, a, 0, 1))]);
+    for (const [statement, values] of runs) {
+      values[values.length - 1] = new SpentTimeLeft();
+      const sent: Promise<unknown>[] = [];
+      for (let i = 0; i < copies; i++) {
+        sent.push(
+          this.context.client
+            .query(statement.text, values, statement.name)
+            .then(undefined, (error: unknown) => {
+              const mapped = this.takeError(error);
+              if (mapped.code !== 'SLUICE_STORE_TIMEOUT') throw mapped;
+            }),
+        );
+      }
+      await Promise.all(sent);
+    }
   }
 
   /** Called by the store when it unbinds the rule's name (internal). */
@@ -278,7 +342,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       ...this.tierValues(limit),
     ];
     if (this.context.timeSource === 'app') values.push(now);
-    values.push(new TimeLeft(performance.now() + this.context.timeoutMs));
+    values.push(new TimeLeft(performance.now() + this.context.timeoutMs, this.context.timeoutMs));
     const rows = await withDeadline(
       this.execute(account, values).catch((error: unknown) => {
         throw this.takeError(error);
@@ -335,21 +399,61 @@ export class PostgresRuleBuckets implements RuleBuckets {
   ): Batch {
     const groups = new Map<string, Group>();
     groups.set(bucket, { bucket, cost, limit, waiters: [waiter] });
-    return this.batchOf(groups, now, performance.now() + this.context.timeoutMs);
+    // Its clock starts once the synchronous run that made it ends, as the Redis store's does: a
+    // burst of 20,000 takes in one tick is the caller's time, not the store's, and would
+    // otherwise time out every take it queued before the first statement could leave.
+    const batch: Batch = {
+      groups,
+      now,
+      deadline: 0,
+      timer: undefined,
+      done: false,
+      sent: false,
+      sendOnStart: false,
+    };
+    if (this.unstarted.length === 0) resolved.then(this.startClocks);
+    this.unstarted.push(batch);
+    return batch;
   }
 
   private batchOf(groups: Map<string, Group>, now: number, deadline: number): Batch {
-    const batch: Batch = { groups, now, deadline, timer: undefined, done: false, sent: false };
-    // The bound covers waiting for a slot and the statement itself.
-    batch.timer = setTimeout(() => this.expire(batch), Math.max(0, deadline - performance.now()));
-    batch.timer.unref?.();
+    const batch: Batch = {
+      groups,
+      now,
+      deadline,
+      timer: undefined,
+      done: false,
+      sent: false,
+      sendOnStart: false,
+    };
+    this.arm(batch);
     return batch;
+  }
+
+  /**
+   * Times `batch` out at its deadline. The bound covers waiting for a slot and the statement
+   * itself. The timer only schedules the check for after the poll phase, which reads the replies
+   * that have arrived: a statement the server answered in time is not timed out because the
+   * process was busy (a burst) meanwhile.
+   */
+  private arm(batch: Batch): void {
+    batch.timer = setTimeout(
+      () => setImmediate(() => this.expire(batch)),
+      Math.max(0, batch.deadline - performance.now()),
+    );
+    batch.timer.unref?.();
   }
 
   private send(batch: Batch): void {
     batch.sent = true;
     this.running++;
     this.runningRows += batch.groups.size;
+    if (batch.deadline === 0) batch.sendOnStart = true;
+    else this.sendStatement(batch);
+  }
+
+  /** Sends the statement of a batch holding an in-flight slot. */
+  private sendStatement(batch: Batch): void {
     const groups = batch.groups;
     let statement = this.statements.single;
     let values: unknown[];
@@ -416,7 +520,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
   /** `values` followed by what ends every take statement's: the application's now, the time left. */
   private framed(batch: Batch, values: unknown[]): unknown[] {
     if (this.context.timeSource === 'app') values.push(batch.now);
-    values.push(new TimeLeft(batch.deadline));
+    values.push(new TimeLeft(batch.deadline, this.context.timeoutMs));
     return values;
   }
 
@@ -514,12 +618,26 @@ export class PostgresRuleBuckets implements RuleBuckets {
   private expire(batch: Batch): void {
     if (batch.done) return;
     if (this.pending === batch) this.pending = undefined;
-    const error = timeoutError(this.context.timeoutMs);
+    const error = this.timeoutOf(batch);
     // A timed-out statement may still run; its slot is released so that the rule is not stuck
     // behind it. It cannot charge after its deadline (the statement checks it before answering
     // and rolls back), and the store's maxOutstanding bounds how many such statements wait.
     this.finish(batch);
     for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
+  }
+
+  /**
+   * The error of a batch whose time ran out: load (SLUICE_STORE_OVERLOADED) when the server
+   * answered a statement after the batch's clock started (it answers; these takes waited behind
+   * others in sluice's own queue), otherwise a timeout (it may be failing).
+   */
+  private timeoutOf(batch: Batch): SluiceError {
+    const { timeoutMs, replies } = this.context;
+    if (replies.lastReplyAt <= batch.deadline - timeoutMs) return timeoutError(timeoutMs);
+    return new SluiceError(
+      'SLUICE_STORE_OVERLOADED',
+      `PostgreSQL kept answering, but these takes waited in the store's queue longer than its timeout (${timeoutMs} ms): load, not a failure`,
+    );
   }
 
   /** Marks `batch` done, frees its slot and sends the waiting batch. False if already done. */

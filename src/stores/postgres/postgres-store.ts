@@ -80,6 +80,12 @@ export interface PostgresStoreOptions {
   maxOutstanding?: number;
 }
 
+/** Options of {@link PostgresStore.warm}. */
+export interface PostgresWarmOptions {
+  /** Connections to open and prepare. @default the pool's `max` when the client tells it, else 10 */
+  connections?: number;
+}
+
 /** Options of {@link PostgresStore.migrate}. */
 export interface PostgresMigrateOptions {
   /** See {@link PostgresMigrationOptions.unloggedTokenBuckets}. @default false */
@@ -133,9 +139,13 @@ export class PostgresStore implements Store, LeaseStore {
   readonly schema: string;
   /** Every call is bounded by this many ms (the `timeout` option); limiters add no timer of their own. */
   readonly timeoutMs: number;
+  /** Statements PostgreSQL answered so far, late ones included: a breaker's sign that it answers. */
+  get replies(): number {
+    return this.client.replies;
+  }
   /** Whose time decides (the `timeSource` option). */
   readonly timeSource: TimeSource;
-  private readonly client: PostgresClient;
+  private readonly client: BoundedClient;
   private readonly names: SchemaNames;
   private readonly users: UsersTableOptions | undefined;
   private readonly accounts: PostgresAccounts;
@@ -150,6 +160,8 @@ export class PostgresStore implements Store, LeaseStore {
   private readonly modules = new Map<PostgresRuleBuckets, AlgorithmModule>();
   private readonly leaseGroups = new Map<string, PostgresLeaseBuckets>();
   private leaseContext: LeaseContext | undefined;
+  /** The pool's size when the client tells it (`pg` and postgres.js do), for `warm()`. */
+  private readonly poolSize: number;
 
   constructor(options: PostgresStoreOptions) {
     // Before the key check, so that the former `clock` option is refused with its new spelling.
@@ -160,6 +172,7 @@ export class PostgresStore implements Store, LeaseStore {
     if (!Number.isSafeInteger(maxOutstanding) || maxOutstanding < 1)
       throw optionError('PostgresStore maxOutstanding', 'a positive whole number');
     this.client = new BoundedClient(toPostgresClient(options.client), maxOutstanding);
+    this.poolSize = poolSizeOf(options.client);
     this.names = schemaNames(schema);
     this.schema = schema;
     this.timeSource = timeSource;
@@ -192,6 +205,7 @@ export class PostgresStore implements Store, LeaseStore {
     this.timeoutMs = timeoutMs;
     this.context = {
       client: this.client,
+      replies: this.client,
       timeSource,
       timeoutMs,
       inFlight,
@@ -432,6 +446,26 @@ export class PostgresStore implements Store, LeaseStore {
     return zones;
   }
 
+  /**
+   * Warms the pool and the statements before the first decisions, charging nothing: for every
+   * rule bound so far, runs its take statements on `connections` connections at once (so the pool
+   * opens them, and each prepares the statements), each rolled back by its deadline check. Call
+   * it after binding the rules and before taking traffic (the server does, before it prints its
+   * address): cold connections and unprepared statements otherwise make the first decisions
+   * under load time out. Fails with the store's error when the schema is missing.
+   *
+   * @param options.connections how many connections to warm; @default the pool's `max` when the
+   *   client tells it (a `pg` Pool, a postgres.js instance), else 10
+   * @example await store.migrate(); const api = createLimiter({ ..., store }); await store.warm();
+   */
+  async warm(options: PostgresWarmOptions = {}): Promise<void> {
+    checkOptionKeys('PostgresStore warm', options, ['connections']);
+    const { connections = this.poolSize } = options;
+    if (!Number.isSafeInteger(connections) || connections < 1 || connections > 1000)
+      throw optionError('PostgresStore warm connections', 'a whole number from 1 to 1000');
+    for (const buckets of this.rules.values()) await buckets.warm(connections, Date.now());
+  }
+
   /** The store owns no connection: closing the client is the caller's business. */
   async close(): Promise<void> {}
 
@@ -453,4 +487,10 @@ export class PostgresStore implements Store, LeaseStore {
     }
     return buckets;
   }
+}
+
+/** A `pg` Pool's or a postgres.js instance's `max` connections, when it says; otherwise 10. */
+function poolSizeOf(client: unknown): number {
+  const max = (client as { options?: { max?: unknown } } | null)?.options?.max;
+  return typeof max === 'number' && Number.isSafeInteger(max) && max >= 1 && max <= 1000 ? max : 10;
 }

@@ -76,13 +76,22 @@ export const storeNow = `floor(extract(epoch FROM statement_timestamp()) * 1000)
 
 /**
  * The check every statement makes once its writes are done: true while the statement is within
- * its deadline (`statement_timestamp()` + the time left when it was sent, parameter `param`),
- * otherwise `before_deadline` raises query_canceled (57014) and the whole statement, its writes
- * included, rolls back. A take that waited on a row lock past its deadline, and was answered
- * with the failure policy, is never charged when the lock is released.
+ * its deadline (the time left when it was sent, parameter `param`, counted from the start of its
+ * transaction), otherwise `before_deadline` raises query_canceled (57014) and the whole
+ * statement, its writes included, rolls back. A take that waited on a lock past its deadline,
+ * and was answered with the failure policy, is never charged when the lock is released.
+ *
+ * The deadline counts from `transaction_timestamp()`, not `statement_timestamp()`: the server
+ * sets the statement's time again at each message of the extended protocol, and the lock a
+ * statement waits for is taken while its Bind (or Parse) message runs, so the Execute message
+ * after it would restart the clock once the lock is released: a take blocked for seconds
+ * behind a `LOCK TABLE` would then find its whole time still ahead and be charged, long after
+ * its caller was answered. The transaction's time is set by the first message and never moves
+ * (in an all-or-nothing transaction it is the BEGIN's, earlier still: the deadline can only come
+ * sooner).
  */
 export function beforeDeadline(schema: string, param: number): string {
-  return `${schema}.before_deadline(statement_timestamp() + $${param}::float8 * interval '1 millisecond')`;
+  return `${schema}.before_deadline(transaction_timestamp() + $${param}::float8 * interval '1 millisecond')`;
 }
 
 /** The statements of a rule whose algorithm's SQL is `sql`. */

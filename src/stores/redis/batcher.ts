@@ -206,6 +206,17 @@ export class Batcher {
   private stamped = 0;
   /** When the client last settled a call (a reply or an error): Redis is making progress. */
   private lastSettledAt = 0;
+  /**
+   * When Redis last replied (a script's result or a reply error; not a connection error): a call
+   * that times out after Redis replied to a later one waited in sluice's own queue or pipeline,
+   * behind a burst, while Redis kept answering. That is load (SLUICE_STORE_OVERLOADED), not a
+   * failure, and never admitted by `failure: 'open'`.
+   */
+  private lastReplyAt = 0;
+  /** Replies read from Redis, late ones included (see `Store.replies`). */
+  replies = 0;
+  /** When the clock of the latest call that timed out started (see `full`). */
+  private lastAbandonedStart = 0;
   /** Decisions (entries) queued or held by the client, against `maxPending`. */
   private pending = 0;
   /** Of those, decisions answered with a timeout whose call the client still holds. */
@@ -353,7 +364,9 @@ export class Batcher {
    */
   private full(): SluiceError {
     const { maxPending, timeoutMs } = this.settings;
-    if (this.abandoned > 0) {
+    // Held calls that timed out mean Redis is not answering, unless it has replied since the
+    // latest of them was sent: then they only waited behind a burst (load).
+    if (this.abandoned > 0 && this.lastReplyAt <= this.lastAbandonedStart) {
       return new SluiceError(
         'SLUICE_STORE_TIMEOUT',
         `Redis did not answer within ${timeoutMs} ms; ${this.abandoned} decisions of calls that timed out are still held by the client (maxPending ${maxPending})`,
@@ -455,7 +468,21 @@ export class Batcher {
   /** Times out a decision that was never sent. */
   private drop(request: Pending): void {
     this.pending -= request.size;
-    this.settle(request, timedOut(this.settings.timeoutMs));
+    const since = request.deadline !== 0 ? request.deadline - this.settings.timeoutMs : request.queuedAt;
+    this.settle(request, this.timeoutSince(since));
+  }
+
+  /**
+   * The error of a decision whose time, started at `since`, ran out: load when Redis replied to
+   * something since (it answers, this decision only waited behind others), else a timeout.
+   */
+  private timeoutSince(since: number): SluiceError {
+    const { timeoutMs } = this.settings;
+    if (this.lastReplyAt <= since) return timedOut(timeoutMs);
+    return new SluiceError(
+      'SLUICE_STORE_OVERLOADED',
+      `Redis kept answering, but this decision waited in the store's queue or pipeline longer than its timeout (${timeoutMs} ms): load, not a failure`,
+    );
   }
 
   /**
@@ -721,10 +748,16 @@ export class Batcher {
     }
     reply.then(
       (value) => {
+        this.lastReplyAt = performance.now();
+        this.replies++;
         this.release(batch);
         this.receive(batch, value);
       },
       (error: unknown) => {
+        if (redisErrorCode(error) !== undefined) {
+          this.lastReplyAt = performance.now();
+          this.replies++;
+        }
         // The server lost its scripts (restart, failover, SCRIPT FLUSH): send the source, which
         // also loads it again for the next EVALSHA. The call stays in flight meanwhile.
         if (!fallback && !batch.done && redisErrorCode(error) === 'NOSCRIPT') {
@@ -756,7 +789,10 @@ export class Batcher {
   private expire(batch: Batch): void {
     if (!this.finish(batch)) return;
     this.abandoned += batch.size;
-    const error = timedOut(this.settings.timeoutMs);
+    // The batch's clock started at the earliest deadline less the timeout (or earlier).
+    const start = batch.deadline - this.settings.timeoutMs;
+    if (start > this.lastAbandonedStart) this.lastAbandonedStart = start;
+    const error = this.timeoutSince(start);
     for (const request of batch.requests) this.settle(request, error);
   }
 
@@ -777,7 +813,7 @@ export class Batcher {
       const now = performance.now();
       for (const request of requests) {
         if (!request.retried && request.deadline > now) this.retry(request);
-        else this.settle(request, timedOut(this.settings.timeoutMs));
+        else this.settle(request, this.timeoutSince(request.deadline - this.settings.timeoutMs));
       }
       return;
     }

@@ -108,6 +108,10 @@ export class RedisStore implements Store, LeaseStore {
   readonly timeSource: TimeSource;
   /** The timeout of every call, in ms. */
   readonly timeoutMs: number;
+  /** Replies read from Redis so far, late ones included: a breaker's sign that Redis answers. */
+  get replies(): number {
+    return this.batcher.replies;
+  }
   /** @internal */
   readonly client: RedisClient;
   /** @internal */
