@@ -12,6 +12,9 @@ import { isForwarded, type Gateway } from './gateway.js';
 import { json, problem, readJsonOrRefuse, send, unexpected } from './http-io.js';
 import { openApiDocument } from './openapi.js';
 import { normalizePath, pathOf } from '../../http/path.js';
+import { illFormedStrings } from './well-formed.js';
+
+const LONE_SURROGATE = 'holds a lone surrogate (not well-formed UTF-16)';
 
 /** The policy being served, with what the server needs besides: its tokens' check and its store's health. */
 export interface ServedPolicy {
@@ -150,6 +153,9 @@ async function handle(
     if (read === undefined) return;
     const { body } = read;
     if (!route.validate(body)) return send(res, invalid(bodyErrors(route.validate.errors)));
+    const illFormed = illFormedStrings(body);
+    if (illFormed.length > 0)
+      return send(res, invalid(illFormed.map((at) => ({ path: at, message: LONE_SURROGATE }))));
     const unknown = unknownRules(served.compiled, body as ForgetBatch);
     if (unknown.length > 0) return send(res, invalid(unknown));
     return send(res, json(200, await route.run(served.compiled, body as Batch)));
