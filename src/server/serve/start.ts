@@ -93,6 +93,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     await echo?.close();
     throw error;
   }
+  // Before the address is printed: a client that waits for it may send its first load at once.
+  await opened.warm?.(live.current().compiled);
   let envoy: RunningEnvoy | undefined;
   const wantsEnvoy =
     policy.envoy !== undefined || options.envoyConfig !== undefined || options.grpcPort !== undefined;
