@@ -109,6 +109,11 @@ export function createProgram(
       '--echo-upstream',
       "also run a built-in echo application at the policy's upstream (an http:// URL on loopback), to try gateway mode",
     )
+    .option(
+      '--allowed-host <name>',
+      "a host name (as clients' Host header names this server) answered without auth tokens besides loopback and the policy's hosts (repeat it)",
+      hostArgument,
+    )
     .option('--no-watch', 'reload on SIGHUP only, not when the policy file changes')
     .option(
       '--grpc-port <port>',
@@ -128,6 +133,7 @@ export function createProgram(
         watch: boolean;
         grpcPort?: number;
         envoyConfig?: string;
+        allowedHost?: string[];
       }) => {
         // Listened for from the start: SIGHUP's default would end the process. One that comes
         // while the server starts reloads once it listens.
@@ -219,6 +225,13 @@ export function reportPolicyError(error: unknown, io: Pick<CliIo, 'err'>): void 
   if (error instanceof PolicyError) io.err(`${error.format()}\n`);
   else if (isSluiceError(error)) io.err(`${error.message}\n`);
   else throw error;
+}
+
+/** A host name from the command line, added to those given so far. */
+export function hostArgument(value: string, given: string[] = []): string[] {
+  if (!/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\.?$/.test(value))
+    throw new InvalidArgumentError('a host name, as sluice.internal (no port, no scheme)');
+  return [...given, value];
 }
 
 /** A TCP port from the command line. */

@@ -7,6 +7,7 @@ import { PolicyError } from '../policy/errors.js';
 import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
 import type { RuleModel } from '../policy/model.js';
 import { authorizer } from './auth.js';
+import { siteGuard } from './site-guard.js';
 import { errorFields, limiterLogger, logPolicyIssues, type ServerLog } from './log.js';
 import type { ServerMetrics } from './metrics.js';
 import type { PolicyHolder, ServedPolicy } from './server.js';
@@ -220,6 +221,10 @@ export class LivePolicy implements PolicyHolder {
     const served: ServedPolicy = {
       compiled,
       authorize: authorizer(loaded.policy.tokens),
+      site: siteGuard(loaded.policy.tokens.length > 0, [
+        ...loaded.policy.hosts,
+        ...(this.options.allowedHosts ?? []),
+      ]),
       storeType: opened.type,
       ready: opened.ready,
       ...(loaded.envoy === undefined ? {} : { envoy: loaded.envoy }),
@@ -270,6 +275,8 @@ export interface LivePolicyOptions {
   tokensRequired: boolean;
   /** A directory of envoyproxy/ratelimit files (`--envoy-config`), read again at each reload. */
   envoyConfig?: string;
+  /** Host names answered without tokens besides loopback and the policy's `hosts` (`--allowed-host`). */
+  allowedHosts?: readonly string[];
 }
 
 /** What a rule's limiters are made of: equal, they can be kept as they are. */

@@ -37,6 +37,11 @@ export interface ServeOptions {
   envoyConfig?: string;
   /** The clock of Envoy's rate limit service (a test's). @default Date.now */
   envoyClock?: Clock;
+  /**
+   * Host names (as in a Host header, without port) the server answers without tokens besides
+   * loopback and the policy's `hosts`. @default []
+   */
+  allowedHost?: readonly string[];
 }
 
 /** A running server: its address, and how to stop it (in-flight requests finish first). */
@@ -84,6 +89,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         metrics,
         tokensRequired: !isLoopbackHost(options.host),
         envoyConfig: options.envoyConfig,
+        allowedHosts: options.allowedHost ?? [],
       },
       loaded,
       text,
