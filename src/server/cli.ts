@@ -158,7 +158,9 @@ export function createProgram(
         } catch (error) {
           process.off('SIGHUP', reload);
           if (error instanceof StartError) io.err(`${error.message}\n`);
-          else reportPolicyError(error, io);
+          else if (isSluiceError(error)) reportPolicyError(error, io);
+          // A driver's error may quote what it was given (a URL with its password): by its code only.
+          else io.err(`sluice serve: the server could not start (${errorCode(error)})\n`);
           setExitCode(1);
         }
       },
@@ -225,6 +227,12 @@ export function reportPolicyError(error: unknown, io: Pick<CliIo, 'err'>): void 
   if (error instanceof PolicyError) io.err(`${error.format()}\n`);
   else if (isSluiceError(error)) io.err(`${error.message}\n`);
   else throw error;
+}
+
+/** The code of an error that is not sluice's, never its message; "error" without one. */
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'error';
 }
 
 /** A host name from the command line, added to those given so far. */
