@@ -7,6 +7,7 @@ import { PolicyError } from '../policy/errors.js';
 import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
 import type { RuleModel } from '../policy/model.js';
 import { authorizer } from './auth.js';
+import { AuthThrottle } from './auth-throttle.js';
 import { siteGuard } from './site-guard.js';
 import { errorFields, limiterLogger, logPolicyIssues, type ServerLog } from './log.js';
 import type { ServerMetrics } from './metrics.js';
@@ -47,6 +48,8 @@ interface Retired {
 export class LivePolicy implements PolicyHolder {
   private generation: Generation;
   private readonly retired: Retired[] = [];
+  /** Failed authentications by peer, kept across reloads (a reload must not forgive guesses). */
+  private readonly throttle = new AuthThrottle();
   private reloading: Promise<boolean> = Promise.resolve(true);
   private watcher: FSWatcher | undefined;
   private settle: NodeJS.Timeout | undefined;
@@ -220,7 +223,7 @@ export class LivePolicy implements PolicyHolder {
     });
     const served: ServedPolicy = {
       compiled,
-      authorize: authorizer(loaded.policy.tokens),
+      authorize: authorizer(loaded.policy.tokens, this.throttle),
       site: siteGuard(loaded.policy.tokens.length > 0, [
         ...loaded.policy.hosts,
         ...(this.options.allowedHosts ?? []),
