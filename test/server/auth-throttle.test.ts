@@ -97,4 +97,28 @@ describe('sluice serve: guesses at its tokens', () => {
     // Another address is not held up.
     assert.equal((await decide(sluice.url, TOKEN, '127.0.0.2')).status, 200);
   });
+
+  it("the dashboard's login form counts against the same limit", async () => {
+    const login = (token: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          `${sluice.url}/dashboard/login`,
+          {
+            method: 'POST',
+            localAddress: '127.0.0.3',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode!));
+          },
+        );
+        req.on('error', reject);
+        req.end(`token=${encodeURIComponent(token)}`);
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push(await login(`guess-${i}-0123456789abcdef`));
+    assert.deepEqual(statuses, [...Array(10).fill(401), 429, 429]);
+    assert.equal((await decide(sluice.url, TOKEN, '127.0.0.3')).status, 429);
+  });
 });

@@ -131,9 +131,23 @@ export class Dashboard {
     const form = await readForm(req);
     const { tokens } = served.compiled.policy;
     if (tokens.length === 0) return redirect(res, []);
+    // The form is a way to guess tokens too: the API's limit on failed tries holds here as well.
+    const peer = req.socket.remoteAddress ?? '';
+    const waitMs = served.throttle?.waitMs(peer) ?? 0;
+    if (waitMs > 0) {
+      const response = problem(
+        429,
+        'too_many_failed_attempts',
+        'Too Many Requests',
+        'Too many requests from this address failed authentication; try again after Retry-After seconds.',
+      );
+      response.headers['Retry-After'] = String(Math.ceil(waitMs / 1000));
+      return send(res, response);
+    }
     const token = form?.get('token') ?? '';
     const session = token === '' ? undefined : this.access.sessionFor(token, tokens);
     if (session === undefined) {
+      served.throttle?.failed(peer);
       if (form === undefined) res.setHeader('Connection', 'close');
       return send(res, {
         status: 401,

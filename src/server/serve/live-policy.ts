@@ -224,6 +224,7 @@ export class LivePolicy implements PolicyHolder {
     const served: ServedPolicy = {
       compiled,
       authorize: authorizer(loaded.policy.tokens, this.throttle),
+      throttle: this.throttle,
       site: siteGuard(loaded.policy.tokens.length > 0, [
         ...loaded.policy.hosts,
         ...(this.options.allowedHosts ?? []),

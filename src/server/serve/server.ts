@@ -13,6 +13,7 @@ import { json, problem, readJsonOrRefuse, send, unexpected } from './http-io.js'
 import { openApiDocument } from './openapi.js';
 import { normalizePath, pathOf } from '../../http/path.js';
 import { illFormedStrings } from './well-formed.js';
+import type { AuthThrottle } from './auth-throttle.js';
 
 const LONE_SURROGATE = 'holds a lone surrogate (not well-formed UTF-16)';
 
@@ -27,6 +28,8 @@ export interface ServedPolicy {
    * to a state-changing route) to answer. See siteGuard.
    */
   site?(req: IncomingMessage, path: string): HttpResponse | undefined;
+  /** Failed authentications by peer (the dashboard's login form counts its own there too). */
+  readonly throttle?: AuthThrottle;
   /** The store's kind, for /readyz. */
   readonly storeType: string;
   /** True when the store answers. */
