@@ -93,4 +93,27 @@ describe('sluice serve: lone surrogates', () => {
     const reply = await sluice.post('/v1/decisions', { items: [{ rule: 'api', key: 'smile\ud83d\ude00' }] });
     assert.deepEqual([reply.status, reply.body.results[0].status], [200, 200]);
   });
+
+  it('a body that is not UTF-8 is refused with 400: its bytes would all read as U+FFFD', async () => {
+    const raw = (bytes: number[]) =>
+      fetch(`${sluice.url}/v1/decisions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.concat([
+          Buffer.from('{"items":[{"rule":"api","key":"raw'),
+          Buffer.from(bytes),
+          Buffer.from('"}]}'),
+        ]),
+      }).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as { code?: string; detail?: string },
+      }));
+    for (const bytes of [[0xff], [0xed, 0xa0, 0x80], [0xc3]]) {
+      const reply = await raw(bytes);
+      assert.deepEqual(
+        [reply.status, reply.body.code, reply.body.detail],
+        [400, 'invalid_request', 'The body is not UTF-8.'],
+      );
+    }
+  });
 });
