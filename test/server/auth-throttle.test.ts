@@ -7,6 +7,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { authorizer } from '../../src/server/serve/auth.js';
 import { AuthThrottle } from '../../src/server/serve/auth-throttle.js';
 import { startSluice, type RunningSluice } from './serve-support.js';
 
@@ -42,6 +44,27 @@ describe('AuthThrottle', () => {
     // The most recent failures are the ones kept.
     throttle.failed('peer-999');
     assert.ok(throttle.waitMs('peer-999') > 0);
+  });
+});
+
+describe('authorizer: failed tries by peer', () => {
+  const from = (remoteAddress: string, token: string) =>
+    ({
+      headers: { authorization: `Bearer ${token}` },
+      socket: { remoteAddress },
+    }) as unknown as IncomingMessage;
+
+  it('counts an IPv6 peer by its /64: rotating through it buys no fresh tries', () => {
+    const authorize = authorizer(
+      [{ token: 'right-token-0123456789', scopes: ['decide'] }],
+      new AuthThrottle(),
+    );
+    const statuses: number[] = [];
+    for (let i = 1; i <= 12; i++)
+      statuses.push(authorize(from(`2001:db8:1:2::${i.toString(16)}`, `guess-${i}`), 'decide')!.status);
+    assert.deepEqual(statuses, [...Array(10).fill(401), 429, 429]);
+    assert.equal(authorize(from('2001:db8:1:3::1', 'right-token-0123456789'), 'decide'), undefined);
+    assert.equal(authorize(from('2001:db8:1:2:ffff::1', 'right-token-0123456789'), 'decide')!.status, 429);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ChannelTap, ServerMetrics } from '../serve/metrics.js';
+import { peerOf } from '../serve/auth.js';
 import { json, problem, readJsonOrRefuse, send } from '../serve/http-io.js';
 import type { PolicyHolder, ServedPolicy } from '../serve/server.js';
 import { DashboardAccess, SESSION_COOKIE } from './access.js';
@@ -132,7 +133,7 @@ export class Dashboard {
     const { tokens } = served.compiled.policy;
     if (tokens.length === 0) return redirect(res, []);
     // The form is a way to guess tokens too: the API's limit on failed tries holds here as well.
-    const peer = req.socket.remoteAddress ?? '';
+    const peer = peerOf(req);
     const waitMs = served.throttle?.waitMs(peer) ?? 0;
     if (waitMs > 0) {
       const response = problem(

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { HttpResponse } from '../../http/problem.js';
 import type { ScopeName, TokenModel } from '../policy/model.js';
+import { ipKey } from '../../keys/ip-prefix.js';
 import { AuthThrottle } from './auth-throttle.js';
 import { problem } from './http-io.js';
 
@@ -18,8 +19,7 @@ export function authorizer(
   const known = tokens.map((t) => ({ digest: digest(t.token), scopes: new Set(t.scopes) }));
   return (req, scope) => {
     if (known.length === 0) return undefined;
-    // The peer as TCP sees it: a guesser chooses its headers, not its address.
-    const peer = req.socket.remoteAddress ?? '';
+    const peer = peerOf(req);
     const waitMs = throttle.waitMs(peer);
     if (waitMs > 0) return tooManyFailures(waitMs);
     const header = req.headers.authorization;
@@ -36,6 +36,19 @@ export function authorizer(
       return problem(403, 'insufficient_scope', 'Forbidden', `This token does not hold the ${scope} scope.`);
     return undefined;
   };
+}
+
+/**
+ * The peer as TCP sees it (a guesser chooses its headers, not its address), keyed as the
+ * library keys clients: an IPv6 peer by its /64, which one subscriber holds whole, so that
+ * rotating through it does not buy fresh tries.
+ */
+export function peerOf(req: IncomingMessage): string {
+  try {
+    return ipKey(req.socket.remoteAddress);
+  } catch {
+    return '';
+  }
 }
 
 /** The answer to a peer that failed authentication too often: 429, with when it may try again. */
