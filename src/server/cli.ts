@@ -109,6 +109,11 @@ export function createProgram(
       '--echo-upstream',
       "also run a built-in echo application at the policy's upstream (an http:// URL on loopback), to try gateway mode",
     )
+    .option(
+      '--allowed-host <name>',
+      "a host name (as clients' Host header names this server) answered without auth tokens besides loopback and the policy's hosts (repeat it)",
+      hostArgument,
+    )
     .option('--no-watch', 'reload on SIGHUP only, not when the policy file changes')
     .option(
       '--grpc-port <port>',
@@ -128,6 +133,7 @@ export function createProgram(
         watch: boolean;
         grpcPort?: number;
         envoyConfig?: string;
+        allowedHost?: string[];
       }) => {
         // Listened for from the start: SIGHUP's default would end the process. One that comes
         // while the server starts reloads once it listens.
@@ -153,7 +159,9 @@ export function createProgram(
         } catch (error) {
           process.off('SIGHUP', reload);
           if (error instanceof StartError) io.err(`${error.message}\n`);
-          else reportPolicyError(error, io);
+          else if (isSluiceError(error)) reportPolicyError(error, io);
+          // A driver's error may quote what it was given (a URL with its password): by its code only.
+          else io.err(`sluice serve: the server could not start (${errorCode(error)})\n`);
           setExitCode(1);
         }
       },
@@ -220,6 +228,19 @@ export function reportPolicyError(error: unknown, io: Pick<CliIo, 'err'>): void 
   if (error instanceof PolicyError) io.err(`${error.format()}\n`);
   else if (isSluiceError(error)) io.err(`${error.message}\n`);
   else throw error;
+}
+
+/** The code of an error that is not sluice's, never its message; "error" without one. */
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'error';
+}
+
+/** A host name from the command line, added to those given so far. */
+export function hostArgument(value: string, given: string[] = []): string[] {
+  if (!/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\.?$/.test(value))
+    throw new InvalidArgumentError('a host name, as sluice.internal (no port, no scheme)');
+  return [...given, value];
 }
 
 /** A TCP port from the command line. */

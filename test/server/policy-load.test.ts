@@ -34,6 +34,7 @@ describe('policy loading', () => {
       clients: { trustedProxies: ['loopback'], proxyHeader: 'x-forwarded-for', ipv6Prefix: 64, secrets: [] },
       defaults: { failure: 'closed', headers: 'draft', mode: 'enforce' },
       tokens: [],
+      hosts: [],
       rules: [
         {
           ...enforced,

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ChannelTap, ServerMetrics } from '../serve/metrics.js';
+import { peerOf } from '../serve/auth.js';
 import { json, problem, readJsonOrRefuse, send } from '../serve/http-io.js';
 import type { PolicyHolder, ServedPolicy } from '../serve/server.js';
 import { DashboardAccess, SESSION_COOKIE } from './access.js';
@@ -131,9 +132,23 @@ export class Dashboard {
     const form = await readForm(req);
     const { tokens } = served.compiled.policy;
     if (tokens.length === 0) return redirect(res, []);
+    // The form is a way to guess tokens too: the API's limit on failed tries holds here as well.
+    const peer = peerOf(req);
+    const waitMs = served.throttle?.waitMs(peer) ?? 0;
+    if (waitMs > 0) {
+      const response = problem(
+        429,
+        'too_many_failed_attempts',
+        'Too Many Requests',
+        'Too many requests from this address failed authentication; try again after Retry-After seconds.',
+      );
+      response.headers['Retry-After'] = String(Math.ceil(waitMs / 1000));
+      return send(res, response);
+    }
     const token = form?.get('token') ?? '';
     const session = token === '' ? undefined : this.access.sessionFor(token, tokens);
     if (session === undefined) {
+      served.throttle?.failed(peer);
       if (form === undefined) res.setHeader('Connection', 'close');
       return send(res, {
         status: 401,

@@ -157,6 +157,8 @@ export interface PolicyFile {
   clients?: ClientsFile;
   defaults?: DefaultsFile;
   auth?: AuthFile;
+  /** Host names answered without tokens besides loopback. */
+  hosts?: string[];
   /** Gateway mode: where admitted requests are forwarded. */
   upstream?: string;
   /** Envoy's rate limit service over gRPC. */
@@ -178,6 +180,7 @@ export const fileFields = {
     clients: true,
     defaults: true,
     auth: true,
+    hosts: true,
     upstream: true,
     envoy: true,
     rules: true,

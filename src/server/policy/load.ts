@@ -107,6 +107,8 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
     issues.push(
       issue(['upstream'], 'must be a URL whose host and port can be reached (a port is at most 65535)'),
     );
+  const storeUrl = storeUrlProblem(policyFile.store);
+  if (storeUrl !== undefined) issues.push(issue(['store', 'url'], storeUrl));
   if (issues.length > 0) throw new PolicyError(file, issues);
   const policy = normalizePolicy(policyFile);
   const envoy =
@@ -209,9 +211,64 @@ function printable(policy: Policy, expanded: Map<Scalar, Expansion>): Policy {
   return copy as unknown as Policy;
 }
 
-/** A URL with its password (if written in the file) replaced. */
-function withoutPassword(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, `$1${hidden}@`);
+/**
+ * A store URL with every credential replaced: the password of its user part, up to the last `@`
+ * (a password may hold a `/`, `:` or `@` its writer did not percent-encode), and the query from
+ * the first parameter that may carry one (`?password=`, `sslpassword`, `sslkey`, `token`…) on.
+ */
+export function withoutPassword(url: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
+  // No scheme: the text as written in the file, `${NAME}`, whose value is never shown.
+  if (scheme === null) return url;
+  let rest = url.slice(scheme[0].length);
+  const at = rest.lastIndexOf('@');
+  // A `?` before the last `@`: a password holding `?`, or a query holding `@`; all is hidden.
+  if (at >= 0 && rest.indexOf('?') >= 0 && rest.indexOf('?') < at) return scheme[0] + hidden;
+  if (at >= 0) {
+    const user = rest.slice(0, at);
+    const colon = user.indexOf(':');
+    rest = `${colon < 0 ? user : `${user.slice(0, colon + 1)}${hidden}`}@${rest.slice(at + 1)}`;
+  }
+  const query = rest.indexOf('?');
+  if (query >= 0) {
+    // From the first parameter that may carry a credential on, all is hidden: its value may
+    // hold an `&` its writer did not percent-encode, which would look like the next parameter.
+    const pairs = rest.slice(query + 1).split('&');
+    const first = pairs.findIndex((pair) => credentialParameter.test(pair.split('=', 1)[0]!));
+    if (first >= 0)
+      rest = `${rest.slice(0, query + 1)}${[...pairs.slice(0, first), `${pairs[first]!.split('=', 1)[0]}=${hidden}`].join('&')}`;
+  }
+  return scheme[0] + rest;
+}
+
+/** Query parameters of a store URL that may carry a credential. */
+const credentialParameter = /pass|secret|token|key|auth|cred/i;
+
+/** The schemes each store's driver reads. */
+const storeSchemes: Record<string, readonly string[]> = {
+  redis: ['redis:', 'rediss:'],
+  postgres: ['postgres:', 'postgresql:'],
+};
+
+/**
+ * What is wrong with a shared store's URL, checked here so that a typo is a policy error naming
+ * `store.url` (never its text: it may hold a password) instead of the driver's exception, which
+ * quotes the whole URL.
+ */
+function storeUrlProblem(store: PolicyFile['store']): string | undefined {
+  if (store === undefined || store.type === 'memory') return undefined;
+  const schemes = storeSchemes[store.type]!;
+  const expected = `must be a ${schemes.map((s) => `${s}//`).join(' or ')} URL`;
+  if (/\s/.test(store.url)) return `${expected} without spaces (percent-encode them in a password)`;
+  let url: URL;
+  try {
+    url = new URL(store.url);
+  } catch {
+    return `${expected} that can be read: a host, a port of at most 65535, brackets around an IPv6 address, reserved characters of a password percent-encoded`;
+  }
+  if (!schemes.includes(url.protocol)) return expected;
+  if (store.type === 'redis' && url.hostname === '') return `${expected} with a host`;
+  return undefined;
 }
 
 export type { Document };

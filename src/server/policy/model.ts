@@ -72,6 +72,11 @@ export interface Policy {
   };
   /** Bearer tokens; empty when the file has no `auth` (the server then serves loopback only). */
   readonly tokens: readonly TokenModel[];
+  /**
+   * Host names the server answers without tokens besides loopback (a page elsewhere could
+   * otherwise point its own name at this machine); empty by default.
+   */
+  readonly hosts: readonly string[];
   /** Gateway mode's upstream URL; undefined when the server answers decisions only. */
   readonly upstream: string | undefined;
   /** Envoy's rate limit service; undefined when the file has no `envoy`. */

@@ -36,6 +36,7 @@ export function normalizePolicy(file: PolicyFile): Policy {
     },
     defaults,
     tokens: file.auth?.tokens ?? [],
+    hosts: file.hosts ?? [],
     upstream: file.upstream,
     envoy:
       file.envoy === undefined

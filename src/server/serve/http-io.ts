@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorResponse, type HttpResponse } from '../../http/problem.js';
 import { MAX_BODY_BYTES, MAX_DRAINED_BYTES } from './limits.js';
@@ -114,9 +115,15 @@ export function readBody(req: IncomingMessage): Promise<string> {
     };
     req.on('data', onData);
     req.once('end', () => {
-      if (size > MAX_BODY_BYTES) reject(new BodyError(tooLarge(), false));
-      else
-        resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+      if (size > MAX_BODY_BYTES) return reject(new BodyError(tooLarge(), false));
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      // Bytes that are not UTF-8 would be read as U+FFFD: two keys differing only there would
+      // become one key, and share a bucket.
+      if (!isUtf8(body))
+        return reject(
+          new BodyError(problem(400, 'invalid_request', 'Bad Request', 'The body is not UTF-8.'), false),
+        );
+      resolve(body.toString('utf8'));
     });
     req.once('error', reject);
     // A client that left mid-body: nothing will come, and nobody waits for the answer.

@@ -8,6 +8,8 @@ import { PolicyError } from '../policy/errors.js';
 import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
 import type { RuleModel } from '../policy/model.js';
 import { authorizer } from './auth.js';
+import { AuthThrottle } from './auth-throttle.js';
+import { siteGuard } from './site-guard.js';
 import { errorFields, limiterLogger, logPolicyIssues, type ServerLog } from './log.js';
 import type { ServerMetrics } from './metrics.js';
 import type { PolicyHolder, ServedPolicy } from './server.js';
@@ -47,6 +49,8 @@ interface Retired {
 export class LivePolicy implements PolicyHolder {
   private generation: Generation;
   private readonly retired: Retired[] = [];
+  /** Failed authentications by peer, kept across reloads (a reload must not forgive guesses). */
+  private readonly throttle = new AuthThrottle();
   private reloading: Promise<boolean> = Promise.resolve(true);
   private watcher: FSWatcher | undefined;
   private settle: NodeJS.Timeout | undefined;
@@ -221,7 +225,12 @@ export class LivePolicy implements PolicyHolder {
     });
     const served: ServedPolicy = {
       compiled,
-      authorize: authorizer(loaded.policy.tokens),
+      authorize: authorizer(loaded.policy.tokens, this.throttle),
+      throttle: this.throttle,
+      site: siteGuard(loaded.policy.tokens.length > 0, [
+        ...loaded.policy.hosts,
+        ...(this.options.allowedHosts ?? []),
+      ]),
       storeType: opened.type,
       ready: opened.ready,
       ...(loaded.envoy === undefined ? {} : { envoy: loaded.envoy }),
@@ -274,6 +283,8 @@ export interface LivePolicyOptions {
   envoyConfig?: string;
   /** The clock of the policy's limiters (a test's). @default Date.now */
   clock?: Clock;
+  /** Host names answered without tokens besides loopback and the policy's `hosts` (`--allowed-host`). */
+  allowedHosts?: readonly string[];
 }
 
 /** What a rule's limiters are made of: equal, they can be kept as they are. */

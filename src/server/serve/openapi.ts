@@ -249,7 +249,15 @@ const json = (description: string, schema: string) => ({
 const errors = {
   '400': problem('The body is not JSON of the documented shape, or names a rule the policy has not.'),
   '401': problem('No token, or one the policy does not hold (only when the policy has tokens).'),
-  '403': problem('The token lacks the scope.'),
+  '403': problem(
+    'The token lacks the scope (insufficient_scope), or a browser on another site or origin asks to reset or forget (cross_site_request).',
+  ),
+  '421': problem(
+    'Without tokens, a Host that is neither loopback nor named by hosts or --allowed-host (misdirected_request).',
+  ),
+  '429': problem(
+    'This address failed authentication too often; try again after Retry-After seconds (too_many_failed_attempts).',
+  ),
   '413': problem('The body is larger than 1 MiB.'),
   '415': problem('The body is not application/json.'),
 };

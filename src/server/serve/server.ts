@@ -12,12 +12,24 @@ import { isForwarded, type Gateway } from './gateway.js';
 import { json, problem, readJsonOrRefuse, send, unexpected } from './http-io.js';
 import { openApiDocument } from './openapi.js';
 import { normalizePath, pathOf } from '../../http/path.js';
+import { illFormedStrings } from './well-formed.js';
+import type { AuthThrottle } from './auth-throttle.js';
+
+const LONE_SURROGATE = 'holds a lone surrogate (not well-formed UTF-16)';
 
 /** The policy being served, with what the server needs besides: its tokens' check and its store's health. */
 export interface ServedPolicy {
   readonly compiled: CompiledPolicy;
   /** undefined when the request may go on, else the 401 or 403 to answer. */
   authorize(req: IncomingMessage, scope: ScopeName): HttpResponse | undefined;
+  /**
+   * undefined when a request to the server's own routes (not the gateway's) may go on, else the
+   * 421 (a Host the server does not answer without tokens) or 403 (a cross-site browser request
+   * to a state-changing route) to answer. See siteGuard.
+   */
+  site?(req: IncomingMessage, path: string): HttpResponse | undefined;
+  /** Failed authentications by peer (the dashboard's login form counts its own there too). */
+  readonly throttle?: AuthThrottle;
   /** The store's kind, for /readyz. */
   readonly storeType: string;
   /** True when the store answers. */
@@ -102,12 +114,19 @@ export function createDecisionServer(
     const served = holder.current();
     const release = holder.hold?.(served);
     const own = routes?.[(req.url ?? '/').split('?')[0]!];
-    const work =
-      own !== undefined
-        ? own(req, res)
-        : gateway !== undefined && isForwarded(served.compiled, req.url)
-          ? gateway.web(served.compiled, req, res)
-          : handle(holder, served, req, res, dashboard);
+    let work: Promise<void>;
+    if (own === undefined && gateway !== undefined && isForwarded(served.compiled, req.url))
+      work = gateway.web(served.compiled, req, res);
+    else {
+      // The path in the one spelling the gateway tells its own paths by, so both agree on them.
+      const path = normalizePath(pathOf(req.url));
+      const refused = served.site?.(req, path);
+      if (refused !== undefined) {
+        req.resume();
+        send(res, refused);
+        work = Promise.resolve();
+      } else work = own !== undefined ? own(req, res) : handle(holder, served, req, res, dashboard, path);
+    }
     // One reaction for both ends (a catch and a finally would add two promises per request).
     work.then(release, (error: unknown) => {
       try {
@@ -137,9 +156,8 @@ async function handle(
   req: IncomingMessage,
   res: ServerResponse,
   dashboard: Dashboard | undefined,
+  path: string,
 ): Promise<void> {
-  // The path in the one spelling the gateway tells its own paths by, so both agree on them.
-  const path = normalizePath(pathOf(req.url));
   if (dashboard !== undefined && isDashboardPath(path)) return dashboard.handle(req, res, served, path);
   const route = routes[path];
   if (route !== undefined) {
@@ -150,6 +168,9 @@ async function handle(
     if (read === undefined) return;
     const { body } = read;
     if (!route.validate(body)) return send(res, invalid(bodyErrors(route.validate.errors)));
+    const illFormed = illFormedStrings(body);
+    if (illFormed.length > 0)
+      return send(res, invalid(illFormed.map((at) => ({ path: at, message: LONE_SURROGATE }))));
     const unknown = unknownRules(served.compiled, body as ForgetBatch);
     if (unknown.length > 0) return send(res, invalid(unknown));
     return send(res, json(200, await route.run(served.compiled, body as Batch)));

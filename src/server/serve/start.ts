@@ -39,6 +39,11 @@ export interface ServeOptions {
   envoyClock?: Clock;
   /** The clock of the policy's limiters (a test's). @default Date.now */
   clock?: Clock;
+  /**
+   * Host names (as in a Host header, without port) the server answers without tokens besides
+   * loopback and the policy's `hosts`. @default []
+   */
+  allowedHost?: readonly string[];
 }
 
 /** A running server: its address, and how to stop it (in-flight requests finish first). */
@@ -87,6 +92,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         tokensRequired: !isLoopbackHost(options.host),
         envoyConfig: options.envoyConfig,
         ...(options.clock === undefined ? {} : { clock: options.clock }),
+        allowedHosts: options.allowedHost ?? [],
       },
       loaded,
       text,
@@ -96,6 +102,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     await echo?.close();
     throw error;
   }
+  // Before the address is printed: a client that waits for it may send its first load at once.
+  await opened.warm?.(live.current().compiled);
   let envoy: RunningEnvoy | undefined;
   const wantsEnvoy =
     policy.envoy !== undefined || options.envoyConfig !== undefined || options.grpcPort !== undefined;

@@ -3,8 +3,11 @@ import type * as pg from 'pg';
 import type { Duration } from '../../core/duration.js';
 import type { Store } from '../../store.js';
 import { MemoryStore } from '../../stores/memory.js';
+import type { CompiledPolicy } from '../policy/compile.js';
 import type { StoreFile } from '../policy/model.js';
+import { cachedReadiness, within } from './readiness.js';
 import { StartError } from './start-error.js';
+import { warmPostgres } from './warm.js';
 
 /** A store opened from the policy, with its health check and its end. */
 export interface OpenedStore {
@@ -16,15 +19,27 @@ export interface OpenedStore {
    * shared store a limit of the same name finds the same buckets; in memory it starts afresh.
    */
   view(): Store;
-  /** True when the store answers now (for /readyz). */
+  /**
+   * True when the store answers within the decisions' deadline (for /readyz): asked at most
+   * once per interval, on a connection no decision waits for.
+   */
   ready(): Promise<boolean>;
+  /**
+   * Opens the decisions' connections and prepares their statements before the server says
+   * where it listens, so that its first decisions under load do not wait for them.
+   */
+  warm?(compiled: CompiledPolicy): Promise<void>;
   close(): Promise<void>;
 }
 
-/** How long /readyz waits for the store before it says "unavailable". */
-const READY_TIMEOUT_MS = 1000;
 /** How long the start waits for a shared store's first connection (the pool's connection timeout). */
 const FIRST_CONNECTION_MS = 2000;
+/** The decisions' pool of connections to PostgreSQL. */
+export const DECISION_CONNECTIONS = 10;
+/** The `application_name` of the decisions' connections to PostgreSQL. */
+export const DECISION_APPLICATION = 'sluice';
+/** The `application_name` of the one connection that checks readiness and migrates. */
+export const READINESS_APPLICATION = 'sluice readiness';
 
 /**
  * Opens the policy's store. A shared store that is down does not stop the server: it starts,
@@ -39,6 +54,7 @@ export async function openStore(config: StoreFile): Promise<OpenedStore> {
       type: 'memory',
       view: () => new MemoryStore(),
       ready: async () => true,
+      warm: async () => {},
       close: async () => {},
     };
   }
@@ -71,11 +87,14 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
       ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
       ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
     });
+  const store = view();
   return {
-    store: view(),
+    store,
     type: 'redis',
     view,
-    ready: () => answers(async () => (await client.ping()) === 'PONG'),
+    // One PING per interval on the shared connection: Redis has no pool a check could drain.
+    ready: cachedReadiness(async () => (await client.ping()) === 'PONG', { deadlineMs: store.timeoutMs }),
+    warm: async () => {},
     close: async () => {
       client.disconnect();
     },
@@ -85,61 +104,61 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
 async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): Promise<OpenedStore> {
   const { default: driverPg } = await driver<{ default: typeof pg }>('pg', 'postgres');
   const { PostgresStore } = await import('../../stores/postgres/index.js');
+  const { schemaNames } = await import('../../stores/postgres/migrations.js');
   const pool = new driverPg.Pool({
     connectionString: config.url,
-    max: 10,
+    max: DECISION_CONNECTIONS,
     connectionTimeoutMillis: FIRST_CONNECTION_MS,
+    application_name: DECISION_APPLICATION,
   });
   pool.on('error', () => {});
+  // Readiness and migrations have a connection of their own: /readyz needs no token, and a
+  // check on the decisions' pool would hold a connection a decision waits for.
+  const side = new driverPg.Pool({
+    connectionString: config.url,
+    max: 1,
+    connectionTimeoutMillis: FIRST_CONNECTION_MS,
+    application_name: READINESS_APPLICATION,
+  });
+  side.on('error', () => {});
+  const schema = config.schema === undefined ? {} : { schema: config.schema };
   const view = () =>
     new PostgresStore({
       client: pool,
-      ...(config.schema === undefined ? {} : { schema: config.schema }),
+      ...schema,
       ...(config.timeout === undefined ? {} : { timeout: config.timeout as Duration }),
     });
   const store = view();
+  const migrator = new PostgresStore({ client: side, ...schema });
   // The tables are created (or brought up to date) once the database answers: at start, or at
-  // the first readiness check after it comes up.
+  // the first readiness check after it comes up; once done, never again.
   let migrated: Promise<unknown> | undefined;
   const migrate = () =>
-    (migrated ??= store.migrate().catch((error: unknown) => {
+    (migrated ??= migrator.migrate().catch((error: unknown) => {
       migrated = undefined;
       throw error;
     }));
   await migrate().catch(() => {});
+  // One statement that reads every table decisions write: a lock that stalls them stalls it.
+  const n = schemaNames(config.schema);
+  const probe = `SELECT 1 FROM ${n.tokenBuckets}, ${n.windowCounters}, ${n.quotaCounters} LIMIT 0`;
   return {
     store,
     type: 'postgres',
     view,
-    ready: () =>
-      answers(async () => {
+    ready: cachedReadiness(
+      async () => {
         await migrate();
-        await pool.query('SELECT 1');
+        await side.query(probe);
         return true;
-      }),
-    close: () => pool.end(),
+      },
+      { deadlineMs: store.timeoutMs },
+    ),
+    warm: (compiled) => warmPostgres(pool, DECISION_CONNECTIONS, compiled),
+    close: async () => {
+      await Promise.all([pool.end(), side.end()]);
+    },
   };
-}
-
-/** True when `check` says so within the readiness timeout; false when it fails or takes longer. */
-async function answers(check: () => Promise<boolean>): Promise<boolean> {
-  return (
-    (await within(
-      check().catch(() => false),
-      READY_TIMEOUT_MS,
-    )) ?? false
-  );
-}
-
-/** What `work` resolves to within `ms`, else undefined (the work goes on unwatched). */
-async function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Imports a store's driver, an optional peer; missing, it is a StartError saying what to install. */
