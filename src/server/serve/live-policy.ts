@@ -14,6 +14,7 @@ import { errorFields, limiterLogger, logPolicyIssues, type ServerLog } from './l
 import type { ServerMetrics } from './metrics.js';
 import type { PolicyHolder, ServedPolicy } from './server.js';
 import type { OpenedStore } from './store.js';
+import { limitHealth, openBreakers } from './store-health.js';
 
 /** What made a reload happen. */
 export type ReloadTrigger = 'signal' | 'file';
@@ -70,6 +71,7 @@ export class LivePolicy implements PolicyHolder {
       options.opened.type === 'memory' ? randomBytes(32).toString('base64url') : undefined;
     this.generation = this.build(first.loaded, first.text, undefined).generation;
     this.announce(first.loaded, false);
+    options.metrics.watchHealth(() => limitHealth(this.current().compiled));
   }
 
   /** Builds the first policy (throws its PolicyError: the server does not start). */
@@ -232,7 +234,8 @@ export class LivePolicy implements PolicyHolder {
         ...(this.options.allowedHosts ?? []),
       ]),
       storeType: opened.type,
-      ready: opened.ready,
+      // Ready when the store answers and no limit's breaker says it is failing.
+      ready: async () => (await opened.ready()) && openBreakers(compiled) === 0,
       ...(loaded.envoy === undefined ? {} : { envoy: loaded.envoy }),
     };
     return { generation: { served, text, users: 0 }, kept };

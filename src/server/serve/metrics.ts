@@ -6,6 +6,7 @@ import {
   type DecisionListener,
   type DecisionOutcome,
 } from '../../limiter/events.js';
+import type { LimitHealth } from './store-health.js';
 
 /** What stands for the limit of a guard's own outcome (allow and deny lists): none ran. */
 const NO_LIMIT = '-';
@@ -85,6 +86,8 @@ export class ServerMetrics {
   private readonly channels = new Map<string, DecisionEvents>();
   /** Undefined until a reload was tried. */
   lastReloadResult: ReloadResult | undefined;
+  /** The store health of the policy served, read when metrics are (set by the live policy). */
+  private health: () => readonly LimitHealth[] = () => [];
 
   constructor(private readonly tap?: ChannelTap) {
     const registers = [this.registry];
@@ -136,8 +139,54 @@ export class ServerMetrics {
       help: 'When the policy served was loaded (Unix time)',
       registers,
     });
+    this.storeHealthMetrics(registers);
     for (const result of ['applied', 'rejected']) this.reloads.labels(result).inc(0);
     collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });
+  }
+
+  /** Where the store health of the policy served is read from, each time metrics are read. */
+  watchHealth(read: () => readonly LimitHealth[]): void {
+    this.health = read;
+  }
+
+  /**
+   * The breakers' state and the load they told from failure, read from the limiters when metrics
+   * are read (nothing on the decisions' path). Counters restart at 0 for a limit a reload built
+   * anew, which Prometheus's rate() reads as a reset.
+   */
+  private storeHealthMetrics(registers: Registry[]): void {
+    const labelNames = ['rule', 'limit'] as const;
+    const read = () => this.health();
+    new Gauge({
+      name: 'sluice_store_breaker_open',
+      help: "1 while a limit's store breaker is open (its store is known to be failing and its failure policy decides), else 0",
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const h of read()) this.labels(h.rule, h.limit).set(h.breakerOpen ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'sluice_store_breaker_openings_total',
+      help: "Times a limit's store breaker opened",
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const h of read()) this.labels(h.rule, h.limit).inc(h.openings);
+      },
+    });
+    new Counter({
+      name: 'sluice_store_overloads_total',
+      help: 'Store calls refused as load, not failure (the store kept answering others): never admitted by failure open',
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const h of read()) this.labels(h.rule, h.limit).inc(h.overloads);
+      },
+    });
   }
 
   /** The decision channel of a rule: its limiters and its guard report to it. */
