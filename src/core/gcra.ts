@@ -60,8 +60,9 @@ const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty', 'block'] as cons
  * (a bucket 30% spent stays at least 30% spent, and one full again in an hour under a slow tier
  * is not full sooner under a fast one). A fraction alone let a key drain a large slow tier, move
  * the debt to a small fast one that refilled it in a minute, and come back to the large one full.
- * With both kept, a key is never admitted more over any interval than the most generous of its
- * tiers alone would admit. The scaled time queued ahead of now is multiplied by the new tolerance
+ * With both kept, a key is never admitted more over any interval than the largest burst of its
+ * tiers plus what the fastest of them refills in that time (the state holds no history, so a
+ * bucket refilled under a fast tier moves to a slow one as refilled). The scaled time queued ahead of now is multiplied by the new tolerance
  * and divided by the old, and multiplied by the new rate and divided by the old, in double
  * arithmetic, in that order, each rounded up to the next scaled unit, the larger kept (up to
  * {@link MAX_MIGRATED_QUEUE}): a deterministic computation that every store

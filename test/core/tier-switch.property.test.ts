@@ -1,8 +1,9 @@
 /**
  * Switching a key between a token bucket's per-call tiers (a plan's rate, period and burst from
- * data) never adds tokens: over any interval, a key is never admitted more than the most generous
- * of the tiers it was admitted under in that interval would admit alone over the same interval
- * (its burst plus what its rate refills in that time). Checked by property over random sequences
+ * data) never adds tokens: over any interval, a key is never admitted more than the largest burst
+ * of the tiers it was admitted under in that interval plus what the fastest of them refills in
+ * that time. (Not the most generous tier alone: a bucket refilled under a fast tier moves to a
+ * slow one as refilled, since the state keeps no history.) Checked by property over random sequences
  * of tiers, costs and waits on the memory store with an injected clock, and on the plan switch
  * that used to multiply a bucket (a big daily plan alternating with a small per-minute one).
  * test/stores/redis-tier-switch.test.ts and postgres-tier-switch.test.ts replay the same kind of
@@ -25,7 +26,7 @@ import {
 const own: BucketTier = { limit: 10, periodMs: 60_000, burst: 10 };
 
 describe('token bucket: switching tiers never adds tokens', () => {
-  it('over any interval a key is admitted no more than the most generous of its tiers alone would admit', async () => {
+  it('over any interval a key is admitted no more than the largest burst of its tiers plus the fastest refill', async () => {
     await fc.assert(
       fc.asyncProperty(fc.boolean(), tierSequence, async (penalty, steps) => {
         const buckets = new MemoryStore().bind('plans', tokenBucket({ limit: 10, period: '1m', penalty }));

@@ -1,9 +1,9 @@
 /**
  * PostgreSQL decides random sequences of takes under switching per-call tiers exactly as the
  * memory store does (test/core/tier-switch.property.test.ts holds the memory store to the
- * guarantee: a key is never admitted more than the most generous of its tiers alone would
- * admit), so the statements' migration between tiers is the core's, to the scaled unit. The
- * application's clock decides, injected per take.
+ * guarantee: a key is never admitted more than the largest burst of its tiers plus the
+ * fastest refill), so the statements' migration between tiers is the core's, to the scaled
+ * unit. The application's clock decides, injected per take.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,7 +30,7 @@ describe('PostgreSQL decides switching tiers as the memory store', { skip }, () 
   });
   after(() => dropSchema(pool, schema).then(() => pool.end()));
 
-  it('the same decisions, field for field, on random tier sequences, and never more than the most generous tier alone', async () => {
+  it('the same decisions, field for field, on random tier sequences, and never more than the largest burst and fastest refill', async () => {
     const rules = [false, true].map((penalty) => tokenBucket({ limit: 10, period: '1m', penalty }));
     const shared = rules.map((rule, i) => store.bind(`plans-${i}`, rule));
     let run = 0;

@@ -1,9 +1,9 @@
 /**
  * Redis decides random sequences of takes under switching per-call tiers exactly as the memory
  * store does (test/core/tier-switch.property.test.ts holds the memory store to the guarantee: a
- * key is never admitted more than the most generous of its tiers alone would admit), so the
- * script's migration between tiers is the core's, to the scaled unit. The application's clock
- * decides, injected per take.
+ * key is never admitted more than the largest burst of its tiers plus the fastest refill), so
+ * the script's migration between tiers is the core's, to the scaled unit. The application's
+ * clock decides, injected per take.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,7 +29,7 @@ describe('Redis decides switching tiers as the memory store', { skip }, () => {
     await redis.quit();
   });
 
-  it('the same decisions, field for field, on random tier sequences, and never more than the most generous tier alone', async () => {
+  it('the same decisions, field for field, on random tier sequences, and never more than the largest burst and fastest refill', async () => {
     const store = new RedisStore({ client: redis, timeSource: 'app', timeout: '5s', prefix });
     const rules = [false, true].map((penalty) => tokenBucket({ limit: 10, period: '1m', penalty }));
     const shared = rules.map((rule, i) => store.bind(`plans-${i}`, rule));

@@ -258,7 +258,8 @@ function reserveSql(names: SchemaNames): RuleSql {
  * while the bucket is not full; a charge moves it forward from now or the queue, the debt capped
  * at twice the tolerance (never below the queue already there). Each product is capped first
  * at a size past which the result cannot change (a refund is at most the burst, a charge at most
- * twice the tolerance; a queue is at most 2^52), so none can overflow a bigint. The state is read (and migrated) as a take under the tier reads it.
+ * twice the tolerance; a queue is at most 2^52), so none can overflow a bigint. The state is
+ * read (and migrated) as a take under the tier reads it.
  */
 const adjustSql: AdjustSql = {
   params: 8,
