@@ -80,7 +80,8 @@ export interface Rule {
   /**
    * Whether a take may pass its own {@link BucketTier} for this call (a token bucket's rate,
    * period and burst from data). A state kept under one tier and taken under another is migrated
-   * by the rule (the token bucket keeps the fraction of its capacity in use).
+   * by the rule (the token bucket keeps both the fraction of its capacity in use and its time
+   * until full: a switch never adds tokens).
    */
   readonly acceptsCallTier?: boolean;
   /**

@@ -55,11 +55,17 @@ const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty', 'block'] as cons
  * own rate, period and burst. A state is scaled by the rate it was charged under; one charged
  * under a tier whose rate or tolerance (burst × period) differs from the rule's keeps both in
  * its `window` and `previous` fields (0 and 0: the rule's own). When a take comes under other
- * parameters than the state's, the state is migrated proportionally: the fraction of the
- * capacity in use is kept (a bucket 30% spent stays 30% spent, in the new tokens), neither reset
- * to full nor counted twice, with any debt capped as a penalty's. The scaled time queued ahead
- * of now is multiplied by the new tolerance and divided by the old in double arithmetic, in that
- * order, and rounded up to the next scaled unit: a deterministic computation that every store
+ * parameters than the state's, the state is migrated so that a switch never adds tokens: it keeps
+ * both the fraction of the capacity in use and the time until full, whichever leaves more queued
+ * (a bucket 30% spent stays at least 30% spent, and one full again in an hour under a slow tier
+ * is not full sooner under a fast one). A fraction alone let a key drain a large slow tier, move
+ * the debt to a small fast one that refilled it in a minute, and come back to the large one full.
+ * With both kept, a key is never admitted more over any interval than the largest burst of its
+ * tiers plus what the fastest of them refills in that time (the state holds no history, so a
+ * bucket refilled under a fast tier moves to a slow one as refilled). The scaled time queued ahead of now is multiplied by the new tolerance
+ * and divided by the old, and multiplied by the new rate and divided by the old, in double
+ * arithmetic, in that order, each rounded up to the next scaled unit, the larger kept (up to
+ * {@link MAX_MIGRATED_QUEUE}): a deterministic computation that every store
  * (Lua, SQL) repeats with the same operations, so they agree to the unit.
  */
 export class TokenBucketRule implements Rule {
@@ -139,8 +145,14 @@ export class TokenBucketRule implements Rule {
     const { rate, tolerance } = scale;
     if (keptRate === rate && keptTolerance === tolerance) return queued;
     if (queued === 0) return 0;
-    const moved = Math.ceil((queued * tolerance) / keptTolerance);
-    return moved < 2 * tolerance ? moved : 2 * tolerance;
+    // Both the fraction of the capacity in use and the time until full are kept (the larger
+    // queue wins), so that neither the new burst nor the new rate can hand back tokens the old
+    // tier had not refilled yet. No debt cap here: a queue cut to the new tier's cap would let a
+    // fast tier refill in minutes what a slow one charged for a day.
+    const byFraction = Math.ceil((queued * tolerance) / keptTolerance);
+    const byTime = Math.ceil((queued * rate) / keptRate);
+    const moved = byFraction > byTime ? byFraction : byTime;
+    return moved < MAX_MIGRATED_QUEUE ? moved : MAX_MIGRATED_QUEUE;
   }
 
   /**
@@ -224,7 +236,7 @@ export class TokenBucketRule implements Rule {
     }
     if (delta === 0) return false;
     const charged = queued + delta * unit;
-    this.charge(state, now, epoch, charged < 2 * tolerance ? charged : 2 * tolerance, scale);
+    this.charge(state, now, epoch, cappedDebt(charged, queued, tolerance), scale);
     return true;
   }
 
@@ -317,7 +329,7 @@ export class TokenBucketRule implements Rule {
     }
     if (commit && this.penalty && cost > 0) {
       // Debt is capped at one extra full refill, so a penalty can never lock a key out for good.
-      this.charge(state, now, epoch, after < 2 * tolerance ? after : 2 * tolerance, scale);
+      this.charge(state, now, epoch, cappedDebt(after, queued, tolerance), scale);
     }
     const retryAfterMs = Math.ceil((after - tolerance) / rate);
     return makeDecision(false, name, rate, burst, remaining, cost, retryAfterMs, resetMs, unit);
@@ -351,6 +363,23 @@ interface Scale {
   readonly unit: number;
   readonly burst: number;
   readonly tolerance: number;
+}
+
+/**
+ * The longest queue a migration between tiers carries (2^52 scaled units: at least 52 days at the
+ * highest rate, centuries at common ones), so that the arrival time stays a whole number every
+ * store holds exactly (a double, Lua's number, a bigint); a longer wait is cut to it.
+ */
+export const MAX_MIGRATED_QUEUE = 2 ** 52;
+
+/**
+ * A charge `after` on a queue `queued`, its debt capped at one extra full refill (twice the
+ * tolerance), but never below the queue already there: a queue migrated from a slower tier may
+ * run past the cap, and a charge must not shorten the wait it carries.
+ */
+function cappedDebt(after: number, queued: number, tolerance: number): number {
+  const cap = queued > 2 * tolerance ? queued : 2 * tolerance;
+  return after < cap ? after : cap;
 }
 
 function scaleOf(limit: number, periodMs: number, burst: number): Scale {

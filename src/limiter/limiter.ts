@@ -142,7 +142,8 @@ export interface TakeOptions {
   /**
    * Units to take: a whole number from 0 to `MAX_COUNT` (10^12); 0 peeks. A cost larger than
    * the rule can ever admit (a token bucket's burst, a quota's limit) is refused at once
-   * (`retryAfterMs` Infinity) without asking the store. Anything else is `SLUICE_ARGUMENT`.
+   * (`retryAfterMs` Infinity, `remaining` 0: the bucket was not read) without asking the store.
+   * Anything else is `SLUICE_ARGUMENT`.
    * @default 1
    */
   cost?: number;
@@ -155,8 +156,9 @@ export interface TakeOptions {
   limit?: number;
   /**
    * A token bucket's period for this call instead of the rule's, e.g. `"1m"`. With `limit` and
-   * `burst`, a plan's tier from data: the bucket of a key whose tier changes keeps the fraction
-   * of its capacity in use (see docs/accounting.md), neither refilled nor counted twice.
+   * `burst`, a plan's tier from data: the bucket of a key whose tier changes keeps both the
+   * fraction of its capacity in use and its time until full (see docs/accounting.md), so that a
+   * plan switch never adds tokens.
    */
   period?: Duration;
   /**
@@ -446,7 +448,14 @@ export function isLimiterInternals(value: unknown): value is LimiterInternals {
 /**
  * The refusal of a cost that `rule` can never admit (more than a token bucket's burst or a
  * quota's limit): the pure algorithm's answer on an untouched bucket, with `retryAfterMs`
- * Infinity. No store is asked: waiting cannot help, and a shared store need not count it.
+ * Infinity and `remaining` 0. No store is asked: waiting cannot help, and a shared store need
+ * not count it.
+ *
+ * What the bucket holds is then unknown, and the untouched bucket's `remaining` (its whole
+ * capacity) would tell the client, in its headers, that it has more than it may hold. 0 is never
+ * more than the truth and is the same on every store; asking the store instead would spend a
+ * round trip (and a failure policy) on a request that can never pass, which a client could send
+ * at will.
  */
 export function refusedForGood(
   rule: Rule,
@@ -455,7 +464,8 @@ export function refusedForGood(
   now: number,
   limit: CallLimit | undefined,
 ): Decision {
-  return rule.decide(rule.initialState(now, now), now, now, name, cost, limit, false);
+  const untouched = rule.decide(rule.initialState(now, now), now, now, name, cost, limit, false);
+  return { ...untouched, remaining: 0 };
 }
 
 /** Throws when `limiter` has been closed; the message names the limit, never a key. */

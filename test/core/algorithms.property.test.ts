@@ -40,8 +40,9 @@ class ReferenceBucket {
     this.last = now;
     const asked = cost === 0 ? 1 : cost;
     if (asked > this.burst) {
-      // Refused for good without reading the bucket (no store is asked): it reports an untouched one.
-      return { allowed: false, remaining: this.burst, retryAfterMs: Infinity, resetMs: 0 };
+      // Refused for good without reading the bucket (no store is asked): it reports an untouched
+      // one, except that nothing remains (never more than the bucket may hold).
+      return { allowed: false, remaining: 0, retryAfterMs: Infinity, resetMs: 0 };
     }
     if (this.units >= asked * this.period) {
       if (cost > 0) this.units -= cost * this.period;
@@ -100,8 +101,9 @@ class ReferenceDayCounter {
     const used = this.counts.get(day) ?? 0;
     const asked = cost === 0 ? 1 : cost;
     const resetMs = this.nextDay(now) - now;
-    // Refused for good without reading the count (no store is asked): it reports an untouched day.
-    if (asked > limit) return { allowed: false, remaining: limit, resetMs };
+    // Refused for good without reading the count (no store is asked): it reports an untouched
+    // day, except that nothing remains (never more than the day may have left).
+    if (asked > limit) return { allowed: false, remaining: 0, resetMs };
     if (used + asked <= limit) {
       if (cost > 0) this.counts.set(day, used + cost);
       return { allowed: true, remaining: limit - used - cost, resetMs };

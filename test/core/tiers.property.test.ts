@@ -1,7 +1,8 @@
 /**
  * A token bucket's per-call parameters (a plan's tier from data): a state charged under one tier
- * and read under another keeps the fraction of its capacity in use, to one scaled unit; a spent
- * bucket stays spent and a full one stays full under any tier; and the memory store, which folds
+ * and read under another keeps both the fraction of its capacity in use and its time until full,
+ * to one scaled unit; a spent bucket stays spent and a full one stays full under any tier; and
+ * the memory store, which folds
  * forgotten buckets into a summary of one scale, never hands a tiered key back looser than it left.
  * The shared stores hold their translations to the same rule by the conformance suite and their
  * differential tests.
@@ -16,6 +17,7 @@ import {
   type BucketState,
   type BucketTier,
 } from '../../src/index.js';
+import { MAX_MIGRATED_QUEUE } from '../../src/core/gcra.js';
 
 const START = Date.UTC(2026, 0, 15, 12);
 
@@ -31,7 +33,7 @@ const takes = fc.array(
 );
 
 describe('token bucket: per-call tiers', () => {
-  it('a state read under other parameters keeps the fraction in use to one scaled unit either way (rounded up, in doubles), debt capped', () => {
+  it('a state read under other parameters keeps both the fraction in use and the time until full, to one scaled unit (rounded up, in doubles)', () => {
     // The migration itself (private to the rule): every store repeats its arithmetic.
     type Migrating = {
       queuedUnder(
@@ -63,15 +65,21 @@ describe('token bucket: per-call tiers', () => {
           assert.equal(moved, queued, 'the same scale: nothing to migrate');
           return;
         }
-        // moved/to against queued/tolerance, exactly: rounded up, so at most one scaled unit above
-        // (a product beyond 2^53 rounds in its last bit, which can carry a whole fraction past an
-        // integer), never a unit below, and never past the debt cap.
-        const exact = BigInt(queued) * BigInt(to);
+        // moved/to against queued/tolerance (the fraction in use) and moved/b.limit against
+        // queued/rate (the time until full), exactly: rounded up, so not looser than either, at
+        // most one scaled unit above the stricter (a product beyond 2^53 rounds in its last bit,
+        // which can carry a whole fraction past an integer), and never past the longest queue a
+        // migration carries.
         const m = BigInt(moved);
-        assert.ok(m <= 2n * BigInt(to), 'capped at twice the capacity');
-        if (m < 2n * BigInt(to))
-          assert.ok((m + 1n) * BigInt(tolerance) >= exact, 'not looser than the fraction');
-        assert.ok((m - 1n) * BigInt(tolerance) <= exact, 'at most one unit stricter');
+        const byFraction = BigInt(queued) * BigInt(to);
+        const byTime = BigInt(queued) * BigInt(b.limit);
+        assert.ok(m <= BigInt(MAX_MIGRATED_QUEUE), 'no longer than a store holds exactly');
+        if (m < BigInt(MAX_MIGRATED_QUEUE)) {
+          assert.ok((m + 1n) * BigInt(tolerance) >= byFraction, 'not looser than the fraction');
+          assert.ok((m + 1n) * BigInt(rate) >= byTime, 'not looser than the time until full');
+        }
+        const stricter = (m - 1n) * BigInt(tolerance) <= byFraction || (m - 1n) * BigInt(rate) <= byTime;
+        assert.ok(stricter, 'at most one unit stricter than the stricter of the two');
       }),
       { numRuns: 400 },
     );

@@ -65,9 +65,10 @@ class ReferenceFixedWindow {
     const resetMs = start + this.windows.windowMs - now;
     const left = Math.max(0, quota - used);
     if (asked > quota) {
-      // Answered before any store: an untouched window is reported.
+      // Answered before any store: an untouched window is reported, except that nothing
+      // remains (never more than the window may have left).
       const untouched = Math.floor(now / this.windows.windowMs) * this.windows.windowMs;
-      return { allowed: false, remaining: quota, resetMs: untouched + this.windows.windowMs - now };
+      return { allowed: false, remaining: 0, resetMs: untouched + this.windows.windowMs - now };
     }
     if (asked <= left) {
       if (cost > 0) this.windows.charge(start, cost);
@@ -93,8 +94,9 @@ class ReferenceSlidingWindow {
     const quota = perCall ?? this.limit;
     const asked = cost === 0 ? 1 : cost;
     if (asked > quota) {
+      // Answered before any store, as above: nothing reported remaining.
       const untouched = Math.floor(now / w) * w;
-      return { allowed: false, remaining: quota, resetMs: untouched + w - now };
+      return { allowed: false, remaining: 0, resetMs: untouched + w - now };
     }
     const { start, elapsed } = this.windows.locate(now);
     const cur = BigInt(this.windows.count(start));

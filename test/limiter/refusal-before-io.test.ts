@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FailingStore } from '../../src/testing/failing-store.js';
 import {
+  MemoryStore,
   SluiceError,
   calendarQuota,
   createCascade,
@@ -72,6 +73,34 @@ describe('costs beyond the rule are refused before any store call', () => {
     assert.equal(d.allowed, false);
     assert.equal(limiter.stats().failOpenAdmits, 0);
     assert.equal(store.calls, 0);
+  });
+
+  it('a refusal before the store never reports more remaining than the bucket holds (0, on every path and store)', async () => {
+    // Burst 3, the bucket holding 1, a take of 4: the store is not asked, so what the bucket
+    // holds is unknown; a client must never read more than it holds (it used to read 3).
+    const clock = manualClock(0);
+    const rule = tokenBucket({ limit: 3, period: '1h' });
+    const memory = createLimiter({ name: 'm', rule, store: new MemoryStore(), clock });
+    const shared = new FailingStore();
+    const other = createLimiter({ name: 's', rule, store: shared, clock });
+    assert.equal(memory.takeSync('k', { cost: 2 }).remaining, 1);
+    const refusals = [
+      memory.takeSync('k', { cost: 4 }),
+      await memory.take('k', { cost: 4 }),
+      memory.takeWithReceiptSync('k', { cost: 4 }).decision,
+      (await memory.takeWithReceipt('k', { cost: 4 })).decision,
+      (await memory.takeOrWait('k', { cost: 4, maxWait: '1m' })).decision,
+      await other.take('k', { cost: 4 }),
+      (await createCascade([memory, other]).take('k', { cost: 4 })).decisive,
+      memory.takeSync('k', { cost: 2, limit: 3, period: '1h', burst: 1 }),
+    ];
+    for (const refused of refusals) {
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.retryAfterMs, Infinity);
+      assert.equal(refused.remaining, 0, 'never more than the 1 the bucket holds');
+    }
+    assert.equal(shared.calls, 0);
+    assert.equal(memory.peekSync('k').remaining, 1, 'nothing charged');
   });
 
   for (const mode of ['first-refusal', 'all-or-nothing'] as const) {

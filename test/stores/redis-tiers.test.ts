@@ -81,17 +81,23 @@ describe("Redis keeps a token bucket's state across per-call tiers", { skip }, (
     assert.equal(await redis.get(key), `${T + 30_000}:0`, 'back in the rule’s own scale: two fields');
     assertTtl(own, 30_000 + APP_SLACK, 'under the rule');
 
-    // 300,000 of 600,000 is 4,501.5 of 9,003, rounded up to 4,502; then a token of 3,001: 7,503
-    // scaled units at 7 a ms, 1,071 ms and 6 units.
-    const rounded = await ttl(async () => (taken = await buckets.take('k', 1, T, odd)));
-    assert.deepEqual(view(taken!), [true, 7, 3, 0, 0, 1_072]);
-    assert.equal(await redis.get(key), `${T + 1_071}:6:7:9003`);
-    assertTtl(rounded, 1_072 + APP_SLACK, 'under the odd tier');
-    // And back: 7,503 × 600,000 / 9,003 = 500,033.3…, rounded up to 500,034 of 600,000.
-    assert.deepEqual(view(await buckets.take('k', 0, T, undefined)), [true, 10, 10, 1, 0, 50_004]);
+    // 30 s to full under the rule stays 30 s under the odd tier (210,000 scaled units at 7 a ms,
+    // more than the fraction's 4,501.5 of 9,003): a switch to a faster-refilling tier adds nothing.
+    assert.deepEqual(view(await buckets.take('k', 1, T, odd)), [false, 7, 3, 0, 29_143, 30_000]);
+    assert.equal(await redis.get(key), `${T + 30_000}:0`, 'a refusal writes nothing');
+    // Half a second to full (5,000 units at 10 a ms) is 3,500 at 7 a ms; a token of 3,001 more:
+    // 6,501 units, 928 ms and 5 units.
+    const later = T + 29_500;
+    const rounded = await ttl(async () => (taken = await buckets.take('k', 1, later, odd)));
+    assert.deepEqual(view(taken!), [true, 7, 3, 0, 0, 929]);
+    assert.equal(await redis.get(key), `${later + 928}:5:7:9003`);
+    assertTtl(rounded, 929 + APP_SLACK, 'under the odd tier');
+    // And back: the fraction, 6,501 × 600,000 / 9,003 = 433,255.58…, rounded up to 433,256, is
+    // more than the time until full (9,288 units): 2 tokens left, 43,326 ms to full.
+    assert.deepEqual(view(await buckets.take('k', 0, later, undefined)), [true, 10, 10, 2, 0, 43_326]);
     // A refusal that charges nothing leaves the state in its own scale.
-    assert.deepEqual(view(await buckets.take('k', 2, T, undefined)), [false, 10, 10, 1, 2_004, 50_004]);
-    assert.equal(await redis.get(key), `${T + 1_071}:6:7:9003`);
+    assert.deepEqual(view(await buckets.take('k', 3, later, undefined)), [false, 10, 10, 2, 1_326, 43_326]);
+    assert.equal(await redis.get(key), `${later + 928}:5:7:9003`);
   });
 
   it('settles a refund in the tier of its take, and writes the state in that tier', async () => {

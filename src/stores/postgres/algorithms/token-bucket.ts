@@ -1,7 +1,7 @@
 import type { CallLimit, Rule } from '../../../core/algorithm.js';
 import { MAX_TOKEN_RATE } from '../../../core/bounds.js';
 import { SluiceError } from '../../../core/errors.js';
-import type { TokenBucketRule } from '../../../core/gcra.js';
+import { MAX_MIGRATED_QUEUE, type TokenBucketRule } from '../../../core/gcra.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../migrations.js';
 import type { PostgresRow } from '../postgres-client.js';
@@ -43,8 +43,10 @@ interface BucketInputs {
  * call's rate and tolerance (the rule's own when it has no tier) and writes them as the row's
  * tier columns: a tier with the rule's rate and tolerance but another period may charge units
  * the reduced scale cannot hold, and so may a state migrated back from a tier. A state read under
- * another rate or tolerance than its own is migrated proportionally, in float8 as the core does
- * in doubles: ceil((queued × new tolerance) / old tolerance), capped at twice the new tolerance.
+ * another rate or tolerance than its own is migrated as the core does in doubles, in float8: the
+ * larger of ceil((queued × new tolerance) / old tolerance) (the fraction in use kept) and
+ * ceil((queued × new rate) / old rate) (the time until full kept), cut at the core's
+ * MAX_MIGRATED_QUEUE and not at the debt cap, so that a switch never adds tokens.
  *
  * Answers, in the decision's scale: `br` (rate), `bu` (unit), `bt` (tolerance), `bn` (now
  * scaled), `q` (time queued ahead of now), `cu` (the take's scaled cost, at most one unit past
@@ -54,7 +56,8 @@ function bucketDerive(p: BucketInputs, [tat, rate, tol]: readonly string[]): str
   return `SELECT m.*,
     CASE WHEN m.lg OR (m.sr = m.br AND m.st = m.bt) THEN m.qs
       WHEN m.qs = 0 THEN 0::bigint
-      ELSE LEAST(ceil((m.qs::float8 * m.bt::float8) / m.st::float8), 2 * m.bt::float8)::bigint END AS q,
+      ELSE LEAST(GREATEST(ceil((m.qs::float8 * m.bt::float8) / m.st::float8),
+        ceil((m.qs::float8 * m.br::float8) / m.sr::float8)), ${MAX_MIGRATED_QUEUE}::float8)::bigint END AS q,
     LEAST(GREATEST(${p.cost}, 1), m.bt / m.bu + 1) * m.bu AS cu
   FROM (
     SELECT k.*, CASE WHEN k.lg THEN ${p.sn} ELSE ${p.ne} * k.br END AS bn,
@@ -125,11 +128,12 @@ const charges = (cost: string, q: string, cu: string, bt: string) =>
 
 /**
  * The arrival time after `n` takes of scaled cost `cu` on a queue `q` at scaled time `bn`: under
- * penalty ($5) every one is charged, the debt capped at one extra full refill (as the core);
+ * penalty ($5) every one is charged, the debt capped at one extra full refill but never below the
+ * queue already there (one migrated from a slower tier may be longer), as the core;
  * otherwise as many as fit.
  */
 const arrivalAfter = (bn: string, q: string, cu: string, bt: string, n: string) => `${bn} + CASE
-      WHEN $5::boolean THEN LEAST(${q} + ${n}::numeric * ${cu}, 2 * ${bt})::bigint
+      WHEN $5::boolean THEN GREATEST(LEAST(${q} + ${n}::numeric * ${cu}, 2 * ${bt}), ${q})::bigint
       WHEN ${q} + ${cu} <= ${bt} THEN ${q} + LEAST(${n}, (${bt} - ${q}) / ${cu}) * ${cu}
       ELSE ${q} END`;
 
@@ -252,9 +256,10 @@ function reserveSql(names: SchemaNames): RuleSql {
  * take's tier (NULL: the rule's own). A refund moves the arrival time back by the take's units
  * not refilled yet (`s.left_ms` × rate, at most `-delta` tokens), never before now, and only
  * while the bucket is not full; a charge moves it forward from now or the queue, the debt capped
- * at twice the tolerance. Each product is capped first at a size past which the result cannot
- * change (a refund is at most the burst, the queue at most twice the tolerance), so none can
- * overflow a bigint. The state is read (and migrated) as a take under the tier reads it.
+ * at twice the tolerance (never below the queue already there). Each product is capped first
+ * at a size past which the result cannot change (a refund is at most the burst, a charge at most
+ * twice the tolerance; a queue is at most 2^52), so none can overflow a bigint. The state is
+ * read (and migrated) as a take under the tier reads it.
  */
 const adjustSql: AdjustSql = {
   params: 8,
@@ -266,7 +271,7 @@ const adjustSql: AdjustSql = {
       WHEN y.refunds THEN GREATEST(y.q - LEAST(
         LEAST(-s.delta, 2 * y.bt / y.bu + 1) * y.bu,
         LEAST(s.left_ms, 2 * y.bt / y.br + 1) * y.br), 0)
-      WHEN s.delta > 0 THEN LEAST(y.q + LEAST(s.delta, 2 * y.bt / y.bu + 1) * y.bu, 2 * y.bt)
+      WHEN s.delta > 0 THEN GREATEST(LEAST(y.q + LEAST(s.delta, 2 * y.bt / y.bu + 1) * y.bu, 2 * y.bt), y.q)
       ELSE y.q END AS nq
     FROM (SELECT d.*, s.delta < 0 AND d.q > 0 AND s.left_ms > 0 AS refunds FROM (${bucketDerive(
       {

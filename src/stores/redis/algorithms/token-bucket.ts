@@ -1,4 +1,5 @@
 import { makeDecision, type Decision } from '../../../core/decision.js';
+import { MAX_MIGRATED_QUEUE } from '../../../core/gcra.js';
 import type { BucketTier, CallLimit, Rule } from '../../../core/rule.js';
 import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
@@ -27,9 +28,13 @@ const READ_QUEUED = `  local tolerance = burst * unit
     end
     if sa and sa >= now then queued = (sa - now) * keptRate + sb end
     if queued > 0 and (keptRate ~= rate or keptTolerance ~= tolerance) then
-      -- Multiply, then divide, then ceil: the core's double operations in its order.
+      -- The fraction in use and the time until full both kept, the larger queue wins, no debt
+      -- cap (a switch never adds tokens). Multiply, then divide, then ceil: the core's double
+      -- operations in its order; cut at the core's MAX_MIGRATED_QUEUE (2^52).
+      local byTime = ceil((queued * rate) / keptRate)
       queued = ceil((queued * tolerance) / keptTolerance)
-      if queued > 2 * tolerance then queued = 2 * tolerance end
+      if byTime > queued then queued = byTime end
+      if queued > ${MAX_MIGRATED_QUEUE} then queued = ${MAX_MIGRATED_QUEUE} end
     end
   elseif sa and sa >= now then
     queued = (sa - now) * rate + sb
@@ -55,8 +60,8 @@ const READ_QUEUED = `  local tolerance = burst * unit
  * to the scripts after its entry (see scripts.ts: `tr`, `tu`, `tb`); a take without one sends
  * nothing more. Reading a state under other parameters than its own migrates it as the core's
  * `queuedUnder` does, with the same double operations in the same order (multiply, divide,
- * ceil, cap at twice the tolerance), so that both agree to the scaled unit; the decision, the
- * reservation and the adjustment then run under the call's parameters, and a write stores the
+ * ceil, for the fraction in use and for the time until full, the larger kept), so that both
+ * agree to the scaled unit; the decision, the reservation and the adjustment then run under the call's parameters, and a write stores the
  * arrival time in the scale of the call's rate with its tags. A refusal that writes nothing
  * leaves the state in its own scale; a lockout that starts then writes it back as read. A key's
  * TTL is its time to full in the scale it is written in.
@@ -130,6 +135,8 @@ ${READ_QUEUED}  local after = queued + asked * unit
         -- Debt is capped at one extra full refill (core/gcra.ts).
         local charged = after
         if charged > 2 * tolerance then charged = 2 * tolerance end
+        -- Never below the queue already there (one migrated from a slower tier may be longer).
+        if charged < queued then charged = queued end
         r = charged % rate
         if r < 0 then r = r + rate elseif r >= rate then r = r - rate end
         local q = (charged - r) / rate
@@ -161,6 +168,7 @@ ${READ_QUEUED}  local q = false
   else
     q = queued + delta * unit
     if q > 2 * tolerance then q = 2 * tolerance end
+    if q < queued then q = queued end
   end
   if q then
     local r = q % rate

@@ -1,0 +1,49 @@
+/**
+ * Redis decides random sequences of takes under switching per-call tiers exactly as the memory
+ * store does (test/core/tier-switch.property.test.ts holds the memory store to the guarantee: a
+ * key is never admitted more than the largest burst of its tiers plus the fastest refill), so
+ * the script's migration between tiers is the core's, to the scaled unit. The application's
+ * clock decides, injected per take.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { MemoryStore, tokenBucket, type BucketTier } from '../../src/index.js';
+import { RedisStore } from '../../src/stores/redis/index.js';
+import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
+import { deleteKeys, ioredisClient } from '../support/redis-clients.js';
+import { overAdmitted, replaySteps, tierSequence } from '../support/tier-switch.js';
+
+const skip = await skipUnlessReachable('redis', redisUrl);
+const prefix = `sluice-test:${runId}:tier-switch:`;
+const own: BucketTier = { limit: 10, periodMs: 60_000, burst: 10 };
+
+describe('Redis decides switching tiers as the memory store', { skip }, () => {
+  let redis: Redis;
+  before(async () => {
+    redis = await ioredisClient(redisUrl);
+  });
+  after(async () => {
+    await deleteKeys(redis, `${prefix}*`);
+    await redis.quit();
+  });
+
+  it('the same decisions, field for field, on random tier sequences, and never more than the largest burst and fastest refill', async () => {
+    const store = new RedisStore({ client: redis, timeSource: 'app', timeout: '5s', prefix });
+    const rules = [false, true].map((penalty) => tokenBucket({ limit: 10, period: '1m', penalty }));
+    const shared = rules.map((rule, i) => store.bind(`plans-${i}`, rule));
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 1 }), tierSequence, async (penalty, steps) => {
+        const key = `k${++run}`;
+        const memory = new MemoryStore().bind(`plans-${penalty}`, rules[penalty]!);
+        const expected = await replaySteps(memory, key, steps, own);
+        const actual = await replaySteps(shared[penalty]!, key, steps, own);
+        assert.deepEqual(actual.views, expected.views);
+        assert.equal(overAdmitted(actual.admitted), undefined);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
