@@ -35,4 +35,6 @@ async function warm(pool: pg.Pool, connections: number, compiled: CompiledPolicy
   for (const rule of compiled.rules) for (const limiter of rule.limiters) limiters.add(limiter);
   for (const limiter of limiters)
     await Promise.allSettled(Array.from({ length: connections }, () => limiter.peek(WARM_KEY)));
+  // The take statements too (the store prepares them on every connection, charging nothing).
+  await compiled.store.warm?.().catch(() => {});
 }
