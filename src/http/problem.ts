@@ -201,12 +201,18 @@ export function errorResponse(
     'Cache-Control': cacheControl,
     ...extraHeaders,
   };
-  if (status === 503 && error instanceof SluiceError && error.code === 'SLUICE_STORE_OVERLOADED') {
-    // Load passes within moments; a second is the shortest wait Retry-After can say.
+  if (status === 503 && error instanceof SluiceError && isLoad(error.code)) {
+    // Load (a full store queue, or too many calls waiting for a slot) passes within moments; a
+    // second is the shortest wait Retry-After can say.
     headers['Retry-After'] = '1';
     headers['Access-Control-Expose-Headers'] = exposedHeaders('none', extraNames(extraHeaders));
   }
   return { status, headers, body: JSON.stringify(body) };
+}
+
+/** Codes that mean too much work at once, not a store that fails: worth a retry in a second. */
+function isLoad(code: string): boolean {
+  return code === 'SLUICE_STORE_OVERLOADED' || code === 'SLUICE_WAIT_QUEUE_FULL';
 }
 
 /**

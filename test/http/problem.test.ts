@@ -218,6 +218,14 @@ describe('errorResponse for an overloaded store', () => {
     assert.equal(JSON.parse(response.body).code, 'rate_limit_unavailable');
   });
 
+  it('a full waiting queue is load too: 503 with Retry-After: 1', () => {
+    const crowded = new SluiceError('SLUICE_WAIT_QUEUE_FULL', 'too many calls wait');
+    const response = errorResponse(crowded);
+    assert.equal(response.status, 503);
+    assert.equal(response.headers['Retry-After'], '1');
+    assert.equal(response.headers['Access-Control-Expose-Headers'], 'Retry-After');
+  });
+
   it('other 503s carry no Retry-After: an unavailable store may stay so for long', () => {
     const down = new SluiceError('SLUICE_STORE_UNAVAILABLE', 'down');
     assert.equal(errorResponse(down).headers['Retry-After'], undefined);
