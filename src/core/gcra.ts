@@ -65,7 +65,7 @@ const tokenBucketKeys = ['limit', 'period', 'burst', 'penalty', 'block'] as cons
  * bucket refilled under a fast tier moves to a slow one as refilled). The scaled time queued ahead of now is multiplied by the new tolerance
  * and divided by the old, and multiplied by the new rate and divided by the old, in double
  * arithmetic, in that order, each rounded up to the next scaled unit, the larger kept (up to
- * {@link MAX_MIGRATED_QUEUE}): a deterministic computation that every store
+ * `MAX_MIGRATED_QUEUE`): a deterministic computation that every store
  * (Lua, SQL) repeats with the same operations, so they agree to the unit.
  */
 export class TokenBucketRule implements Rule {

@@ -15,7 +15,7 @@ import type { Breaker, BreakerState } from './breaker.js';
  * while the limiter's breaker is closed (the store keeps answering: the call waited out its time
  * in sluice's own queue or pipeline behind a burst) is load too: `open` does not admit it
  * (`SLUICE_STORE_OVERLOADED`); `open` and `insurance` stand in for a timeout only once the
- * breaker says the store is failing (see {@link Breaker}), and for a connection error at once.
+ * breaker says the store is failing (see `Breaker` in limiter/breaker.ts), and for a connection error at once.
  * - `closed` (default): the call throws `SLUICE_STORE_UNAVAILABLE` / `SLUICE_STORE_TIMEOUT`
  *   (status 503, or 500 with `closedStatus`): nothing is admitted without a decision.
  * - `open`: the request is admitted (explicit opt-in), counted in `stats()` and logged at most
