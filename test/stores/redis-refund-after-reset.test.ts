@@ -87,6 +87,30 @@ describe('refunds after a reset, Redis store', { skip }, () => {
     });
   }
 
+  it('a take under a per-call tier longer than the reset is remembered: once its marker is gone, an old receipt still refunds nothing', async () => {
+    const clock = manualClock(START);
+    const shared = store('app');
+    const limiter = createLimiter({
+      name: 'r',
+      rule: tokenBucket({ limit: 10, period: '1m' }),
+      store: shared,
+      clock,
+    });
+    // 10 a day: a token refills in 2.4 h, longer than the rule's refund horizon (about an hour).
+    const tier = { limit: 10, period: '1d', burst: 10 } as const;
+    const old = [];
+    for (let i = 0; i < 10; i++) old.push((await limiter.takeWithReceipt('k', tier)).receipt!);
+    await limiter.reset('k');
+    let admitted = 0;
+    for (let i = 0; i < 20 && (await limiter.take('k', tier)).allowed; i++) admitted++;
+    assert.equal(admitted, 10);
+    clock.advance('2h');
+    // The marker's TTL (the rule's horizon) is real time: its expiry is its deletion.
+    assert.equal(await redis.del(`${shared.prefix}r#reset:{k}`), 1);
+    for (const receipt of old) await limiter.refund(receipt);
+    assert.equal((await limiter.take('k', tier)).allowed, false, 'no token given back, none refilled yet');
+  });
+
   for (const [title, rule] of rules.slice(0, 2)) {
     it(`${title}, server's time: limit 5 and one reset in one instant admit 10, not 15`, async () => {
       const limiter = createLimiter({ name: 'r', rule: rule(), store: store('store') });
