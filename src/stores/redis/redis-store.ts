@@ -334,9 +334,10 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     this.rule = rule as Rule;
     this.keyPrefix = `${store.prefix}${name}:`;
     this.markerPrefix = `${store.prefix}${name}#reset:`;
-    this.horizonMs = rule === undefined ? 0 : refundHorizonMs(rule);
     const codec = rule === undefined ? undefined : redisCodecFor(rule, name);
     this.encoder = codec?.encoder;
+    // After the codec, which refuses a value that is no rule of a kind decided here.
+    this.horizonMs = rule === undefined ? 0 : refundHorizonMs(rule);
     this.callLimit = codec?.algorithm.callLimit ?? false;
     this.replyWidth = codec?.algorithm.replyWidth ?? 3;
     this.timed = codec?.encoder.timed ?? false;
