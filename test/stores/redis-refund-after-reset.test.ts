@@ -18,6 +18,7 @@ import {
   type Rule,
 } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
+import { keySlot } from '../../src/stores/redis/key-slot.js';
 import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient } from '../support/redis-clients.js';
 
@@ -109,6 +110,27 @@ describe('refunds after a reset, Redis store', { skip }, () => {
     assert.equal(await redis.del(`${shared.prefix}r#reset:{k}`), 1);
     for (const receipt of old) await limiter.refund(receipt);
     assert.equal((await limiter.take('k', tier)).allowed, false, 'no token given back, none refilled yet');
+  });
+
+  it("a reset's marker lies in its bucket's Cluster slot under every hash tag, and erase deletes it uncounted", async () => {
+    for (const hashTag of ['key', 'store', (_: string, key: string) => key.slice(0, 2)] as const) {
+      const shared = new RedisStore({
+        client: redis,
+        hashTag,
+        timeout: '5s',
+        prefix: `${prefixRoot}${++stores}:`,
+      });
+      const buckets = shared.bind('r', tokenBucket({ limit: 5, period: '1h' }));
+      for (const key of ['k', 'x'.repeat(300)]) {
+        assert.equal(keySlot(buckets.markerKey(key)), keySlot(buckets.redisKey(key)));
+        await buckets.take(key, 1, Date.now(), undefined);
+        await buckets.reset(key);
+        await buckets.take(key, 1, Date.now(), undefined);
+        assert.equal(await redis.exists(buckets.markerKey(key)), 1);
+        assert.equal(await shared.erase([key]), 1, 'the bucket alone is counted');
+        assert.equal(await redis.exists(buckets.markerKey(key), buckets.redisKey(key)), 0);
+      }
+    }
   });
 
   for (const [title, rule] of rules.slice(0, 2)) {
