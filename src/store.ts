@@ -33,8 +33,12 @@ export interface RuleBuckets {
    * `acceptsCallTier` (the token bucket, whose state is then migrated as the rule says).
    */
   take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision>;
-  /** Forgets `key`: its next take finds a full bucket. */
-  reset(key: string): Promise<void>;
+  /**
+   * Forgets `key`: its next take finds a full bucket. `now`: the caller's clock, which a shared
+   * store deciding on the application's time remembers as the reset's time, so that a refund of a
+   * take made at or before it gives nothing back (the reset already gave the key a new bucket).
+   */
+  reset(key: string, now?: number): Promise<void>;
   /**
    * Settles an admitted take of `key` after the fact, atomically and without deciding: `delta < 0`
    * gives back `-delta` units of the take made at `takenAt` (the caller's clock at the take) whose

@@ -115,6 +115,13 @@ class BoundedMapBuckets implements RuleBuckets {
    */
   private nothingExpiresBefore = -Infinity;
   private freed = false;
+  /**
+   * The number of each key's last reset, at most `maxKeys` of them; when full, cleared, and every
+   * key reads `resetFloor`, the latest number (older receipts then refund nothing: the safe side).
+   */
+  private resets = new Map<string, number>();
+  private resetCount = 0;
+  private resetFloor = 0;
 
   constructor(
     readonly name: string,
@@ -145,6 +152,19 @@ class BoundedMapBuckets implements RuleBuckets {
   async reset(key: string): Promise<void> {
     this.check();
     this.states.delete(key);
+    this.resetCount++;
+    if (this.resets.size >= this.maxKeys) {
+      this.resets.clear();
+      this.resetFloor = this.resetCount;
+    } else this.resets.set(key, this.resetCount);
+  }
+
+  /**
+   * Which reset of `key` its bucket belongs to, kept in each receipt: a refund of a take made
+   * before the key's last reset must give nothing back (the reset gave the key a new bucket).
+   */
+  resetGeneration(key: string): number {
+    return this.resets.get(key) ?? this.resetFloor;
   }
 
   async adjust(
@@ -154,7 +174,9 @@ class BoundedMapBuckets implements RuleBuckets {
     takenAt: number,
     until: number,
     limit?: CallLimit,
+    generation?: number,
   ): Promise<void> {
+    if (delta < 0 && generation !== undefined && generation !== this.resetGeneration(key)) return;
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
     if (this.rule.adjust(state, now, this.epoch, delta, takenAt, until, limit) && !known) {

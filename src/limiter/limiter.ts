@@ -700,7 +700,7 @@ class RuleLimiter implements LimiterInternals {
     refusals?.forget(key);
     let pending: Promise<void>;
     try {
-      pending = this.buckets.reset(key);
+      pending = this.buckets.reset(key, readClock(this.clock));
     } catch (error) {
       return Promise.reject(this.handler.resetFailed(error));
     }

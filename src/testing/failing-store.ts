@@ -54,8 +54,12 @@ export class FailingStore implements LeaseStore {
       rule,
       take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
       reset: (key) => this.run(() => buckets.resetSync(key)),
-      adjust: (key, delta, now, takenAt, until) =>
-        this.run(() => buckets.adjustSync(key, delta, now, takenAt, until)),
+      adjust: (key, delta, now, takenAt, until, limit, generation) =>
+        this.run(() => buckets.adjustSync(key, delta, now, takenAt, until, limit, generation)),
+      // Read synchronously by the limiter, never failing: a generation is no store call.
+      ...(buckets.resetGeneration === undefined
+        ? {}
+        : { resetGeneration: (key: string) => buckets.resetGeneration!(key) }),
       reserve: (key, cost, now, maxWaitMs) => this.run(() => buckets.reserveSync!(key, cost, now, maxWaitMs)),
     };
   }

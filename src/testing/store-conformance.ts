@@ -1050,6 +1050,36 @@ export function storeConformance(target: ConformanceTarget): void {
       );
 
       it(
+        "a refund of a take made before its key's last reset gives nothing back; one made after it does",
+        needs(['token-bucket', 'fixed-window']),
+        async () => {
+          if (refunds.skip !== false) return;
+          await fresh(Date.UTC(2026, 0, 15, 12, 0, 0));
+          for (const rule of [
+            tokenBucket({ limit: 5, period: '1h' }),
+            fixedWindow({ limit: 5, window: '1h' }),
+          ]) {
+            const l = limiter(rule);
+            // Limit 5 and one reset in one instant: 10 admitted, not 15.
+            const old = [];
+            for (let i = 0; i < 5; i++) old.push(await open(l, 'k'));
+            await l.reset('k');
+            let admitted = 0;
+            for (let i = 0; i < 10 && (await l.take('k')).allowed; i++) admitted++;
+            for (const receipt of old) await l.refund(receipt);
+            for (let i = 0; i < 10 && (await l.take('k')).allowed; i++) admitted++;
+            assert.equal(admitted, 5, `${rule.kind}: the old receipts gave nothing back`);
+            // A take a millisecond after a reset refunds (in the same millisecond a store may
+            // count it as before the reset: the safe side).
+            await l.reset('k');
+            clock.advance(1);
+            await l.refund(await open(l, 'k'));
+            assert.equal((await l.peek('k')).remaining, 5, `${rule.kind}: a take after the reset refunds`);
+          }
+        },
+      );
+
+      it(
         'settle: less than the estimate gives the rest back, more charges it whatever is left',
         needs(['fixed-window']),
         async () => {

@@ -356,7 +356,13 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
       at: number;
       until: number;
       limit: CallLimit | undefined;
+      /** The memory store's reset generation of the key (see `RuleBuckets.resetGeneration`). */
+      generation: number | undefined;
+      /** Whether the key was reset since the take. */
+      stale: boolean;
     }[] = [];
+    // The latest time each key was reset at, as PostgreSQL keeps it.
+    const resetAt = new Map<string, number>();
     const admitted = (
       rule: number,
       key: number,
@@ -364,8 +370,9 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
       decision: Decision,
       limit: CallLimit | undefined,
     ) => {
-      if (decision.allowed && cost > 0)
-        open.push({ rule, key, cost, at: now, until: now + decision.resetMs, limit });
+      if (!decision.allowed || cost === 0) return;
+      const generation = (memBuckets[rule] as RuleBuckets).resetGeneration?.(`k${key}`);
+      open.push({ rule, key, cost, at: now, until: now + decision.resetMs, limit, generation, stale: false });
     };
     try {
       for (const [i, op] of list.entries()) {
@@ -373,9 +380,12 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
         if (op.kind === 'step') {
           now += op.ms;
         } else if (op.kind === 'reset') {
-          await (pgBuckets[op.rule] as RuleBuckets).reset(`k${op.key}`);
-          await (memBuckets[op.rule] as RuleBuckets).reset(`k${op.key}`);
-          shadow.delete(`${op.rule}/${op.key}`);
+          await (pgBuckets[op.rule] as RuleBuckets).reset(`k${op.key}`, now);
+          await (memBuckets[op.rule] as RuleBuckets).reset(`k${op.key}`, now);
+          const id = `${op.rule}/${op.key}`;
+          shadow.delete(id);
+          resetAt.set(id, Math.max(now, resetAt.get(id) ?? -Infinity));
+          for (const take of open) if (take.rule === op.rule && take.key === op.key) take.stale = true;
         } else if (op.kind === 'take') {
           const args = [`k${op.key}`, op.cost, now, op.limit] as const;
           const got: Decision = await (pgBuckets[op.rule] as RuleBuckets).take(...args);
@@ -402,13 +412,31 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           const [take] = open.splice(op.take % open.length, 1) as [(typeof open)[number]];
           const delta = (op.actual ?? 0) - take.cost;
           if (delta === 0) continue;
-          const args = [`k${take.key}`, delta, now, take.at, take.until, take.limit] as const;
+          const id = `${take.rule}/${take.key}`;
+          // A refund of a take from before the key's last reset gives nothing back on both stores
+          // (the memory store by the take's generation, PostgreSQL by the reset's time). One whose
+          // time does not say on which side of a reset it was made (made in a reset's millisecond,
+          // or across a clock stepped back) gives nothing on PostgreSQL (its safe side) and back
+          // on the memory store: not settled here.
+          const before = (resetAt.get(id) ?? -Infinity) >= take.at;
+          const refundsNothing = delta < 0 && take.stale;
+          if (delta < 0 && before !== take.stale) continue;
+          const args = [
+            `k${take.key}`,
+            delta,
+            now,
+            take.at,
+            take.until,
+            take.limit,
+            take.generation,
+          ] as const;
           await (pgBuckets[take.rule] as RuleBuckets).adjust(...args);
           await (memBuckets[take.rule] as RuleBuckets).adjust(...args);
-          const id = `${take.rule}/${take.key}`;
-          const state = shadow.get(id) ?? { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
-          (rules[take.rule] as Rule).adjust(state, now, 0, delta, take.at, take.until, take.limit);
-          shadow.set(id, state);
+          if (!refundsNothing) {
+            const state = shadow.get(id) ?? { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
+            (rules[take.rule] as Rule).adjust(state, now, 0, delta, take.at, take.until, take.limit);
+            shadow.set(id, state);
+          }
           // Read under the take's tier: the refunded state as that tier sees it.
           const peek = [`k${take.key}`, 0, now, take.limit] as const;
           assert.deepEqual(

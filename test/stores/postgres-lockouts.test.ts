@@ -90,7 +90,13 @@ describe('PostgreSQL lockouts: rows, pruning, upgrades', { skip }, () => {
       assert.equal(admitted?.allowed, true);
       assert.equal((await row(schema, 'window_counters', 'fw', 'recent'))?.expires, recent + SECOND + HOUR);
 
-      assert.deepEqual(await store.prune(), { quotaRows: 0, tokenRows: 2, windowRows: 1, leaseRows: 0 });
+      assert.deepEqual(await store.prune(), {
+        quotaRows: 0,
+        tokenRows: 2,
+        windowRows: 1,
+        leaseRows: 0,
+        resetRows: 0,
+      });
       assert.equal(
         await row(schema, 'token_buckets', 'tb', 'old'),
         undefined,
@@ -155,7 +161,12 @@ describe('PostgreSQL lockouts: rows, pruning, upgrades', { skip }, () => {
         missing,
       );
 
-      assert.deepEqual(await blocked.migrate(), ['007_lockouts', '008_leases', '010_carry_quota_counters']);
+      assert.deepEqual(await blocked.migrate(), [
+        '007_lockouts',
+        '008_leases',
+        '010_carry_quota_counters',
+        '011_bucket_resets',
+      ]);
       assert.deepEqual(await blocked.migrate(), [], 'migrating again changes nothing');
       for (const buckets of withBlock) {
         // The row written before the migration: one of two taken, and no block.

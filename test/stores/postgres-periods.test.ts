@@ -147,6 +147,7 @@ describe('PostgreSQL calendar periods', { skip }, () => {
         '007_lockouts',
         '008_leases',
         '010_carry_quota_counters',
+        '011_bucket_resets',
       ]);
       assert.equal(
         (

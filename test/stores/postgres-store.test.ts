@@ -386,6 +386,7 @@ describe('PostgresStore', { skip }, () => {
         tokenRows: 1,
         windowRows: 2,
         leaseRows: 0,
+        resetRows: 0,
       });
       assert.equal((await q.peek('b')).remaining, 9, "the current day's count stays");
       assert.equal((await slidingRecent.peek('b')).remaining, 9, 'a count that still weighs stays');

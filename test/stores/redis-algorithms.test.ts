@@ -299,7 +299,18 @@ async function run(
   const out: Outcome[] = [];
   // The receipts of each bucket's admitted takes so far, for adjustments to settle: with the
   // per-call limit the take was made under, which a token bucket settles in.
-  const receipts = new Map<string, { at: number; until: number; limit: CallLimit | undefined }[]>();
+  const receipts = new Map<
+    string,
+    { at: number; until: number; limit: CallLimit | undefined; generation: number | undefined }[]
+  >();
+  // When each bucket was last reset. A refund of a take from before a reset gives nothing back
+  // on every store (the memory store by the generation its receipt keeps, the others by the
+  // reset's time); one of a take after a reset but in its millisecond gives back on the memory
+  // store and nothing on the others (their safe side), and so does one made after a reset at an
+  // earlier time (the clock stepped back), so takes at or before a reset's time are not settled
+  // here; nor are takes made before a reset at a later time (the clock stepped back in between),
+  // which the others cannot tell from takes made after it.
+  const resetAt = new Map<string, number>();
   const issue = (
     e: Pick<Entry, 'rule' | 'key'> & { limit?: number | undefined; tier: number | undefined },
     at: number,
@@ -308,20 +319,41 @@ async function run(
     if (!decision.allowed || decision.cost === 0) return;
     const bucket = `${e.rule}/${e.key}`;
     const list = receipts.get(bucket) ?? [];
-    list.push({ at, until: at + decision.resetMs, limit: limitFor(buckets[e.rule]!, e) });
+    // Read after the take: nothing reset the key in between (a group's takes are issued after it).
+    const generation = buckets[e.rule]!.resetGeneration?.(keys[e.key]!);
+    list.push({ at, until: at + decision.resetMs, limit: limitFor(buckets[e.rule]!, e), generation });
     receipts.set(bucket, list);
   };
   const adjust = async (a: Adjustment, at: number): Promise<'adjusted'> => {
     const list = receipts.get(`${a.rule}/${a.key}`);
-    const take = list === undefined ? { at, until: at, limit: undefined } : list[a.take % list.length]!;
-    await buckets[a.rule]!.adjust(keys[a.key]!, a.delta, at, take.at, take.until, take.limit);
+    const take =
+      list === undefined
+        ? { at, until: at, limit: undefined, generation: undefined }
+        : list[a.take % list.length]!;
+    if (take.at <= (resetAt.get(`${a.rule}/${a.key}`) ?? -Infinity)) return 'adjusted';
+    await buckets[a.rule]!.adjust(
+      keys[a.key]!,
+      a.delta,
+      at,
+      take.at,
+      take.until,
+      take.limit,
+      take.generation,
+    );
     return 'adjusted';
   };
   for (const c of commands) {
     if (c.op === 'step') {
       now += c.ms;
     } else if (c.op === 'reset') {
-      await buckets[c.rule]!.reset(keys[c.key]!);
+      await buckets[c.rule]!.reset(keys[c.key]!, now);
+      const bucket = `${c.rule}/${c.key}`;
+      // The other stores keep the latest time of a key's resets.
+      resetAt.set(bucket, Math.max(now, resetAt.get(bucket) ?? -Infinity));
+      const list = receipts.get(bucket);
+      const kept = list?.filter((take) => take.at < now) ?? [];
+      if (kept.length > 0) receipts.set(bucket, kept);
+      else receipts.delete(bucket);
       out.push('reset');
     } else if (c.op === 'take') {
       const b = buckets[c.rule]!;

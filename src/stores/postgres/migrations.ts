@@ -67,6 +67,8 @@ export interface SchemaNames {
   readonly migrations: string;
   /** One row per key of a lease group: the leases held (see leases.ts). */
   readonly leases: string;
+  /** One row per bucket reset lately: when, so that a refund of an older take gives nothing. */
+  readonly resets: string;
 }
 
 /** Quoted names of sluice's objects in `schema` (checked: see {@link quoteIdentifier}). */
@@ -81,6 +83,7 @@ export function schemaNames(schema: unknown = 'sluice'): SchemaNames {
     dayStart: `${s}.local_day_start`,
     migrations: `${s}.migrations`,
     leases: `${s}.leases`,
+    resets: `${s}.bucket_resets`,
   };
 }
 
@@ -274,6 +277,24 @@ $fn$`,
     ],
   });
   list.push(carryQuotaCounters(n, options.quotaTimeZones ?? {}));
+  list.push({
+    name: '011_bucket_resets',
+    statements: [
+      // A reset deletes a bucket's row and writes here when (ms since the Unix epoch, the
+      // statement's time or the application's), so that a refund of a take made at or before it
+      // gives nothing back: the reset gave the key a new bucket, which the old take never
+      // charged. expires_at is the rule's refund horizon after the reset: from it on, a refund
+      // of an old take gives nothing anyway, so prune() deletes the row.
+      `CREATE TABLE ${n.resets} (
+  rule text COLLATE "C" NOT NULL,
+  bucket text COLLATE "C" NOT NULL,
+  reset_at bigint NOT NULL,
+  expires_at bigint NOT NULL,
+  PRIMARY KEY (rule, bucket)
+)`,
+      `CREATE INDEX bucket_resets_expiry ON ${n.resets} (expires_at)`,
+    ],
+  });
   return list;
 }
 

@@ -23,6 +23,7 @@ import { SluiceError } from '../../core/errors.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { checkedCallLimit } from './call-tier.js';
 import { sameCallLimit } from '../../core/call-limit.js';
+import { refundHorizonMs } from '../shared/refund-horizon.js';
 
 /** The per-take values of an algorithm without per-take columns of its own. */
 const NO_VALUES: readonly unknown[] = [];
@@ -117,6 +118,8 @@ export class PostgresRuleBuckets implements RuleBuckets {
       if (batch.sendOnStart) this.sendStatement(batch);
     }
   };
+  /** How long the resets table remembers a reset of this rule (see `refundHorizonMs`). */
+  private readonly horizonMs: number;
   /** How a take's driver error reads: a rule with a lockout names its columns when they are missing. */
   private readonly takeError: (error: unknown) => PostgresStoreError;
 
@@ -129,6 +132,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     readonly binding: AlgorithmBinding,
   ) {
     this.kind = rule.kind;
+    this.horizonMs = refundHorizonMs(rule);
     this.takeError = rule.block === undefined ? storeError : lockoutStoreError;
   }
 
@@ -153,15 +157,18 @@ export class PostgresRuleBuckets implements RuleBuckets {
     );
   }
 
-  async reset(key: string): Promise<void> {
+  /**
+   * Deletes the bucket's row and records the reset's time (the statement's, or on the
+   * application's time `now`, else this process's clock) in the resets table, in one statement:
+   * a refund of a take made at or before it then gives nothing back.
+   */
+  async reset(key: string, now?: number): Promise<void> {
     if (!this.bound) throw this.unboundError();
     const bucket = this.context.accountKeys?.parse(key)?.bucket ?? key;
-    await this.run(
-      this.context.client,
-      this.statements.reset.text,
-      [this.name, bucketId(bucket)],
-      this.statements.reset.name,
-    );
+    const values: unknown[] = [this.name, bucketId(bucket), this.horizonMs];
+    if (this.context.timeSource === 'app')
+      values.push(typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now());
+    await this.run(this.context.client, this.statements.reset.text, values, this.statements.reset.name);
   }
 
   /**
@@ -183,6 +190,10 @@ export class PostgresRuleBuckets implements RuleBuckets {
     if (!this.bound) throw this.unboundError();
     const tier = checkedCallLimit(this.rule, limit, 'PostgresStore adjust');
     if (delta === 0) return;
+    // A take that weighs longer than a reset is remembered (a long per-call tier), refunded more
+    // than that after it: a reset in between may be forgotten, so it gives nothing (the safe side).
+    const horizon = this.horizonMs;
+    if (delta < 0 && now - takenAt > horizon && until - takenAt > horizon) return;
     const context = this.context;
     const account = context.accountKeys?.parse(key);
     const statement = account === undefined ? this.statements.adjust : this.statements.accountAdjust;

@@ -114,6 +114,11 @@ export interface PostgresPruneResult {
   readonly windowRows: number;
   /** Rows of concurrency limits whose every lease has expired. */
   readonly leaseRows: number;
+  /**
+   * Resets remembered past their rule's refund horizon (migration 011), after which a refund of a
+   * take from before them gives nothing anyway.
+   */
+  readonly resetRows: number;
 }
 
 /** The migration that references the users table (see migrations.ts). */
@@ -382,7 +387,12 @@ export class PostgresStore implements Store, LeaseStore {
         [batchSize],
         batchSize,
       );
-      return { quotaRows, tokenRows, windowRows, leaseRows };
+      const resetRows = await this.deleteInBatches(
+        `WITH d AS (DELETE FROM ${n.resets} WHERE ctid IN (SELECT ctid FROM ${n.resets} WHERE expires_at <= ${now} LIMIT $1) RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
+        [batchSize],
+        batchSize,
+      );
+      return { quotaRows, tokenRows, windowRows, leaseRows, resetRows };
     } catch (error) {
       throw storeError(error);
     }

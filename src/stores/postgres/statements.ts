@@ -159,10 +159,35 @@ export function ruleStatements(
               '',
             ),
           ),
-    reset: statement(`DELETE FROM ${sql.table} WHERE rule = $1 AND bucket = $2`),
+    reset: statement(resetText(sql, names, timeSource)),
     adjust: statement(adjustText(sql, names, timeSource, undefined)),
     accountAdjust: account === undefined ? undefined : statement(adjustText(sql, names, timeSource, account)),
   };
+}
+
+/**
+ * On the store's time, how much later than a reset a take may seem and still count as before it.
+ * A refund finds its take's time from the application's clock, as an offset from the refund's
+ * statement time: whole ms (up to 2 ms off) plus however much longer the refund's statement
+ * took to start after it was sent than the take's did (a round trip's jitter). A refund of a take
+ * made this soon after a reset gives nothing back: the safe side.
+ */
+export const RESET_MARGIN_MS = 100;
+
+/**
+ * A reset: deletes the bucket's row and records the reset's time in the resets table (the
+ * latest of the times recorded; kept until `$3` ms, the rule's refund horizon, after it), in one
+ * statement. Parameters: the rule's name, the bucket, the horizon, the application's time
+ * (timeSource "app").
+ */
+function resetText(sql: RuleSql, names: SchemaNames, timeSource: TimeSource): string {
+  const now = timeSource === 'store' ? storeNow : '$4::bigint';
+  return `WITH d AS (DELETE FROM ${sql.table} WHERE rule = $1::text AND bucket = $2::text RETURNING 1)
+INSERT INTO ${names.resets} AS r (rule, bucket, reset_at, expires_at)
+SELECT $1::text, $2::text, t.at, t.at + $3::bigint FROM (SELECT ${now} AS at) t
+ON CONFLICT (rule, bucket) DO UPDATE SET
+  reset_at = GREATEST(r.reset_at, excluded.reset_at),
+  expires_at = GREATEST(r.expires_at, excluded.expires_at)`;
 }
 
 /**
@@ -171,7 +196,9 @@ export function ruleStatements(
  * nothing when that state does not move. A refund inserts no row (a bucket never seen, or
  * forgotten, has nothing to give back); a charge inserts one as a take would. An account key's
  * statement locks the user's row as an account take does and writes only while the user
- * exists, linking a row it inserts to the user.
+ * exists, linking a row it inserts to the user. A refund of a take made at or before the
+ * bucket's last reset (its row in the resets table) writes nothing: the reset gave the key a new
+ * bucket, which the old take never charged.
  *
  * Parameters: the algorithm's adjust values (`params` of them, $1 the rule's name), then bucket,
  * delta, the take's time and its `until` as offsets in ms from the caller's now (the statement
@@ -206,7 +233,10 @@ function adjustText(
 ${ctes}s AS (
   SELECT p.*, $${bucket}::text AS bucket, $${delta}::bigint AS delta, p.adj_now + $${taken}::bigint AS taken_ms,
     $${until}::bigint AS left_ms, ${linked} AS account
-  FROM p${session}
+  FROM p${session}${session === '' ? ' WHERE' : ' AND'} ($${delta}::bigint > 0 OR NOT EXISTS (
+    SELECT 1 FROM ${names.resets} r
+    WHERE r.rule = $1::text AND r.bucket = $${bucket}::text
+      AND r.reset_at + ${timeSource === 'store' ? RESET_MARGIN_MS : 0} >= p.adj_now + $${taken}::bigint))
 ),
 w AS (
   INSERT INTO ${sql.table} AS t (rule, bucket, ${columns.join(', ')}, account_bucket)

@@ -82,6 +82,10 @@ interface Adjustment {
   readonly takenAt: number;
   /** The take's time plus its decision's `resetMs`, on the app's clock. */
   readonly until: number;
+  /** The key's reset marker (see `resetScript`), in the bucket's slot. */
+  readonly marker: string;
+  /** How long the rule's reset markers live (see `refundHorizonMs`). */
+  readonly horizonMs: number;
 }
 
 /** What a reservation asks: a slot at most `maxWaitMs` ahead (see `RuleBuckets.reserve`). */
@@ -289,8 +293,10 @@ export class Batcher {
     until: number,
     tier: BucketTier | undefined,
     slot: number,
+    marker: string,
+    horizonMs: number,
   ): Promise<void> {
-    const adjustment: Adjustment = { delta, takenAt, until };
+    const adjustment: Adjustment = { delta, takenAt, until, marker, horizonMs };
     return this.enqueue(rule, key, 0, tier, null, now, slot, 1, adjustment) as Promise<never>;
   }
 
@@ -622,21 +628,29 @@ export class Batcher {
    * one (see server-clock-offset.ts): the window found for the take is never later than the one
    * it was charged in, and `until` never later than the server's end of the take's units, so a
    * refund gives back at most what it should (a token bucket keeps up to the offset's error of
-   * the take).
+   * the take). For the same reason the take's time sent is never later than the server's time
+   * when the take ran, so a refund of a take made before a reset is always found to be so (one
+   * made shortly after it may be too: it then gives nothing back, the safe side).
    */
   private sendAdjustment(request: Pending, adjustment: Adjustment): void {
     const { serverClock, slackMs } = this.settings;
     const rule = request.rule as BatchRule;
-    const { delta, takenAt, until } = adjustment;
+    const { delta, takenAt, until, marker, horizonMs } = adjustment;
     this.startClocks([request]);
     const offset = serverClock ? this.offset.ms : 0;
     const spec = rule.spec(!rule.timed ? 0 : serverClock ? Date.now() + offset : request.now);
-    const args = [String(delta), String(rule.windowOf(takenAt + offset)), String(until + offset)];
+    const args = [
+      String(delta),
+      String(rule.windowOf(takenAt + offset)),
+      String(until + offset),
+      String(takenAt + offset),
+      String(horizonMs),
+    ];
     for (let i = 0; i < spec.length; i++) args.push(spec[i]!);
     pushTier(args, request.limit);
     if (serverClock) args.push(this.serverDeadline(request.deadline));
     else args.push(String(slackMs), String(request.now));
-    this.start(new Batch([request], [request.key], args, 2, ADJUSTMENT, request.deadline));
+    this.start(new Batch([request], [request.key, marker], args, 2, ADJUSTMENT, request.deadline));
   }
 
   /** A reservation: {@link reserveScript}, one key, its reply a lone take's and the wait. */

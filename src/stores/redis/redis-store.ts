@@ -17,6 +17,8 @@ import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { checkLeaseGroup, type LeaseStore } from '../lease-store.js';
 import { RedisLeaseBuckets } from './redis-lease-buckets.js';
+import { refundHorizonMs } from '../shared/refund-horizon.js';
+import { resetScript } from './scripts.js';
 
 /**
  * Which part of a bucket's Redis key is its Cluster hash tag (the part the slot is computed from):
@@ -252,6 +254,8 @@ export class RedisStore implements Store, LeaseStore {
       checkRuleName(name, 'RedisStore.erase names');
     }
     const redisKeys: string[] = [];
+    // Reset markers name the key too: deleted with it, not counted (they hold no bucket).
+    const markers: string[] = [];
     for (const name of names) {
       const buckets = this.rules.get(name) ?? new RedisRuleBuckets(this, name, undefined);
       for (const key of keys) {
@@ -259,6 +263,7 @@ export class RedisStore implements Store, LeaseStore {
           throw new SluiceError('SLUICE_ARGUMENT', 'RedisStore.erase keys must be non-empty strings');
         }
         redisKeys.push(buckets.redisKey(key));
+        markers.push(buckets.markerKey(key));
       }
     }
     // DEL may name several keys only within one slot on a Cluster.
@@ -272,6 +277,14 @@ export class RedisStore implements Store, LeaseStore {
     const counts = await Promise.all(
       [...groups.values()].map((group) => this.command(() => this.client.del(group))),
     );
+    const markerGroups = new Map<number, string[]>();
+    for (const key of markers) {
+      const slot = this.client.cluster ? keySlot(key) : 0;
+      const group = markerGroups.get(slot);
+      if (group === undefined) markerGroups.set(slot, [key]);
+      else group.push(key);
+    }
+    await Promise.all([...markerGroups.values()].map((group) => this.command(() => this.client.del(group))));
     return counts.reduce((sum, n) => sum + Number(n), 0);
   }
 
@@ -302,6 +315,13 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
   private readonly store: RedisStore;
   /** `<prefix><name>:`, the start of every key of this rule. */
   private readonly keyPrefix: string;
+  /**
+   * `<prefix><name>#reset:`, the start of every reset marker of this rule: `#` is in no prefix
+   * and no rule name, so no bucket key starts so.
+   */
+  private readonly markerPrefix: string;
+  /** How long a reset marker lives (see `refundHorizonMs`). */
+  private readonly horizonMs: number;
   /** The rule's side of the scripts (see algorithms/); undefined for a rule not bound here. */
   private readonly encoder: RuleEncoder | undefined;
   readonly callLimit: boolean;
@@ -317,8 +337,11 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     this.name = name;
     this.rule = rule as Rule;
     this.keyPrefix = `${store.prefix}${name}:`;
+    this.markerPrefix = `${store.prefix}${name}#reset:`;
     const codec = rule === undefined ? undefined : redisCodecFor(rule, name);
     this.encoder = codec?.encoder;
+    // After the codec, which refuses a value that is no rule of a kind decided here.
+    this.horizonMs = rule === undefined ? 0 : refundHorizonMs(rule);
     this.callLimit = codec?.algorithm.callLimit ?? false;
     this.replyWidth = codec?.algorithm.replyWidth ?? 3;
     this.timed = codec?.encoder.timed ?? false;
@@ -336,12 +359,23 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     }
   }
 
-  reset(key: string): Promise<void> {
+  /**
+   * Deletes the key's bucket and writes its reset marker, the reset's time (the server's, or on
+   * the app's clock `now`, else this process's), in one script call (see `resetScript`): a
+   * refund of a take from before it then gives nothing back.
+   */
+  reset(key: string, now?: number): Promise<void> {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
       checkTakeArguments(key, 0, undefined, false);
-      const redisKey = this.redisKey(key);
-      return this.store.command(() => this.store.client.del([redisKey])).then(() => undefined);
+      const keys = [this.redisKey(key), this.markerKey(key)];
+      const args = [String(this.horizonMs)];
+      if (this.store.timeSource === 'app') {
+        const at = typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now();
+        args.push(String(at), String(APP_TIME_SLACK_MS));
+      }
+      // EVAL, not EVALSHA: a reset is rare, and its script is short.
+      return this.store.command(() => this.store.client.eval(resetScript, keys, args)).then(() => undefined);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -369,7 +403,18 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       if (delta === 0) return Promise.resolve();
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.adjust(this, redisKey, delta, now, takenAt, until, tier, slot);
+      return this.store.batcher.adjust(
+        this,
+        redisKey,
+        delta,
+        now,
+        takenAt,
+        until,
+        tier,
+        slot,
+        this.markerKey(key),
+        this.horizonMs,
+      );
     } catch (error) {
       return Promise.reject(error);
     }
@@ -446,6 +491,15 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       cost,
       limit,
     );
+  }
+
+  /**
+   * The Redis key of `key`'s reset marker: its bucket's key with the marker prefix, so in the
+   * bucket's slot (the same hash tag).
+   * @internal
+   */
+  markerKey(key: string): string {
+    return this.markerPrefix + this.redisKey(key).slice(this.keyPrefix.length);
   }
 
   /**

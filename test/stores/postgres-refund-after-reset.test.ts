@@ -1,0 +1,138 @@
+/**
+ * A receipt from before its key's last reset refunds nothing on PostgreSQL: the reset already
+ * gave the key a new bucket, and giving the old charge back too would admit more than the limit.
+ * Limit 5, one reset, all in one instant: 10 admitted (5 before the reset, 5 after), where
+ * refunding the 5 old receipts admitted 15. Every algorithm on the application's time (a manual
+ * clock), the token bucket and the fixed window on the store's, an account key; a receipt taken
+ * after the reset still refunds; a long per-call tier's old receipt refunds nothing once prune()
+ * forgot the reset.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type pg from 'pg';
+import {
+  calendarQuota,
+  createLimiter,
+  fixedWindow,
+  manualClock,
+  slidingWindow,
+  tokenBucket,
+  type Limiter,
+  type Rule,
+} from '../../src/index.js';
+import { PostgresStore } from '../../src/stores/postgres/index.js';
+import { skipUnlessReachable } from '../support/services.js';
+import { closeAppSchema, openAppSchema, postgresUrl, runSchema } from '../support/postgres.js';
+
+const skip = await skipUnlessReachable('postgres', postgresUrl);
+const schema = runSchema('resetrefund');
+const users = { schema, table: 'users' };
+const START = Date.UTC(2026, 0, 15, 12);
+
+const rules: [string, () => Rule][] = [
+  ['token bucket', () => tokenBucket({ limit: 5, period: '1h' })],
+  ['fixed window', () => fixedWindow({ limit: 5, window: '1h' })],
+  ['sliding window', () => slidingWindow({ limit: 5, window: '1h' })],
+  ['calendar quota', () => calendarQuota({ limit: 5, per: 'day' })],
+];
+
+describe('refunds after a reset, PostgreSQL store', { skip }, () => {
+  let pool: pg.Pool;
+  let counter = 0;
+  const name = () => `r${++counter}`;
+
+  before(async () => {
+    pool = await openAppSchema(schema, users);
+  });
+  after(async () => {
+    await closeAppSchema(pool, schema);
+  });
+
+  function store(timeSource: 'app' | 'store'): PostgresStore {
+    return new PostgresStore({ client: pool, schema, users, timeSource, timeout: '10s' });
+  }
+
+  /** Takes 5 with receipts, resets, takes until refused, refunds the 5, takes again: the count. */
+  async function admittedAroundReset(limiter: Limiter, key = 'k'): Promise<number> {
+    const old = [];
+    let admitted = 0;
+    for (let i = 0; i < 5; i++) {
+      const { decision, receipt } = await limiter.takeWithReceipt(key);
+      if (decision.allowed) admitted++;
+      old.push(receipt!);
+    }
+    await limiter.reset(key);
+    for (let i = 0; i < 20 && (await limiter.take(key)).allowed; i++) admitted++;
+    for (const receipt of old) await limiter.refund(receipt);
+    for (let i = 0; i < 20 && (await limiter.take(key)).allowed; i++) admitted++;
+    return admitted;
+  }
+
+  for (const [title, rule] of rules) {
+    it(`${title}, application's time: limit 5 and one reset in one instant admit 10, not 15`, async () => {
+      const limiter = createLimiter({
+        name: name(),
+        rule: rule(),
+        store: store('app'),
+        clock: manualClock(START),
+      });
+      assert.equal(await admittedAroundReset(limiter), 10);
+    });
+
+    it(`${title}, application's time: a receipt taken after the reset still refunds`, async () => {
+      const clock = manualClock(START);
+      const limiter = createLimiter({ name: name(), rule: rule(), store: store('app'), clock });
+      await limiter.takeWithReceipt('k');
+      await limiter.reset('k');
+      clock.advance(1);
+      const { receipt } = await limiter.takeWithReceipt('k');
+      assert.equal((await limiter.peek('k')).remaining, 4);
+      await limiter.refund(receipt!);
+      assert.equal((await limiter.peek('k')).remaining, 5, 'a charge made after the reset is given back');
+    });
+  }
+
+  for (const [title, rule] of rules.slice(0, 2)) {
+    it(`${title}, store's time: limit 5 and one reset in one instant admit 10, not 15`, async () => {
+      const limiter = createLimiter({ name: name(), rule: rule(), store: store('store') });
+      assert.equal(await admittedAroundReset(limiter), 10);
+    });
+  }
+
+  it('an account key: limit 5 and one reset in one instant admit 10, not 15', async () => {
+    const shared = store('app');
+    await pool.query(`INSERT INTO "${schema}".users (id) VALUES (4242)`);
+    const limiter = createLimiter({
+      name: name(),
+      rule: tokenBucket({ limit: 5, period: '1h' }),
+      store: shared,
+      clock: manualClock(START),
+    });
+    assert.equal(await admittedAroundReset(limiter, shared.accountKey(4242, 'acct-4242')), 10);
+  });
+
+  it('a take under a per-call tier longer than a reset is remembered: once the reset is forgotten, an old receipt still refunds nothing', async () => {
+    const clock = manualClock(START);
+    const shared = store('app');
+    const limiter = createLimiter({
+      name: name(),
+      rule: tokenBucket({ limit: 10, period: '1m' }),
+      store: shared,
+      clock,
+    });
+    // 10 a day: a token refills in 2.4 h, longer than the rule's refund horizon (about an hour).
+    const tier = { limit: 10, period: '1d', burst: 10 } as const;
+    const old = [];
+    for (let i = 0; i < 10; i++) old.push((await limiter.takeWithReceipt('k', tier)).receipt!);
+    await limiter.reset('k');
+    let admitted = 0;
+    for (let i = 0; i < 20 && (await limiter.take('k', tier)).allowed; i++) admitted++;
+    assert.equal(admitted, 10);
+    clock.advance('2h');
+    // The reset's row expired at its horizon (about an hour): prune() deletes it, as this does.
+    const forgot = await pool.query(`DELETE FROM "${schema}".bucket_resets WHERE rule = $1`, [limiter.name]);
+    assert.equal(forgot.rowCount, 1);
+    for (const receipt of old) await limiter.refund(receipt);
+    assert.equal((await limiter.take('k', tier)).allowed, false, 'no token given back, none refilled yet');
+  });
+});
