@@ -19,8 +19,9 @@ export interface BreakerOptions {
   failures?: number;
   /**
    * How long those failures must span, with no successful reply, before the breaker opens: a
-   * burst of timeouts on a store that keeps answering never spans it.
-   * @default "1s"
+   * burst of timeouts on a store that keeps answering never spans it. Five seconds: a healthy
+   * store on a starved machine can go a second without a reply read, while a hung one stays silent.
+   * @default "5s"
    */
   window?: Duration;
   /** While open, one call goes to the store as a probe this often; its success closes the breaker. @default "200ms" */
@@ -46,7 +47,7 @@ export interface StoreHealth {
 export type BreakerListener = (state: BreakerState, at: number) => void;
 
 /** The defaults, in one place. */
-export const breakerDefaults = { failures: 5, window: '1s', probeInterval: '200ms' } as const;
+export const breakerDefaults = { failures: 5, window: '5s', probeInterval: '200ms' } as const;
 
 const breakerKeys = ['failures', 'window', 'probeInterval'] as const;
 
@@ -173,6 +174,16 @@ export class Breaker {
     if (now < this.nextProbeAt) return false;
     this.nextProbeAt = now + this.settings.probeIntervalMs;
     return true;
+  }
+
+  /**
+   * Whether a call made at `calledAt` was made while the breaker was open. A call made before it
+   * opened was sent to a store thought to answer; its timeout is one of the calls that opened
+   * the breaker, or a call queued behind them (a burst), and is load, not a decision the
+   * failure policy may admit. Only calls made once the store is known to be failing are.
+   */
+  madeWhileOpen(calledAt: number): boolean {
+    return this.isOpen && calledAt >= this.changedAt;
   }
 
   /** The state, for `stats()`, readiness and metrics. */

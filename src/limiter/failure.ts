@@ -123,7 +123,7 @@ export class FailureHandler {
     // A schema error is the store answering that it is not prepared: its own message says what
     // to do, and it tells nothing of the connection, so it does not move the breaker.
     if (!isSluiceError(error, 'SLUICE_STORE_SCHEMA')) {
-      const failing = this.breaker.failed(now);
+      const failing = this.breaker.failed(now) && this.breaker.madeWhileOpen(now);
       if (timedOut && !failing) {
         stats.overloadTimeouts++;
         if (this.policy === 'open' && !this.neverRefuses)

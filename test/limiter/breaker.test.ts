@@ -50,6 +50,21 @@ describe('the breaker state machine', () => {
     });
   });
 
+  it('a call made before it opened is not one the policy may answer: only calls made while open are', () => {
+    const clock = manualClock(1_000);
+    const breaker = new Breaker(settings, clock);
+    breaker.failed(1_000);
+    clock.advance(500);
+    breaker.failed(1_500);
+    clock.advance(500);
+    assert.equal(breaker.failed(2_000), true);
+    // Calls of the burst or stall that opened it, made before, time out later: load.
+    assert.equal(breaker.madeWhileOpen(1_999), false);
+    assert.equal(breaker.madeWhileOpen(2_000), true);
+    breaker.succeeded();
+    assert.equal(breaker.madeWhileOpen(2_500), false, 'closed: no call is answered by the policy');
+  });
+
   it('many failures within the window never open it, and a success clears the streak', () => {
     const clock = manualClock(0);
     const breaker = new Breaker(settings, clock);
@@ -131,7 +146,7 @@ describe('the breaker state machine', () => {
   it('options: defaults in one object; a wrong type or unknown key is SLUICE_CONFIG naming the option', () => {
     assert.deepEqual(readBreakerOptions('limiter "a"', undefined), {
       failures: 5,
-      windowMs: 1_000,
+      windowMs: 5_000,
       probeIntervalMs: 200,
     });
     for (const failures of [0, 1.5, '5', -1, Number.NaN]) {

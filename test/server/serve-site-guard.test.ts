@@ -174,6 +174,9 @@ describe('sluice serve: cross-site browser requests to state-changing routes', (
       {},
       { origin: sluice.url },
       { 'sec-fetch-site': 'same-origin', origin: sluice.url },
+      // A page with no referrer (the dashboard's own) posts with Origin null: its
+      // Sec-Fetch-Site says it is the same origin.
+      { 'sec-fetch-site': 'same-origin', origin: 'null' },
       { 'sec-fetch-site': 'none' },
     ];
     for (const headers of sameOrigin) {

@@ -55,14 +55,17 @@ function isDashboard(path: string): boolean {
 }
 
 /**
- * True when the browser says the request comes from elsewhere: Sec-Fetch-Site `cross-site` or
- * `same-site` (a sibling subdomain is another site's page too), or an Origin (`null` included)
+ * True when the browser says the request comes from elsewhere: Sec-Fetch-Site other than
+ * `same-origin` or `none` (`same-site`: a sibling subdomain is another site's page too), or,
+ * from a browser that sends no Sec-Fetch-Site, an Origin (`null` included)
  * whose host and port are not the Host the request was sent to. A client that is not a browser
  * sends neither.
  */
 function crossSite(req: IncomingMessage): boolean {
   const site = req.headers['sec-fetch-site'];
-  if (site === 'cross-site' || site === 'same-site') return true;
+  // A browser that sends Sec-Fetch-Site says it all: a page with no referrer (the dashboard's)
+  // sends its form posts with Origin `null`, though they come from the same origin.
+  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
   const origin = req.headers.origin;
   if (origin === undefined) return false;
   const host = req.headers.host;
