@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ChannelTap, ServerMetrics } from '../serve/metrics.js';
-import { peerOf } from '../serve/auth.js';
+import { peerOf, tooManyFailures } from '../serve/auth.js';
 import { json, problem, readJsonOrRefuse, send } from '../serve/http-io.js';
 import type { PolicyHolder, ServedPolicy } from '../serve/server.js';
 import { DashboardAccess, SESSION_COOKIE } from './access.js';
@@ -135,16 +135,7 @@ export class Dashboard {
     // The form is a way to guess tokens too: the API's limit on failed tries holds here as well.
     const peer = peerOf(req);
     const waitMs = served.throttle?.waitMs(peer) ?? 0;
-    if (waitMs > 0) {
-      const response = problem(
-        429,
-        'too_many_failed_attempts',
-        'Too Many Requests',
-        'Too many requests from this address failed authentication; try again after Retry-After seconds.',
-      );
-      response.headers['Retry-After'] = String(Math.ceil(waitMs / 1000));
-      return send(res, response);
-    }
+    if (waitMs > 0) return send(res, tooManyFailures(waitMs));
     const token = form?.get('token') ?? '';
     const session = token === '' ? undefined : this.access.sessionFor(token, tokens);
     if (session === undefined) {

@@ -52,7 +52,7 @@ export function peerOf(req: IncomingMessage): string {
 }
 
 /** The answer to a peer that failed authentication too often: 429, with when it may try again. */
-function tooManyFailures(waitMs: number): HttpResponse {
+export function tooManyFailures(waitMs: number): HttpResponse {
   const response = problem(
     429,
     'too_many_failed_attempts',
