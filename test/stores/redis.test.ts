@@ -11,13 +11,12 @@ import {
   type RedisStoreOptions,
 } from '../../src/stores/redis/index.js';
 import {
-  adjustScript,
-  adjustScriptSha,
   decisionScript,
   decisionScriptSha,
   singleDecisionScript,
   singleDecisionScriptSha,
 } from '../../src/stores/redis/scripts.js';
+import { adjustScript, adjustScriptSha } from '../../src/stores/redis/adjust-scripts.js';
 import fc from 'fast-check';
 import { MAX_COUNT, MAX_TOKEN_RATE } from '../../src/core/bounds.js';
 import type { Rule } from '../../src/core/rule.js';

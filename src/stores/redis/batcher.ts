@@ -2,8 +2,6 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { RedisClient } from './redis-client.js';
 import {
-  adjustScript,
-  adjustScriptSha,
   decisionScript,
   decisionScriptSha,
   reserveScript,
@@ -11,6 +9,7 @@ import {
   singleDecisionScript,
   singleDecisionScriptSha,
 } from './scripts.js';
+import { adjustScript, adjustScriptSha } from './adjust-scripts.js';
 import { ServerClockOffset } from './server-clock-offset.js';
 import {
   LEASE_REPLY_WIDTH,

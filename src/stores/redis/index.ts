@@ -8,7 +8,8 @@
  * Internals (the Lua scripts and their SHAs, the algorithm modules, Cluster slot hashing) stay in
  * their modules: they change with every new algorithm and are no API.
  */
-export { RedisStore, RedisRuleBuckets, type RedisStoreOptions, type RedisHashTag } from './redis-store.js';
+export { RedisStore, type RedisStoreOptions, type RedisHashTag } from './redis-store.js';
+export { RedisRuleBuckets } from './redis-rule-buckets.js';
 export {
   redisClient,
   type RedisClient,

@@ -2,7 +2,8 @@ import { SluiceError } from '../../core/errors.js';
 import { checkLeaseCall, type LeaseBuckets, type LeaseGrant } from '../lease-store.js';
 import { keySlot } from './key-slot.js';
 import type { LeaseOperation } from './leases.js';
-import type { RedisRuleBuckets, RedisStore } from './redis-store.js';
+import type { RedisStore } from './redis-store.js';
+import type { RedisRuleBuckets } from './redis-rule-buckets.js';
 
 /**
  * One lease group in a {@link RedisStore}: a sorted set per key (see leases.ts) under the key a
