@@ -7,7 +7,7 @@ import type { CompiledPolicy } from '../policy/compile.js';
 import type { StoreFile } from '../policy/model.js';
 import { cachedReadiness, within } from './readiness.js';
 import { StartError } from './start-error.js';
-import { warmPostgres } from './warm.js';
+import { warmStore } from './warm.js';
 
 /** A store opened from the policy, with its health check and its end. */
 export interface OpenedStore {
@@ -154,7 +154,7 @@ async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): P
       },
       { deadlineMs: store.timeoutMs },
     ),
-    warm: (compiled) => warmPostgres(pool, DECISION_CONNECTIONS, compiled),
+    warm: warmStore,
     close: async () => {
       await Promise.all([pool.end(), side.end()]);
     },
