@@ -1,25 +1,9 @@
 import { cpSync } from 'node:fs';
 import { defineConfig } from 'tsup';
 
-// One entry per public subpath; keep in step with package.json "exports" (scripts/check-exports.mjs checks).
-export const entries = {
-  index: 'src/index.ts',
-  redis: 'src/stores/redis/index.ts',
-  postgres: 'src/stores/postgres/index.ts',
-  http: 'src/http/index.ts',
-  testing: 'src/testing/index.ts',
-  express: 'src/adapters/express.ts',
-  fastify: 'src/adapters/fastify.ts',
-  hono: 'src/adapters/hono.ts',
-  node: 'src/adapters/node.ts',
-  koa: 'src/adapters/koa.ts',
-  fetch: 'src/adapters/fetch.ts',
-  nestjs: 'src/adapters/nestjs.ts',
-  client: 'src/client/index.ts',
-  otel: 'src/otel/index.ts',
-  // The `sluice` executable (package.json "bin"), not an import path.
-  sluice: 'src/server/bin.ts',
-};
+import { entries } from './scripts/entries.mjs';
+
+export { entries };
 
 export default defineConfig({
   entry: entries,

@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { basename, join } from 'node:path';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
-import { entries } from '../tsup.config.ts';
+import { entries } from './entries.mjs';
 import { nodeImportsOf } from './node-free.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -55,6 +55,14 @@ for (const [subpath, target] of Object.entries(pkg.exports)) {
   } catch (error) {
     fail(`${specifier}: ${error.message}`);
   }
+}
+
+// The other direction: every entry the build makes (but the executable) is a subpath users can import.
+for (const key of Object.keys(entries)) {
+  if (key === 'sluice') continue;
+  const subpath = key === 'index' ? '.' : `./${key}`;
+  if (pkg.exports[subpath] === undefined)
+    fail(`entry ${key} (${entries[key]}) has no package.json export ${subpath}`);
 }
 
 // The server loads the .proto files of Envoy's rate limit service from beside its bundle.

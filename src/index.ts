@@ -2,27 +2,27 @@
  * sluice: rate limiting for HTTP APIs. The main entry holds the pure core, the limiter, the
  * memory store and the Store contract; it needs no optional dependency.
  */
-export { tokenBucket, TokenBucketRule, type TokenBucketOptions } from './core/gcra.js';
-export { calendarQuota, CalendarQuotaRule, type CalendarQuotaOptions } from './core/quota.js';
+export { tokenBucket, TokenBucketRule, type TokenBucketOptions } from './core/rules/token-bucket.js';
+export { calendarQuota, CalendarQuotaRule, type CalendarQuotaOptions } from './core/rules/calendar-quota.js';
 export type { CalendarUnit, IsoWeekday } from './core/calendar.js';
 export {
   fixedWindow,
   FixedWindowRule,
   ENVOY_UNIT_WINDOWS,
   type FixedWindowOptions,
-} from './core/fixed-window.js';
-export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/sliding-window.js';
-export type { Rule, BucketTier, CallLimit } from './core/rule.js';
-export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/block.js';
+} from './core/rules/fixed-window.js';
+export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/rules/sliding-window.js';
+export type { Rule, BucketTier, CallLimit } from './core/rules/rule.js';
+export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/rules/lockout.js';
 export type { BucketState } from './core/state.js';
 export type { Decision, AllowedDecision, RefusedDecision, DecisionSource } from './core/decision.js';
 export { parseDuration, parseTimerDuration, type Duration, type DurationUnit } from './core/duration.js';
 export { MAX_COUNT, MAX_PENALTY_COUNT, MAX_TOKEN_RATE, MAX_TIMER_MS } from './core/bounds.js';
 export { systemClock, manualClock, type Clock, type ManualClock } from './core/clock.js';
 export { SluiceError, isSluiceError, errorCodes, type SluiceErrorCode } from './core/errors.js';
-export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './store.js';
-export { assertDistinctEntries, isSyncStore } from './store.js';
-export { MemoryStore, MemoryRuleBuckets, type MemoryStoreOptions } from './stores/memory.js';
+export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './stores/contract/store.js';
+export { assertDistinctEntries, isSyncStore } from './stores/contract/store.js';
+export { MemoryStore, MemoryRuleBuckets, type MemoryStoreOptions } from './stores/memory/store.js';
 export { MAX_RAW_KEY_LENGTH } from './stores/shared/bucket-id.js';
 export {
   createLimiter,
@@ -48,7 +48,7 @@ export {
   type LeaseStore,
   type LeaseBuckets,
   type LeaseGrant,
-} from './stores/lease-store.js';
+} from './stores/contract/lease-store.js';
 export type { Receipt, ReceiptedDecision } from './limiter/receipts.js';
 export type { WaitOptions, WaitedDecision } from './limiter/wait-for-slot.js';
 export { MAX_WAIT_MS, reserverOf, type Reserver } from './core/reservation.js';

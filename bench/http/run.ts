@@ -71,7 +71,7 @@ async function serve(framework: Framework, variant: Variant): Promise<number> {
   const floorHeaders = Object.entries(FLOOR_HEADERS);
 
   if (framework === 'node') {
-    const { rateLimit } = await import('../../src/adapters/node.js');
+    const { rateLimit } = await import('../../src/adapters/node/index.js');
     const limit = variant === 'sluice' ? rateLimit({ limits: limits(), key }) : undefined;
     const server = createServer(async (req, res) => {
       if (limit !== undefined && !(await limit(req, res))) return;
@@ -85,7 +85,7 @@ async function serve(framework: Framework, variant: Variant): Promise<number> {
     const { default: Fastify } = await import('fastify');
     const app = Fastify();
     if (variant === 'sluice') {
-      const { rateLimitPlugin } = await import('../../src/adapters/fastify.js');
+      const { rateLimitPlugin } = await import('../../src/adapters/fastify/index.js');
       await app.register(rateLimitPlugin, { limits: limits(), key });
     } else if (variant === 'peer') {
       const { default: fastifyRateLimit } = await import('@fastify/rate-limit');
@@ -103,7 +103,7 @@ async function serve(framework: Framework, variant: Variant): Promise<number> {
   const { default: express } = await import('express');
   const app = express();
   if (variant === 'sluice') {
-    const { rateLimit } = await import('../../src/adapters/express.js');
+    const { rateLimit } = await import('../../src/adapters/express/index.js');
     app.use(rateLimit({ limits: limits(), key }));
   } else if (variant === 'peer') {
     const { rateLimit } = await import('express-rate-limit');

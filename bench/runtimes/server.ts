@@ -4,7 +4,7 @@
  * Prints `port <n>` once it listens. Usage: bun server.ts bare|sluice
  */
 import { MAX_TOKEN_RATE, MemoryStore, createLimiter, ipKey, tokenBucket } from '../../src/index.js';
-import { clientAddressOf, rateLimit } from '../../src/adapters/fetch.js';
+import { clientAddressOf, rateLimit } from '../../src/adapters/fetch/index.js';
 
 type Handler = (request: Request, info?: unknown) => Response | Promise<Response>;
 const runtime = globalThis as unknown as {

@@ -6,7 +6,7 @@
  * effect, not the server's work.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { rateLimit, sendError } from '../../src/adapters/node.js';
+import { rateLimit, sendError } from '../../src/adapters/node/index.js';
 import { clientAddress, ipKey, isSluiceError, systemClock, type Clock, type Store } from '../../src/index.js';
 import { HttpError, readJson, sendJson, sendProblem } from '../shared/http.js';
 import { Courses, Credentials, type StoredResult } from './data.js';

@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { rateLimit, sendError, sendRateLimited } from '../../src/adapters/node.js';
+import { rateLimit, sendError, sendRateLimited } from '../../src/adapters/node/index.js';
 import {
   compositeKey,
   ipKey,

@@ -5,7 +5,7 @@
  * `GET /internal/decisions`.
  */
 import { createServer } from 'node:http';
-import { rateLimit } from '../../src/adapters/node.js';
+import { rateLimit } from '../../src/adapters/node/index.js';
 import {
   DecisionEvents,
   clientAddress,

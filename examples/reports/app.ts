@@ -11,7 +11,7 @@
  * X-Auth-Mode names it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { rateLimit, sendError } from '../../src/adapters/node.js';
+import { rateLimit, sendError } from '../../src/adapters/node/index.js';
 import { isSluiceError, resolveIdentity, systemClock, type Clock, type Limiter } from '../../src/index.js';
 import { HttpError, cookie, readJson, sendJson, sendProblem } from '../shared/http.js';
 import { ApiKeys, MemorySessions, Users, type SessionStore, type UserDirectory } from './data.js';

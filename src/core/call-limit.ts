@@ -1,4 +1,4 @@
-import type { BucketTier, CallLimit } from './algorithm.js';
+import type { BucketTier, CallLimit } from './rules/rule.js';
 import { MAX_COUNT, MAX_TOKEN_RATE } from './bounds.js';
 
 /**

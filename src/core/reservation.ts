@@ -1,4 +1,4 @@
-import type { Rule } from './algorithm.js';
+import type { Rule } from './rules/rule.js';
 import { SluiceError } from './errors.js';
 
 /** A rule's `reserve`, for a caller that holds the rule (`reserve.call(rule, …)`). */

@@ -1,7 +1,7 @@
 /**
  * The mutable state of one key under one rule, as the memory store keeps it and as the pure
  * algorithms read and update it. A few numbers, whatever the traffic, so that memory per key is
- * constant; how they read depends on the rule's shape (see `StateShape` in `algorithm.ts`):
+ * constant; how they read depends on the rule's shape (see `StateShape` in `rules/rule.ts`):
  *
  * - token bucket: `value` is the theoretical arrival time (GCRA) in scaled units;
  * - fixed window, calendar quota: `value` is the count spent in the window that starts at

@@ -3,7 +3,7 @@ import { TIER_BOUNDS, sameTier, tierFault } from '../core/call-limit.js';
 import { parseDuration } from '../core/duration.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { SluiceError, describeValue } from '../core/errors.js';
-import type { BucketTier, CallLimit, Rule } from '../core/rule.js';
+import type { BucketTier, CallLimit, Rule } from '../core/rules/rule.js';
 
 /**
  * Checks of what a caller passes per call (key, cost, per-call limit) and of the clock reading.

@@ -1,7 +1,7 @@
 import type { Decision } from '../core/decision.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import { isSyncStore, type SyncStore, type TakeEntry } from '../store.js';
+import { isSyncStore, type SyncStore, type TakeEntry } from '../stores/contract/store.js';
 import { checkKey, costOf, readClock } from './call-input.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import {

@@ -11,7 +11,7 @@ import {
   type LeaseBuckets,
   type LeaseGrant,
   type LeaseStore,
-} from '../stores/lease-store.js';
+} from '../stores/contract/lease-store.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import { checkRuleName } from '../stores/shared/rule-name.js';
 import { checkKey, readClock } from './call-input.js';

@@ -1,8 +1,8 @@
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError, isSluiceError } from '../core/errors.js';
-import type { SyncRuleBuckets } from '../store.js';
-import type { CallLimit } from '../core/rule.js';
+import type { SyncRuleBuckets } from '../stores/contract/store.js';
+import type { CallLimit } from '../core/rules/rule.js';
 import type { Breaker, BreakerState } from './breaker.js';
 
 /**

@@ -2,9 +2,15 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import type { CallLimit, Rule } from '../core/rule.js';
-import { isSyncStore, type RuleBuckets, type Store, type SyncRuleBuckets, type SyncStore } from '../store.js';
-import { MemoryStore } from '../stores/memory.js';
+import type { CallLimit, Rule } from '../core/rules/rule.js';
+import {
+  isSyncStore,
+  type RuleBuckets,
+  type Store,
+  type SyncRuleBuckets,
+  type SyncStore,
+} from '../stores/contract/store.js';
+import { MemoryStore } from '../stores/memory/store.js';
 import { checkRuleName } from '../stores/shared/rule-name.js';
 import type { Duration } from '../core/duration.js';
 import { callLimitOf, checkKey, costOf, readClock, settledCost } from './call-input.js';

@@ -1,5 +1,5 @@
 import type { Decision } from '../core/decision.js';
-import type { CallLimit } from '../core/rule.js';
+import type { CallLimit } from '../core/rules/rule.js';
 import { SluiceError } from '../core/errors.js';
 
 /**

@@ -2,7 +2,7 @@ import { makeDecision, type Decision } from '../core/decision.js';
 import { SluiceError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { sameCallLimit } from '../core/call-limit.js';
-import type { CallLimit, Rule } from '../core/rule.js';
+import type { CallLimit, Rule } from '../core/rules/rule.js';
 
 /**
  * Options of a limiter's local cache of refusals (the `refusalCache` option of `createLimiter`).

@@ -1,7 +1,7 @@
 import { MAX_TIMER_MS } from '../core/bounds.js';
 import { parseTimerDuration } from '../core/duration.js';
 import { SluiceError, configError } from '../core/errors.js';
-import type { Store } from '../store.js';
+import type { Store } from '../stores/contract/store.js';
 
 /** A limiter's store timeout when neither it nor its store sets one. */
 export const DEFAULT_TIMEOUT_MS = 100;

@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import { MemoryStore } from '../stores/memory.js';
+import { MemoryStore } from '../stores/memory/store.js';
 import { compilePolicy } from './policy/compile.js';
 import { loadPolicyFile, type LoadOptions } from './policy/load.js';
 import type { Policy } from './policy/model.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createClientAddress } from '../keys/client-address.js';
-import { MemoryStore } from '../stores/memory.js';
+import { MemoryStore } from '../stores/memory/store.js';
 import { compilePolicy, type CompiledRule } from './policy/compile.js';
 import type { MatchFile } from './policy/file-types.js';
 import { loadPolicyFile, type LoadOptions } from './policy/load.js';

@@ -4,10 +4,10 @@
  * store conformance suite runs against real ones.
  */
 import type { Decision } from '../core/decision.js';
-import type { Rule } from '../core/rule.js';
-import type { RuleBuckets, SyncRuleBuckets, TakeEntry } from '../store.js';
-import { MemoryStore } from '../stores/memory.js';
-import type { LeaseBuckets, LeaseStore } from '../stores/lease-store.js';
+import type { Rule } from '../core/rules/rule.js';
+import type { RuleBuckets, SyncRuleBuckets, TakeEntry } from '../stores/contract/store.js';
+import { MemoryStore } from '../stores/memory/store.js';
+import type { LeaseBuckets, LeaseStore } from '../stores/contract/lease-store.js';
 
 /**
  * How the store answers: normally, rejecting, never, throwing synchronously, with a driver's own

@@ -17,12 +17,12 @@ import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import { manualClock, type ManualClock } from '../core/clock.js';
 import { SluiceError, isSluiceError } from '../core/errors.js';
-import { tokenBucket } from '../core/gcra.js';
+import { tokenBucket } from '../core/rules/token-bucket.js';
 import type { KeyResult, RateLimitOptions, RequestRateLimit } from '../http/guard.js';
 import type { HeaderStyle } from '../http/headers.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../limiter/limiter.js';
 import { DecisionEvents } from '../limiter/events.js';
-import { MemoryStore } from '../stores/memory.js';
+import { MemoryStore } from '../stores/memory/store.js';
 import { FailingStore } from './failing-store.js';
 import { httpLeaseCases } from './http-lease-conformance.js';
 

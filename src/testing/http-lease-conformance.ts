@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { ManualClock } from '../core/clock.js';
 import { concurrencyLimit, type ConcurrencyLimiter } from '../limiter/concurrency.js';
 import type { Limiter } from '../limiter/limiter.js';
-import { MemoryStore } from '../stores/memory.js';
+import { MemoryStore } from '../stores/memory/store.js';
 import type { RequestRateLimit } from '../http/guard.js';
 import type { AppSpec, RunningApp } from './http-conformance.js';
 

@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import type { ManualClock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
 import { isSluiceError } from '../core/errors.js';
-import { tokenBucket } from '../core/gcra.js';
+import { tokenBucket } from '../core/rules/token-bucket.js';
 import { concurrencyLimit, type ConcurrencyLimiter } from '../limiter/concurrency.js';
 import { acquireAfter } from '../limiter/lease-cascade.js';
 import { createLimiter } from '../limiter/limiter.js';
 import type { Lease } from '../limiter/leases.js';
-import { isLeaseStore } from '../stores/lease-store.js';
-import type { Store } from '../store.js';
+import { isLeaseStore } from '../stores/contract/lease-store.js';
+import type { Store } from '../stores/contract/store.js';
 
 /** What the lease section needs from the suite around it. */
 export interface LeaseSuiteContext {

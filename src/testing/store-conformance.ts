@@ -17,14 +17,14 @@ import { manualClock, type ManualClock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Duration } from '../core/duration.js';
 import { isSluiceError } from '../core/errors.js';
-import { fixedWindow } from '../core/fixed-window.js';
-import { tokenBucket } from '../core/gcra.js';
-import { calendarQuota } from '../core/quota.js';
-import type { Rule } from '../core/rule.js';
-import { slidingWindow } from '../core/sliding-window.js';
+import { fixedWindow } from '../core/rules/fixed-window.js';
+import { tokenBucket } from '../core/rules/token-bucket.js';
+import { calendarQuota } from '../core/rules/calendar-quota.js';
+import type { Rule } from '../core/rules/rule.js';
+import { slidingWindow } from '../core/rules/sliding-window.js';
 import { createCascade } from '../limiter/cascade.js';
 import { createLimiter, type Limiter } from '../limiter/limiter.js';
-import type { Store } from '../store.js';
+import type { Store } from '../stores/contract/store.js';
 import { leaseConformance } from './lease-conformance.js';
 
 /**

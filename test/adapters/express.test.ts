@@ -1,7 +1,12 @@
 /** The HTTP conformance suite against `sluice/express` (Express 5) on a real socket. */
 import { createServer } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
-import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/express.js';
+import {
+  rateLimit,
+  sendError,
+  sendRateLimited,
+  type RateLimitOptions,
+} from '../../src/adapters/express/index.js';
 import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
 import { nodeHeader, socketApp } from '../../src/testing/index.js';
 

@@ -10,7 +10,7 @@ import {
   sendError,
   sendRateLimited,
   type RateLimitOptions,
-} from '../../src/adapters/fastify.js';
+} from '../../src/adapters/fastify/index.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
 import { abandonRequest, leavingRequest, nodeHeader } from '../../src/testing/index.js';
 import type { AddressInfo } from 'node:net';

@@ -12,7 +12,7 @@ import {
   type FetchLimit,
   type PeerInfo,
   type RateLimitOptions,
-} from '../../src/adapters/fetch.js';
+} from '../../src/adapters/fetch/index.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../src/http/index.js';
 
 type Handler = (request: Request, info?: PeerInfo) => Promise<Response>;

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryStore, createLimiter, tokenBucket } from '../../src/index.js';
-import { clientAddressOf, rateLimit, rateLimitOf, type PeerInfo } from '../../src/adapters/fetch.js';
+import { clientAddressOf, rateLimit, rateLimitOf, type PeerInfo } from '../../src/adapters/fetch/index.js';
 
 const limiter = (limit = 5) =>
   createLimiter({ name: 'api', rule: tokenBucket({ limit, period: '1m' }), store: new MemoryStore() });

@@ -4,7 +4,7 @@
  * `Deno.serve` (its `info`), and under node @hono/node-server (the socket's address).
  */
 import type { Server } from 'node:http';
-import type { PeerInfo } from '../../src/adapters/fetch.js';
+import type { PeerInfo } from '../../src/adapters/fetch/index.js';
 import { portApp, socketApp, type RunningApp } from '../../src/testing/index.js';
 
 type Handler = (request: Request, info?: PeerInfo) => Promise<Response>;

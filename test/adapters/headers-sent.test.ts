@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { createServer, type RequestListener } from 'node:http';
 import express from 'express';
 import { MemoryStore, createLimiter, manualClock, tokenBucket } from '../../src/index.js';
-import { rateLimit as expressRateLimit } from '../../src/adapters/express.js';
-import { rateLimit as nodeRateLimit } from '../../src/adapters/node.js';
+import { rateLimit as expressRateLimit } from '../../src/adapters/express/index.js';
+import { rateLimit as nodeRateLimit } from '../../src/adapters/node/index.js';
 import { socketApp } from '../../src/testing/index.js';
 
 function options(reported: unknown[]) {

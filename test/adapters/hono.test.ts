@@ -8,7 +8,12 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { AddressInfo } from 'node:net';
 import { MemoryStore, clientAddress, createLimiter, tokenBucket } from '../../src/index.js';
 import { FailingStore } from '../../src/testing/index.js';
-import { rateLimit, sendError, sendRateLimited, type RateLimitOptions } from '../../src/adapters/hono.js';
+import {
+  rateLimit,
+  sendError,
+  sendRateLimited,
+  type RateLimitOptions,
+} from '../../src/adapters/hono/index.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
 import { abandonRequest, leavingRequest } from '../../src/testing/index.js';
 import type { ServerResponse } from 'node:http';

@@ -8,7 +8,7 @@ import {
   sendError,
   sendRateLimited,
   type RateLimitOptions,
-} from '../../src/adapters/koa.js';
+} from '../../src/adapters/koa/index.js';
 
 type Handler = (ctx: Context) => Promise<void>;
 

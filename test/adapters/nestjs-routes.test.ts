@@ -25,7 +25,7 @@ import {
   RateLimitModule,
   SkipRateLimit,
   type RateLimitOptions,
-} from '../../src/adapters/nestjs.js';
+} from '../../src/adapters/nestjs/index.js';
 
 function limiter(name: string, limit: number): Limiter {
   return createLimiter({

@@ -16,7 +16,7 @@ import {
   sendError,
   sendRateLimited,
   type RateLimitOptions,
-} from '../../src/adapters/nestjs.js';
+} from '../../src/adapters/nestjs/index.js';
 import {
   abandonRequest,
   httpConformance,

@@ -6,7 +6,7 @@ import {
   sendError,
   sendRateLimited,
   type RateLimitOptions,
-} from '../../src/adapters/node.js';
+} from '../../src/adapters/node/index.js';
 import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
 import { nodeHeader, socketApp } from '../../src/testing/index.js';
 

@@ -17,7 +17,12 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.js';
-import { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, nextBlockMs, readBlockOptions } from '../../src/core/block.js';
+import {
+  MAX_BLOCK_FACTOR,
+  MAX_BLOCK_MS,
+  nextBlockMs,
+  readBlockOptions,
+} from '../../src/core/rules/lockout.js';
 
 /** Asserts SLUICE_CONFIG naming `option`, without the text of `secret` in the message. */
 function rejects(make: () => unknown, option: string, secret?: string): void {

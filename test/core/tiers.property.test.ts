@@ -17,7 +17,7 @@ import {
   type BucketState,
   type BucketTier,
 } from '../../src/index.js';
-import { MAX_MIGRATED_QUEUE } from '../../src/core/gcra.js';
+import { MAX_MIGRATED_QUEUE } from '../../src/core/rules/token-bucket.js';
 
 const START = Date.UTC(2026, 0, 15, 12);
 

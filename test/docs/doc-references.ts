@@ -1,6 +1,6 @@
 /**
  * What a Markdown document points at in the repository: its relative links, and the repository
- * paths it names in its text (`src/store.ts`, `test/docs/`, …). A guide that names a file which
+ * paths it names in its text (`src/stores/contract/store.ts`, `test/docs/`, …). A guide that names a file which
  * was renamed or never written sends its reader nowhere; the links test checks both kinds.
  */
 import { existsSync, readdirSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { dirname, join, normalize } from 'node:path';
 /** One thing a document points at, with the 1-based line it is on. */
 export interface Reference {
   readonly line: number;
-  /** As written, e.g. `docs/http.md#cors` or `src/store.ts`. */
+  /** As written, e.g. `docs/http.md#cors` or `src/stores/contract/store.ts`. */
   readonly text: string;
   /** Relative to the repository root, without a fragment: what must exist. */
   readonly path: string;

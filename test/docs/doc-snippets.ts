@@ -4,7 +4,7 @@
  *
  * How `sluice`, `sluice/redis`, … resolve: every `from 'sluice…'` is rewritten, on its own line,
  * to a relative import of the source file that tsup builds that subpath from (package.json
- * "exports" names the built file, tsup.config.ts the source of each built file). A relative `.js`
+ * "exports" names the built file, scripts/entries.mjs the source of each built file). A relative `.js`
  * import works unchanged for `tsc` (NodeNext maps it to the `.ts` source) and for Node under tsx,
  * so the type check and the run need no path mapping, no loader of our own, and no build. A
  * subpath the package does not export is left alone and fails to resolve, as it would for a user.
@@ -12,7 +12,7 @@
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { entries } from '../../tsup.config.js';
+import { entries } from '../../scripts/entries.mjs';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 

@@ -57,14 +57,14 @@ describe('how references are found', () => {
 
   it('finds named paths in prose and code, without trailing punctuation, and skips patterns and relative imports', () => {
     const markdown = [
-      'The contract is in `src/store.ts`. Tests: test/docs/, and bench/keys/run.ts.',
+      'The contract is in `src/stores/contract/store.ts`. Tests: test/docs/, and bench/keys/run.ts.',
       "import { x } from '../../src/index.js'; see src/stores/<kind>.ts and src/**/x.ts",
       'https://github.com/o/r/blob/main/src/a.ts and examples/chat/README.md:',
     ].join('\n');
     assert.deepEqual(
       namedPathsOf(markdown).map((r) => [r.line, r.path]),
       [
-        [1, 'src/store.ts'],
+        [1, 'src/stores/contract/store.ts'],
         [1, 'test/docs/'],
         [1, 'bench/keys/run.ts'],
         [3, 'examples/chat/README.md'],
@@ -73,8 +73,8 @@ describe('how references are found', () => {
   });
 
   it('takes a .js path as its .ts source, and knows a path that does not exist', () => {
-    assert.equal(existsInRepository(repoRoot, 'src/store.js'), true);
-    assert.equal(existsInRepository(repoRoot, 'src/store.ts'), true);
+    assert.equal(existsInRepository(repoRoot, 'src/stores/contract/store.js'), true);
+    assert.equal(existsInRepository(repoRoot, 'src/stores/contract/store.ts'), true);
     assert.equal(existsInRepository(repoRoot, 'src/no-such-module.ts'), false);
   });
 });

@@ -10,8 +10,8 @@ import { Socket } from 'node:net';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { createGuard, type GuardOutcome, type RateLimitOptions } from '../../src/http/guard.js';
 import { MemoryStore, createLimiter, manualClock, tokenBucket } from '../../src/index.js';
-import { nodeRequestFacts } from '../../src/adapters/node-response.js';
-import { rateLimit as fastifyRateLimit } from '../../src/adapters/fastify.js';
+import { nodeRequestFacts } from '../../src/adapters/node/response.js';
+import { rateLimit as fastifyRateLimit } from '../../src/adapters/fastify/index.js';
 
 interface Req {
   id: number;

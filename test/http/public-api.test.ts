@@ -2,7 +2,7 @@
  * `sluice/http` is a public entry: each name docs/http.md promises is importable from it, and the
  * guard takes exactly the header styles headers.ts names. The import goes through the same
  * mapping a user's `import … from 'sluice/http'` does: package.json "exports" to the built file,
- * tsup.config.ts from the built file to its source (the exports check then compares the build
+ * scripts/entries.mjs from the built file to its source (the exports check then compares the build
  * with that source, name for name).
  */
 import { describe, it } from 'node:test';

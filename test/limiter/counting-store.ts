@@ -4,8 +4,8 @@
  * middle of a take. The subject under test is the limiter, not the store inside.
  */
 import type { Decision } from '../../src/core/decision.js';
-import type { Rule } from '../../src/core/rule.js';
-import type { RuleBuckets, Store, TakeEntry } from '../../src/store.js';
+import type { Rule } from '../../src/core/rules/rule.js';
+import type { RuleBuckets, Store, TakeEntry } from '../../src/stores/contract/store.js';
 
 export class CountingStore implements Store {
   readonly kind: string;

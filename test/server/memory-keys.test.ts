@@ -15,7 +15,7 @@ import { LivePolicy } from '../../src/server/serve/live-policy.js';
 import { createServerLog } from '../../src/server/serve/log.js';
 import { ServerMetrics } from '../../src/server/serve/metrics.js';
 import { openStore, type OpenedStore } from '../../src/server/serve/store.js';
-import { MemoryStore } from '../../src/stores/memory.js';
+import { MemoryStore } from '../../src/stores/memory/store.js';
 import { SECRET } from './policy-support.js';
 
 const rules = 'rules:\n  - { name: api, key: [address], algorithm: token-bucket, limit: 5, period: 1m }\n';

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { MemoryStore } from '../../src/stores/memory.js';
+import { MemoryStore } from '../../src/stores/memory/store.js';
 import { compilePolicy } from '../../src/server/policy/compile.js';
 import { PolicyError } from '../../src/server/policy/errors.js';
 import { loadPolicyText } from '../../src/server/policy/load.js';

@@ -1,5 +1,5 @@
 /** Loading policies from text in tests: the issues as `line:column: message`, or the loaded policy. */
-import { MemoryStore } from '../../src/stores/memory.js';
+import { MemoryStore } from '../../src/stores/memory/store.js';
 import { compilePolicy, type CompiledPolicy } from '../../src/server/policy/compile.js';
 import { PolicyError } from '../../src/server/policy/errors.js';
 import { loadPolicyText } from '../../src/server/policy/load.js';

@@ -13,7 +13,7 @@ import {
   manualClock,
   tokenBucket,
 } from '../../src/index.js';
-import type { TakeEntry } from '../../src/store.js';
+import type { TakeEntry } from '../../src/stores/contract/store.js';
 
 const configError = (e: unknown) =>
   isSluiceError(e, 'SLUICE_CONFIG') && /not bound/.test((e as Error).message);

@@ -11,7 +11,7 @@ import {
   isSluiceError,
 } from '../../src/index.js';
 import { storeConformance } from '../../src/testing/index.js';
-import type { TakeEntry } from '../../src/store.js';
+import type { TakeEntry } from '../../src/stores/contract/store.js';
 
 storeConformance({ name: 'memory', create: async () => new MemoryStore() });
 

@@ -25,11 +25,11 @@ import {
   tokenBucket,
   type Decision,
 } from '../../src/index.js';
-import type { BucketTier, CallLimit, Rule } from '../../src/core/algorithm.js';
-import type { TokenBucketRule } from '../../src/core/gcra.js';
+import type { BucketTier, CallLimit, Rule } from '../../src/core/rules/rule.js';
+import type { TokenBucketRule } from '../../src/core/rules/token-bucket.js';
 import type { BucketState } from '../../src/core/state.js';
-import type { RuleBuckets, TakeEntry } from '../../src/store.js';
-import type { BlockOptions } from '../../src/core/block.js';
+import type { RuleBuckets, TakeEntry } from '../../src/stores/contract/store.js';
+import type { BlockOptions } from '../../src/core/rules/lockout.js';
 import { PostgresStore, toPostgresClient, type PostgresClient } from '../../src/stores/postgres/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import { createAppSchema, dropSchema, postgresUrl, runSchema, testPool } from '../support/postgres.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
-import { rateLimit } from '../../src/adapters/node.js';
+import { rateLimit } from '../../src/adapters/node/index.js';
 import type pg from 'pg';
 import {
   MAX_COUNT,

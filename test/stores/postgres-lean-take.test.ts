@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
 import { MemoryStore, tokenBucket, type Decision, type TokenBucketRule } from '../../src/index.js';
-import type { BucketTier } from '../../src/core/algorithm.js';
+import type { BucketTier } from '../../src/core/rules/rule.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import { dropSchema, postgresUrl, runSchema, testPool, waitForLockWaiters } from '../support/postgres.js';

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
-import type { Rule } from '../../src/core/algorithm.js';
+import type { Rule } from '../../src/core/rules/rule.js';
 import {
   calendarQuota,
   createLimiter,

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
 import { MemoryStore, fixedWindow, isSluiceError, tokenBucket, type Decision } from '../../src/index.js';
-import type { BucketTier } from '../../src/core/algorithm.js';
+import type { BucketTier } from '../../src/core/rules/rule.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { SCALED_EPOCH_MS } from '../../src/stores/postgres/algorithms/token-bucket.js';
 import { postgresMigrations, schemaNames } from '../../src/stores/postgres/migrations.js';

@@ -10,7 +10,7 @@ import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient } from '../support/redis-clients.js';
 import { assertTtl, ttlWindow } from '../support/redis-ttl.js';
 import { RedisStore, redisClient, type RedisClient } from '../../src/stores/redis/index.js';
-import { leaseScript, leaseScriptSha } from '../../src/stores/redis/leases.js';
+import { leaseScript, leaseScriptSha } from '../../src/stores/redis/lease-script.js';
 import { concurrencyLimit, isSluiceError, manualClock } from '../../src/index.js';
 
 const skip = await skipUnlessReachable('redis', redisUrl);

@@ -15,7 +15,7 @@ import {
   tokenBucket,
   type Rule,
 } from '../../src/index.js';
-import type { BlockOptions } from '../../src/core/block.js';
+import type { BlockOptions } from '../../src/core/rules/lockout.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient } from '../support/redis-clients.js';

@@ -19,7 +19,7 @@ import {
 import { adjustScript, adjustScriptSha } from '../../src/stores/redis/adjust-scripts.js';
 import fc from 'fast-check';
 import { MAX_COUNT, MAX_TOKEN_RATE } from '../../src/core/bounds.js';
-import type { Rule } from '../../src/core/rule.js';
+import type { Rule } from '../../src/core/rules/rule.js';
 import {
   MemoryStore,
   calendarQuota,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 
-/** What the store adds to every TTL on the app's time (APP_TIME_SLACK_MS in redis-rule-buckets.ts). */
+/** What the store adds to every TTL on the app's time (APP_TIME_SLACK_MS in src/stores/redis/rule-buckets.ts). */
 export const APP_SLACK = 60_000;
 
 /** Redis' clock in whole ms. */

@@ -3,9 +3,9 @@ import type { Clock } from '../../core/clock.js';
 import { makeDecision, type Decision } from '../../core/decision.js';
 import { SluiceError, isSluiceError } from '../../core/errors.js';
 import type { Duration } from '../../core/duration.js';
-import { ENVOY_UNIT_WINDOWS, fixedWindow } from '../../core/fixed-window.js';
-import { tokenBucket } from '../../core/gcra.js';
-import { isSyncStore, type RuleBuckets, type Store, type TakeEntry } from '../../store.js';
+import { ENVOY_UNIT_WINDOWS, fixedWindow } from '../../core/rules/fixed-window.js';
+import { tokenBucket } from '../../core/rules/token-bucket.js';
+import { isSyncStore, type RuleBuckets, type Store, type TakeEntry } from '../../stores/contract/store.js';
 import { ENVOY_UNITS, UNIT_SECONDS, type EnvoyUnit } from './units.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Clock } from '../../core/clock.js';
 import { isSluiceError } from '../../core/errors.js';
 import type { HttpResponse } from '../../http/problem.js';
-import type { Store } from '../../store.js';
+import type { Store } from '../../stores/contract/store.js';
 import { problem, readBody, send, type BodyError } from '../serve/http-io.js';
 import { errorFields, throttledReport, type ServerLog } from '../serve/log.js';
 import { EnvoyBuckets } from './decide.js';

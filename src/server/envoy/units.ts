@@ -1,4 +1,4 @@
-import { ENVOY_UNIT_WINDOWS } from '../../core/fixed-window.js';
+import { ENVOY_UNIT_WINDOWS } from '../../core/rules/fixed-window.js';
 
 /** The units of envoyproxy/ratelimit's configuration and of the response's `current_limit`. */
 export type EnvoyUnit = keyof typeof ENVOY_UNIT_WINDOWS;

@@ -1,8 +1,8 @@
 import type * as ioredis from 'ioredis';
 import type * as pg from 'pg';
 import type { Duration } from '../../core/duration.js';
-import type { Store } from '../../store.js';
-import { MemoryStore } from '../../stores/memory.js';
+import type { Store } from '../../stores/contract/store.js';
+import { MemoryStore } from '../../stores/memory/store.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { StoreFile } from '../policy/model.js';
 import { cachedReadiness, within } from './readiness.js';

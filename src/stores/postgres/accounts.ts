@@ -1,15 +1,15 @@
-import type { BucketTier } from '../../core/algorithm.js';
+import type { BucketTier } from '../../core/rules/rule.js';
 import { MAX_COUNT } from '../../core/bounds.js';
 import { checkedCallLimit } from './call-tier.js';
 import { SluiceError } from '../../core/errors.js';
-import type { RuleBuckets } from '../../store.js';
+import type { RuleBuckets } from '../contract/store.js';
 import { AccountKeys } from './account-key.js';
 import { typeName, userIdText } from './account-id.js';
 import { forgetAccountText, type AccountSql } from './account-statements.js';
 import type { SchemaNames } from './migrations.js';
-import type { PostgresClient } from './postgres-client.js';
-import { storeError } from './postgres-errors.js';
-import type { AccountTakeResult, PostgresRuleBuckets } from './postgres-rule-buckets.js';
+import type { PostgresClient } from './client.js';
+import { storeError } from './errors.js';
+import type { AccountTakeResult, PostgresRuleBuckets } from './rule-buckets.js';
 
 /** Options of {@link PostgresStore.takeForAccount}. */
 export interface AccountTakeOptions {

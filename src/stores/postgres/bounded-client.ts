@@ -1,5 +1,5 @@
-import type { PostgresClient, PostgresQueryable, PostgresRow } from './postgres-client.js';
-import { overloadedError } from './postgres-errors.js';
+import type { PostgresClient, PostgresQueryable, PostgresRow } from './client.js';
+import { overloadedError } from './errors.js';
 
 /**
  * Counts the statements outstanding at the driver (waiting for a pool connection, or running)

@@ -1,4 +1,4 @@
-import type { CallLimit, Rule } from '../../core/algorithm.js';
+import type { CallLimit, Rule } from '../../core/rules/rule.js';
 import { TIER_BOUNDS, tierFault } from '../../core/call-limit.js';
 import { SluiceError } from '../../core/errors.js';
 import { typeName } from './account-id.js';

@@ -1,9 +1,9 @@
 import type { Decision } from '../../core/decision.js';
-import type { CallLimit, Rule } from '../../core/rule.js';
+import type { CallLimit, Rule } from '../../core/rules/rule.js';
 import { reserverOf } from '../../core/reservation.js';
 import type { BucketState } from '../../core/state.js';
 import type { AlgorithmBinding } from './algorithms/index.js';
-import type { PostgresRow } from './postgres-client.js';
+import type { PostgresRow } from './client.js';
 
 /**
  * Turns the state a statement returned (the bucket before the take) into decisions, one per

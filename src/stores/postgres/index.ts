@@ -9,10 +9,10 @@ export {
   type PostgresWarmOptions,
   type PostgresPruneOptions,
   type PostgresPruneResult,
-} from './postgres-store.js';
+} from './store.js';
 export { type AccountTakeOptions } from './accounts.js';
 export { type TimeSource } from '../shared/time-source.js';
-export { PostgresRuleBuckets, type AccountTakeResult } from './postgres-rule-buckets.js';
+export { PostgresRuleBuckets, type AccountTakeResult } from './rule-buckets.js';
 export {
   pgClient,
   postgresJsClient,
@@ -23,12 +23,12 @@ export {
   type PgPoolLike,
   type PgPoolClientLike,
   type PostgresJsLike,
-} from './postgres-client.js';
+} from './client.js';
 export {
   postgresMigrations,
   type Migration,
   type PostgresMigrationOptions,
   type UsersTableOptions,
 } from './migrations.js';
-export { type PostgresStoreError } from './postgres-errors.js';
+export { type PostgresStoreError } from './errors.js';
 export { DriverError } from '../shared/driver-error.js';

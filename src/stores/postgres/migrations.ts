@@ -1,7 +1,7 @@
 import { optionError } from '../../core/errors.js';
 import { checkRuleName } from '../shared/rule-name.js';
 import { quoteIdentifier, userIdType } from './identifier.js';
-import { leasesMigration } from './leases.js';
+import { leasesMigration } from './lease-buckets.js';
 
 /** Where the application's users live, for account erasure. */
 export interface UsersTableOptions {

@@ -1,6 +1,6 @@
 import { SluiceError } from '../../core/errors.js';
 import type { UsersTableOptions } from './migrations.js';
-import type { PostgresQueryable } from './postgres-client.js';
+import type { PostgresQueryable } from './client.js';
 
 /** SQL type names as `format_type` spells them, for each accepted `users.type`. */
 const canonicalType: Record<string, string> = {

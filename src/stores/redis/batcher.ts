@@ -1,6 +1,6 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
-import type { RedisClient } from './redis-client.js';
+import type { RedisClient } from './client.js';
 import {
   decisionScript,
   decisionScriptSha,
@@ -18,10 +18,10 @@ import {
   leaseScriptSha,
   pushLeaseArguments,
   type LeaseOperation,
-} from './leases.js';
-import type { LeaseGrant } from '../lease-store.js';
-import { redisErrorCode, storeError, timedOut, unavailable } from './redis-errors.js';
-import type { BucketTier, CallLimit } from '../../core/rule.js';
+} from './lease-script.js';
+import type { LeaseGrant } from '../contract/lease-store.js';
+import { redisErrorCode, storeError, timedOut, unavailable } from './errors.js';
+import type { BucketTier, CallLimit } from '../../core/rules/rule.js';
 
 /** What the batcher needs from one rule's buckets. */
 export interface BatchRule {

@@ -8,12 +8,12 @@
  * Internals (the Lua scripts and their SHAs, the algorithm modules, Cluster slot hashing) stay in
  * their modules: they change with every new algorithm and are no API.
  */
-export { RedisStore, type RedisStoreOptions, type RedisHashTag } from './redis-store.js';
-export { RedisRuleBuckets } from './redis-rule-buckets.js';
+export { RedisStore, type RedisStoreOptions, type RedisHashTag } from './store.js';
+export { RedisRuleBuckets } from './rule-buckets.js';
 export {
   redisClient,
   type RedisClient,
   type RedisClientInput,
   type IoredisLike,
   type NodeRedisLike,
-} from './redis-client.js';
+} from './client.js';

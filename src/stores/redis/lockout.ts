@@ -1,10 +1,10 @@
-import { MAX_BLOCK_FACTOR, MAX_BLOCK_MS } from '../../core/block.js';
+import { MAX_BLOCK_FACTOR, MAX_BLOCK_MS } from '../../core/rules/lockout.js';
 import { optionError } from '../../core/errors.js';
-import type { Rule } from '../../core/rule.js';
+import type { Rule } from '../../core/rules/rule.js';
 import type { RuleEncoder } from './algorithms/algorithm.js';
 
 /*
- * Lockouts (a rule's `block` option, core/block.ts) in Redis, once for every algorithm: the
+ * Lockouts (a rule's `block` option, core/rules/lockout.ts) in Redis, once for every algorithm: the
  * block lives in the key's value next to the bucket (see state-value.ts) and is decided in the
  * same script step as the bucket, around the algorithm's own decision.
  *
@@ -80,7 +80,7 @@ end
 
 /**
  * The lockout around an algorithm's decision, spliced into both scripts right after the
- * dispatch: a translation of `decideWithBlock` (core/block.ts). It reads `lock` (the rule has a
+ * dispatch: a translation of `decideWithBlock` (core/rules/lockout.ts). It reads `lock` (the rule has a
  * lockout), its values `blockFirst`, `blockFactor`, `blockMax`, `blockForget`, the key's block
  * `bu`, `bm` (nil when never blocked), the key's fields `sa`, `sb`, `sc`, `sd`, `single`, `cost`,
  * `now`, the algorithm's outcome (`retry`, `remaining`, `reset`, `na`, `nb`, `nc`, `nd`, `ttl`)

@@ -1,4 +1,4 @@
-import type { Rule } from '../../core/rule.js';
+import type { Rule } from '../../core/rules/rule.js';
 import { MAX_WAIT_MS } from '../../core/reservation.js';
 
 const HOUR_MS = 3_600_000;

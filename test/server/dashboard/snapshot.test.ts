@@ -10,7 +10,7 @@ import { compilePolicy } from '../../../src/server/policy/compile.js';
 import { loadPolicyText } from '../../../src/server/policy/load.js';
 import { ServerMetrics } from '../../../src/server/serve/metrics.js';
 import type { ServedPolicy } from '../../../src/server/serve/server.js';
-import { MemoryStore } from '../../../src/stores/memory.js';
+import { MemoryStore } from '../../../src/stores/memory/store.js';
 import { loginPolicy } from '../policy-support.js';
 
 function setUp() {

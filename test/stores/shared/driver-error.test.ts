@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { DriverError, driverError, type DriverErrorRules } from '../../../src/stores/shared/driver-error.js';
-import { postgresErrors } from '../../../src/stores/postgres/postgres-errors.js';
+import { postgresErrors } from '../../../src/stores/postgres/errors.js';
 import { SluiceError, isSluiceError } from '../../../src/index.js';
 
 const rules: DriverErrorRules = {

@@ -1,7 +1,7 @@
-import type { CallLimit, Rule } from '../../../core/algorithm.js';
+import type { CallLimit, Rule } from '../../../core/rules/rule.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../migrations.js';
-import type { PostgresRow } from '../postgres-client.js';
+import type { PostgresRow } from '../client.js';
 import type { TakeAllFamily } from './take-all-family.js';
 
 /**

@@ -1,6 +1,6 @@
-import type { Rule } from '../../../core/algorithm.js';
+import type { Rule } from '../../../core/rules/rule.js';
 import { CalendarPeriods } from '../../../core/calendar.js';
-import type { CalendarQuotaRule } from '../../../core/quota.js';
+import type { CalendarQuotaRule } from '../../../core/rules/calendar-quota.js';
 import type { AlgorithmModule } from './algorithm-module.js';
 import { readWindowRow, windowAdjustSql, windowFamily, windowRuleSql } from './window-counts.js';
 
@@ -57,7 +57,7 @@ function takenPeriod(taken: string): string {
 }
 
 /**
- * Calendar quota (src/core/quota.ts) of any period in any zone, in `window_counters` (see
+ * Calendar quota (src/core/rules/calendar-quota.ts) of any period in any zone, in `window_counters` (see
  * window-counts.ts): the window is the local period, its start and end computed by the core in
  * the application and sent as four boundaries (the previous, current and next period around the
  * time the statement is expected to decide at). PostgreSQL picks the period holding the

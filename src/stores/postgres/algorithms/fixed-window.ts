@@ -1,5 +1,5 @@
-import type { Rule } from '../../../core/algorithm.js';
-import type { FixedWindowRule } from '../../../core/fixed-window.js';
+import type { Rule } from '../../../core/rules/rule.js';
+import type { FixedWindowRule } from '../../../core/rules/fixed-window.js';
 import type { AlgorithmModule } from './algorithm-module.js';
 import {
   alignedPrelude,
@@ -16,7 +16,7 @@ const prelude = alignedPrelude(false);
 const adjust = windowAdjustSql(prelude, 2, (taken) => alignedStart(taken, '$2::bigint'));
 
 /**
- * Fixed window (src/core/fixed-window.ts): a count per window of `windowMs` aligned to the Unix
+ * Fixed window (src/core/rules/fixed-window.ts): a count per window of `windowMs` aligned to the Unix
  * epoch, in `window_counters` (see window-counts.ts). Rule parameters: $1 rule, $2 the window's
  * length in ms, $3 penalty (a refund's: $1 and $2). A count outlives its window by nothing.
  */

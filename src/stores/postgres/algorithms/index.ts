@@ -1,4 +1,4 @@
-import type { Rule } from '../../../core/algorithm.js';
+import type { Rule } from '../../../core/rules/rule.js';
 import { optionError } from '../../../core/errors.js';
 import type { AlgorithmModule } from './algorithm-module.js';
 import { calendarQuotaModule } from './calendar-quota.js';

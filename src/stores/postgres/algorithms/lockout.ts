@@ -1,11 +1,11 @@
-import type { BlockPolicy } from '../../../core/block.js';
+import type { BlockPolicy } from '../../../core/rules/lockout.js';
 import { optionError } from '../../../core/errors.js';
 import type { BucketState } from '../../../core/state.js';
-import type { PostgresRow } from '../postgres-client.js';
+import type { PostgresRow } from '../client.js';
 import type { AlgorithmBinding, RuleSql } from './algorithm-module.js';
 
 /**
- * Lockouts (a rule's `block` option, src/core/block.ts) on PostgreSQL, once for every algorithm:
+ * Lockouts (a rule's `block` option, src/core/rules/lockout.ts) on PostgreSQL, once for every algorithm:
  * a layer around an algorithm's statements and binding. The block lives in the bucket's own row
  * (`blocked_until`, ms since the Unix epoch, and `block_ms`, the last block's length; 0 when
  * never blocked, which is what rows from before the lockout migration read as) and is decided

@@ -1,5 +1,5 @@
-import type { Rule } from '../../../core/algorithm.js';
-import type { SlidingWindowRule } from '../../../core/sliding-window.js';
+import type { Rule } from '../../../core/rules/rule.js';
+import type { SlidingWindowRule } from '../../../core/rules/sliding-window.js';
 import type { AlgorithmModule } from './algorithm-module.js';
 import {
   alignedPrelude,
@@ -16,7 +16,7 @@ const prelude = alignedPrelude(true);
 const adjust = windowAdjustSql(prelude, 2, (taken) => alignedStart(taken, '$2::bigint'));
 
 /**
- * Sliding window (src/core/sliding-window.ts): counts of the current and the previous window of
+ * Sliding window (src/core/rules/sliding-window.ts): counts of the current and the previous window of
  * `windowMs`, aligned to the Unix epoch, in `window_counters` (see window-counts.ts, which
  * weighs the previous count exactly as the core does). Rule parameters: $1 rule, $2 the window's
  * length in ms, $3 penalty (a refund's: $1 and $2). A count weighs until the end of the window

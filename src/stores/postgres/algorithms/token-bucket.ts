@@ -1,10 +1,10 @@
-import type { CallLimit, Rule } from '../../../core/algorithm.js';
+import type { CallLimit, Rule } from '../../../core/rules/rule.js';
 import { MAX_TOKEN_RATE } from '../../../core/bounds.js';
 import { SluiceError } from '../../../core/errors.js';
-import { MAX_MIGRATED_QUEUE, type TokenBucketRule } from '../../../core/gcra.js';
+import { MAX_MIGRATED_QUEUE, type TokenBucketRule } from '../../../core/rules/token-bucket.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../migrations.js';
-import type { PostgresRow } from '../postgres-client.js';
+import type { PostgresRow } from '../client.js';
 import type { AdjustSql, AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
@@ -138,7 +138,7 @@ const arrivalAfter = (bn: string, q: string, cu: string, bt: string, n: string) 
       ELSE ${q} END`;
 
 /**
- * Token bucket (GCRA in scaled integer time, as src/core/gcra.ts), one row per bucket in
+ * Token bucket (GCRA in scaled integer time, as src/core/rules/token-bucket.ts), one row per bucket in
  * `token_buckets` holding the theoretical arrival time `tat` as a bigint: time since
  * {@link SCALED_EPOCH_MS} in units of 1/rate ms, with limit and period reduced by their gcd (the
  * same exact arithmetic in smaller integers), or, for a state charged under a per-call tier, in

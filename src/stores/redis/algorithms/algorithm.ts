@@ -1,5 +1,5 @@
 import type { Decision } from '../../../core/decision.js';
-import type { BucketTier, CallLimit, Rule } from '../../../core/rule.js';
+import type { BucketTier, CallLimit, Rule } from '../../../core/rules/rule.js';
 
 /**
  * What the Redis store needs to decide one algorithm next to the data: its decision and its

@@ -1,11 +1,11 @@
 import { CalendarPeriods, type CalendarUnit, type IsoWeekday } from '../../../core/calendar.js';
 import { makeDecision, type Decision } from '../../../core/decision.js';
-import type { Rule } from '../../../core/rule.js';
+import type { Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 
 /**
- * The calendar quota (`core/quota.ts`) in Redis, per local hour, day, week or month.
+ * The calendar quota (`core/rules/calendar-quota.ts`) in Redis, per local hour, day, week or month.
  *
  * Lua cannot read an IANA time zone database, so Node sends the bounds of four periods around
  * its own time (`b0` the start of the period before, `b1` of the current one, `b2` of the next,
@@ -28,7 +28,7 @@ export const calendarQuotaAlgorithm: RedisAlgorithm = {
   tiers: false,
   reserves: false,
   replyWidth: 4,
-  lua: `  -- core/quota.ts, decide(): the local period holding now, among the four sent.
+  lua: `  -- core/rules/calendar-quota.ts, decide(): the local period holding now, among the four sent.
   local q = limit or ruleLimit
   local s, f = quotaPeriod(now, b0, b1, b2, b3)
   remaining, reset, window = 0, 0, 0
@@ -72,7 +72,7 @@ export const calendarQuotaAlgorithm: RedisAlgorithm = {
 `,
   // A refusal means a count in the period, spent when the period ends, after reset.
   held: 'reset',
-  adjustLua: `  -- core/quota.ts, adjust(), and core/window-count.ts: a refund comes off the count only
+  adjustLua: `  -- core/rules/calendar-quota.ts, adjust(), and core/rules/window-count.ts: a refund comes off the count only
   -- while the stored period is the take's (Node sends the take's period start), never below 0;
   -- a charge goes to the period that counts now (the one holding now among the four sent, or
   -- the stored one when it is later), saturating as a penalty does.

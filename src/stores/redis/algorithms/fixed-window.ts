@@ -1,5 +1,5 @@
 import { makeDecision, type Decision } from '../../../core/decision.js';
-import type { Rule } from '../../../core/rule.js';
+import type { Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 
@@ -21,7 +21,7 @@ export const fixedWindowAlgorithm: RedisAlgorithm = {
   tiers: false,
   reserves: false,
   replyWidth: 3,
-  lua: `  -- core/fixed-window.ts, decide(), and core/window-count.ts.
+  lua: `  -- core/fixed-window.ts, decide(), and core/rules/window-count.ts.
   local q = limit or ruleLimit
   local s = floor(now / w) * w
   if sa and sa > s then s = sa end
@@ -49,7 +49,7 @@ export const fixedWindowAlgorithm: RedisAlgorithm = {
 `,
   // A refusal means a count in the window, spent when the window ends, after reset.
   held: 'reset',
-  adjustLua: `  -- core/fixed-window.ts, adjust(), and core/window-count.ts: a refund comes off the count
+  adjustLua: `  -- core/fixed-window.ts, adjust(), and core/rules/window-count.ts: a refund comes off the count
   -- only while the stored window is the take's, never below 0; a charge goes to the window that
   -- counts now, saturating as a penalty does.
   if delta < 0 then

@@ -1,5 +1,5 @@
 import { optionError } from '../../../core/errors.js';
-import type { Rule } from '../../../core/rule.js';
+import type { Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 import { calendarQuotaAlgorithm } from './calendar-quota.js';
 import { fixedWindowAlgorithm } from './fixed-window.js';

@@ -1,5 +1,5 @@
 import { optionError } from '../../../core/errors.js';
-import type { Rule } from '../../../core/rule.js';
+import type { Rule } from '../../../core/rules/rule.js';
 
 /**
  * A field of a rule that a module sends to Redis: a whole number the script can count with.

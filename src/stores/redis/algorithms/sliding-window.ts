@@ -1,5 +1,5 @@
 import { makeDecision, type Decision } from '../../../core/decision.js';
-import type { Rule } from '../../../core/rule.js';
+import type { Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 

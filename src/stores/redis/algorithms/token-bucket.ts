@@ -1,6 +1,6 @@
 import { makeDecision, type Decision } from '../../../core/decision.js';
-import { MAX_MIGRATED_QUEUE } from '../../../core/gcra.js';
-import type { BucketTier, CallLimit, Rule } from '../../../core/rule.js';
+import { MAX_MIGRATED_QUEUE } from '../../../core/rules/token-bucket.js';
+import type { BucketTier, CallLimit, Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 
@@ -9,7 +9,7 @@ import { penaltyFlag, wholeField } from './rule-fields.js';
  * adjustment, and binding `rate`, `unit`, `burst` and `tolerance` to the parameters it runs
  * under: the call's tier (`tr`, `tu`, `tb`) or the rule's own. A state and a call both in the
  * rule's own scale (every key written before tiers, and every take without one) are read as
- * they always were, after two tests. Otherwise (core/gcra.ts, queuedUnder() and charge()'s
+ * they always were, after two tests. Otherwise (core/rules/token-bucket.ts, queuedUnder() and charge()'s
  * tags) the state is read in the scale it was kept in (rate `sc`, tolerance `sd`; the rule's own
  * when untagged), migrated to the call's, and the tags a write carries are set (`nc`, `nd`;
  * none under the rule's own rate and tolerance). Inline rather than a function: a function in
@@ -42,7 +42,7 @@ const READ_QUEUED = `  local tolerance = burst * unit
 `;
 
 /**
- * The token bucket (`core/gcra.ts`) in Redis.
+ * The token bucket (`core/rules/token-bucket.ts`) in Redis.
  *
  * State `"<ms>:<frac>"`: the GCRA arrival time as whole ms since the Unix epoch plus the
  * sub-millisecond remainder in scaled units (`0 <= frac < rate`). The scaled arithmetic of the
@@ -77,7 +77,7 @@ export const tokenBucketAlgorithm: RedisAlgorithm = {
   tiers: true,
   reserves: true,
   replyWidth: 3,
-  lua: `  -- core/gcra.ts, decide(). Exact division of whole numbers held in doubles: % is
+  lua: `  -- core/rules/token-bucket.ts, decide(). Exact division of whole numbers held in doubles: % is
   -- a - floor(a / b) * b, and the quotient of a double division may round up across an
   -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.
 ${READ_QUEUED}  local after = queued + asked * unit
@@ -132,7 +132,7 @@ ${READ_QUEUED}  local after = queued + asked * unit
       retry = (d - r) / rate
       if r > 0 then retry = retry + 1 end
       if single and penalty == 1 and cost > 0 then
-        -- Debt is capped at one extra full refill (core/gcra.ts).
+        -- Debt is capped at one extra full refill (core/rules/token-bucket.ts).
         local charged = after
         if charged > 2 * tolerance then charged = 2 * tolerance end
         -- Never below the queue already there (one migrated from a slower tier may be longer).
@@ -151,7 +151,7 @@ ${READ_QUEUED}  local after = queued + asked * unit
   // A refused bucket as read is full again after its own time to full, whatever scale it is kept
   // in (frac is below its rate): whole ms to its arrival time, rounded up.
   held: '(sa and sa >= now) and (sa - now + (sb > 0 and 1 or 0)) or 0',
-  adjustLua: `  -- core/gcra.ts, adjust(): the time queued ahead of now moves back by a refund, by the
+  adjustLua: `  -- core/rules/token-bucket.ts, adjust(): the time queued ahead of now moves back by a refund, by the
   -- take's units not refilled yet (those left between now and refilled, at most -delta tokens),
   -- never below 0 (a bucket already full, or a take refilled already, gets nothing); or forward
   -- by a charge, the debt capped at one extra full refill as for a penalty. Divisions exact as

@@ -1,0 +1,195 @@
+import { CalendarPeriods, type CalendarUnit, type IsoWeekday } from '../calendar.js';
+import type { Decision } from '../decision.js';
+import { MAX_COUNT } from '../bounds.js';
+import { optionError } from '../errors.js';
+import { checkOptionKeys } from '../options.js';
+import type { Rule } from './rule.js';
+import type { BucketState } from '../state.js';
+import { adjustWindowCount, decideWindowCount } from './window-count.js';
+import {
+  blockHorizonMs,
+  decideWithBlock,
+  readBlockOptions,
+  type BlockOptions,
+  type BlockPolicy,
+} from './lockout.js';
+
+/** Options of {@link calendarQuota}. */
+export interface CalendarQuotaOptions {
+  /**
+   * Units per calendar period. A whole number from 1 to {@link MAX_COUNT} (10^12). A take may
+   * pass its own limit instead (a per-key limit from data, e.g. an API key's daily limit).
+   */
+  limit: number;
+  /**
+   * The calendar period the quota counts per: a local `'hour'` (from local :00), `'day'`,
+   * `'week'` (from `weekStart`) or `'month'` (from local day 1).
+   * @default "day"
+   */
+  per?: CalendarUnit;
+  /**
+   * The IANA time zone whose calendar counts, e.g. `"Europe/Berlin"`. Periods are local: a day
+   * is 23 hours long on the spring DST change and 25 on the autumn one; the hour repeated when
+   * clocks go back is a second hour with a quota of its own.
+   * @default "UTC"
+   */
+  timeZone?: string;
+  /**
+   * The ISO weekday a week starts on: 1 = Monday … 7 = Sunday. Only with `per: 'week'`.
+   * @default 1
+   */
+  weekStart?: IsoWeekday;
+  /**
+   * When true, refused takes are counted too (a count saturates at 2 × {@link MAX_COUNT}). Off
+   * by default: a refusal consumes nothing.
+   * @default false
+   */
+  penalty?: boolean;
+  /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
+  block?: BlockOptions;
+}
+
+const calendarQuotaKeys = ['limit', 'per', 'timeZone', 'weekStart', 'penalty', 'block'] as const;
+
+/**
+ * A quota of N per local calendar period (hour, day, week or month): the count resets at the
+ * start of each period. State per key: the count and the start of the period it belongs to.
+ *
+ * @example
+ * const rule: CalendarQuotaRule = calendarQuota({ limit: 10, per: 'month', timeZone: 'Asia/Kolkata' });
+ * rule.periods.endOf(Date.now()); // the first instant of next month in Kolkata
+ */
+export class CalendarQuotaRule implements Rule {
+  readonly kind = 'calendar-quota' as const;
+  readonly shape = 'window-count' as const;
+  /** A take may pass its own limit (a per-key limit from data). */
+  readonly acceptsCallLimit = true;
+  /** The default units per period (a take may pass its own). */
+  readonly limit: number;
+  /** What one period is. */
+  readonly per: CalendarUnit;
+  /** The time zone whose calendar counts. */
+  readonly timeZone: string;
+  /** The ISO weekday weeks start on (1 unless `per` is `'week'`). */
+  readonly weekStart: IsoWeekday;
+  /** Whether refusals are counted. */
+  readonly penalty: boolean;
+  /** The lockout, if any. */
+  readonly block: BlockPolicy | undefined;
+  /** Period boundaries of `timeZone`: what a store needs to find the period of an instant. */
+  readonly periods: CalendarPeriods;
+
+  constructor(options: CalendarQuotaOptions) {
+    checkOptionKeys('calendarQuota', options, calendarQuotaKeys);
+    const { limit, per = 'day', timeZone = 'UTC', weekStart, penalty = false } = options;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_COUNT)
+      throw optionError('calendarQuota limit', `a whole number from 1 to ${MAX_COUNT}`);
+    if (typeof penalty !== 'boolean') throw optionError('calendarQuota penalty', 'a boolean');
+    if (weekStart !== undefined && per !== 'week')
+      throw optionError('calendarQuota weekStart', 'left out unless per is "week"');
+    this.periods = new CalendarPeriods(timeZone, per, weekStart ?? 1);
+    this.limit = limit;
+    this.per = this.periods.per;
+    this.timeZone = this.periods.timeZone;
+    this.weekStart = this.periods.weekStart;
+    this.penalty = penalty;
+    this.block = readBlockOptions('calendarQuota', options.block);
+  }
+
+  /** The per-call limit, or the rule's. */
+  limitFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
+  }
+
+  /** The most one take can ever get: the per-call limit, or the rule's. */
+  capacityFor(limit: number | undefined): number {
+    return limit === undefined ? this.limit : limit;
+  }
+
+  /** An untouched quota. */
+  initialState(now: number): BucketState {
+    return { value: 0, window: this.periods.startOf(now), previous: 0, blockedUntil: 0, blockMs: 0 };
+  }
+
+  /** A quota with no count has nothing to remember. */
+  floorValue(): number {
+    return 0;
+  }
+
+  /**
+   * Time until the end of the period the count belongs to: after it, the count is spent; with a
+   * lockout, at least until the key's last block is forgotten.
+   */
+  horizonMs(state: BucketState, now: number): number {
+    const end = state.value > 0 ? this.periods.endOf(state.window) : now;
+    const counted = end > now ? end - now : 0;
+    if (this.block === undefined) return counted;
+    const blocked = blockHorizonMs(this.block, state, now);
+    return blocked > counted ? blocked : counted;
+  }
+
+  decide(
+    state: BucketState,
+    now: number,
+    epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const block = this.block;
+    if (block !== undefined)
+      return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
+    return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+  }
+
+  /** A refund comes off the take's period while it is the state's; a charge goes to the current one. */
+  adjust(
+    state: BucketState,
+    now: number,
+    _epoch: number,
+    delta: number,
+    takenAt: number,
+    _until: number,
+  ): boolean {
+    const current = this.periods.startOf(now);
+    const start = state.window > current ? state.window : current;
+    return adjustWindowCount(state, this.periods.startOf(takenAt), start, delta);
+  }
+
+  /** The quota's own decision, before any lockout. */
+  decideBucket(
+    state: BucketState,
+    now: number,
+    _epoch: number,
+    name: string,
+    cost: number,
+    limit: number | undefined,
+    commit: boolean,
+  ): Decision {
+    const quota = limit === undefined ? this.limit : limit;
+    const current = this.periods.startOf(now);
+    // A clock stepped back (or a node whose clock lags the one that wrote the state) lands in a
+    // period earlier than the stored one: that take counts against the stored period, which
+    // never moves backwards, so stepping a clock back can neither reset a count nor spend a
+    // period twice.
+    const behind = state.window > current;
+    const start = behind ? state.window : current;
+    const end = behind ? this.periods.endOf(start) : this.periods.endOf(now);
+    return decideWindowCount(state, start, end - now, end - start, name, cost, quota, commit, this.penalty);
+  }
+}
+
+/**
+ * A quota of `limit` per local calendar period (`per`, by default a day) in `timeZone`.
+ *
+ * @example
+ * const reports = calendarQuota({ limit: 10 });                              // 10 a day, UTC days
+ * const local = calendarQuota({ limit: 10, timeZone: 'Europe/Berlin' });
+ * const weekly = calendarQuota({ limit: 500, per: 'week', weekStart: 7, timeZone: 'America/New_York' });
+ * const monthly = calendarQuota({ limit: 10_000, per: 'month' });
+ * await reportsLimiter.take(key, { limit: apiKey.dailyLimit });            // per-key limit
+ */
+export function calendarQuota(options: CalendarQuotaOptions): CalendarQuotaRule {
+  return new CalendarQuotaRule(options);
+}

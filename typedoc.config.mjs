@@ -1,0 +1,36 @@
+// The API reference: one page set for every library entry of scripts/entries.mjs.
+import { libraryEntries } from './scripts/entries.mjs';
+
+/** @type {Partial<import('typedoc').TypeDocOptions>} */
+export default {
+  entryPoints: Object.values(libraryEntries),
+  name: 'sluice',
+  tsconfig: 'tsconfig.api.json',
+  out: 'api-reference',
+  readme: 'none',
+  disableSources: true,
+  skipErrorChecking: true,
+  treatWarningsAsErrors: true,
+  validation: {
+    invalidLink: true,
+    notExported: true,
+    rewrittenLink: true,
+  },
+  intentionallyNotExported: [
+    'AlgorithmBinding',
+    'Batcher',
+    'BatchRule',
+    'BucketsContext',
+    'CalendarPeriods',
+    'DriverFailure',
+    'EvictedSummary',
+    'KeyHasher',
+    'MaybePromise',
+    'MemoryLeaseBuckets',
+    'MemoryBucket',
+    'PostgresLeaseBuckets',
+    'RedisLeaseBuckets',
+    'RuleStatements',
+    'StateShape',
+  ],
+};
