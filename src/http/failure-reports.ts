@@ -1,3 +1,5 @@
+import type { ErrorReportDetails } from './guard-options.js';
+
 /**
  * At most one report a minute: an outage fails every request, and one log line per request would
  * bury the logs (and the disk) under copies of one message. The limiter logs store failures the
@@ -32,4 +34,26 @@ export class FailureReports {
     this.failuresSinceReport = 0;
     return failures;
   }
+}
+
+/**
+ * Reports a failure through `onError` at most once a minute (by `clock`); a reporter that throws
+ * is not the request's problem.
+ *
+ * @example
+ * const report = errorReporter(settings.clock, settings.onError);
+ */
+export function errorReporter(
+  clock: () => number,
+  onError: (error: unknown, details: ErrorReportDetails) => void,
+): (error: unknown) => void {
+  const reports = new FailureReports(clock);
+  return (error) => {
+    try {
+      const failures = reports.count();
+      if (failures !== undefined) onError(error, { failures });
+    } catch {
+      // Logging must not turn one failure into another: the response is already decided.
+    }
+  };
 }
