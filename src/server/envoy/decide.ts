@@ -85,7 +85,9 @@ export class EnvoyBuckets {
   async takeAll(asks: readonly Ask[], now: number): Promise<Decision[]> {
     const zero = asks.some((a) => a.limit === 0 && a.cost >= 0);
     const entries: TakeEntry[] = [];
-    const limiters: LimiterInternals[] = [];
+    // Only a store call that may fail needs them (for its timeout and failure policy): on the
+    // memory store a decision allocates no more than before.
+    const limiters: LimiterInternals[] | undefined = this.sync === undefined ? [] : undefined;
     const index: number[] = [];
     asks.forEach((ask, i) => {
       if (ask.limit === 0) return;
@@ -97,7 +99,7 @@ export class EnvoyBuckets {
         cost: zero ? 0 : ask.cost,
         limit: ask.burst === undefined ? ask.limit : undefined,
       });
-      limiters.push(limiter);
+      limiters?.push(limiter);
       index.push(i);
     });
     const decided = entries.length === 0 ? [] : await this.call(entries, limiters, now);
@@ -156,14 +158,16 @@ export class EnvoyBuckets {
    */
   private call(
     entries: TakeEntry[],
-    limiters: readonly LimiterInternals[],
+    limiters: readonly LimiterInternals[] | undefined,
     now: number,
   ): Promise<Decision[]> | Decision[] {
     if (this.sync !== undefined) return this.sync.takeAllSync(entries, now);
-    const first = limiters[0]!;
+    // Collected whenever the store is not synchronous: the entries' limiters, in order.
+    const asked = limiters!;
+    const first = asked[0]!;
     return withDeadline(this.store.takeAll(entries, now), first.timeoutMs, this.what).then(
       (decisions) => {
-        for (const limiter of limiters) limiter[storeAnswered]();
+        for (const limiter of asked) limiter[storeAnswered]();
         return decisions;
       },
       (error: unknown) => failed(first, error, entries[0]!.key, entries[0]!.cost, now),
