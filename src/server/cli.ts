@@ -20,13 +20,17 @@ const processIo: CliIo = {
   env: process.env,
 };
 
+/** Sets the process's exit code; a test passes its own. */
+type SetExitCode = (code: number) => void;
+
 /**
- * The `sluice` command: `check <file>`, `explain`, `serve` and `top`. Exit codes: 0 done, 1 the policy or the
- * arguments are wrong, 2 the server could not start.
+ * The `sluice` command: `check <file>`, `explain`, `serve` and `top`. Exit codes: 0 done, 1 the
+ * policy or the arguments are wrong or the server could not start, 2 `top` could not read the
+ * server.
  */
 export function createProgram(
   io: CliIo = processIo,
-  setExitCode = (code: number) => (process.exitCode = code),
+  setExitCode: SetExitCode = (code: number) => (process.exitCode = code),
 ): Command {
   const program = new Command('sluice')
     .description('Rate limiting as a service: checks a policy file and serves decisions from it.')
@@ -37,7 +41,16 @@ export function createProgram(
     })
     .exitOverride()
     .showHelpAfterError();
+  // In this order in the help.
+  addCheck(program, io, setExitCode);
+  addExplain(program, io, setExitCode);
+  addServe(program, io, setExitCode);
+  addTop(program, io, setExitCode);
+  return program;
+}
 
+/** `sluice check <file>`: the policy normalized, or its errors (exit 1). */
+function addCheck(program: Command, io: CliIo, setExitCode: SetExitCode): void {
   program
     .command('check')
     .description(
@@ -56,7 +69,10 @@ export function createProgram(
         setExitCode(1);
       }
     });
+}
 
+/** `sluice explain <file> <request>`: which rules match a request, and what each would decide. */
+function addExplain(program: Command, io: CliIo, setExitCode: SetExitCode): void {
   program
     .command('explain')
     .description(
@@ -96,7 +112,22 @@ export function createProgram(
         }
       },
     );
+}
 
+/** The options of `sluice serve`, as commander reads them. */
+interface ServeFlags {
+  config: string;
+  host: string;
+  port: number;
+  echoUpstream?: boolean;
+  watch: boolean;
+  grpcPort?: number;
+  envoyConfig?: string;
+  allowedHost?: string[];
+}
+
+/** `sluice serve`: the decision API (and Envoy's service) until SIGTERM or SIGINT. */
+function addServe(program: Command, io: CliIo, setExitCode: SetExitCode): void {
   program
     .command('serve')
     .description(
@@ -124,49 +155,47 @@ export function createProgram(
       '--envoy-config <dir>',
       "a directory of envoyproxy/ratelimit configuration files to serve to Envoy (with the policy's envoy.domains)",
     )
-    .action(
-      async (options: {
-        config: string;
-        host: string;
-        port: number;
-        echoUpstream?: boolean;
-        watch: boolean;
-        grpcPort?: number;
-        envoyConfig?: string;
-        allowedHost?: string[];
-      }) => {
-        // Listened for from the start: SIGHUP's default would end the process. One that comes
-        // while the server starts reloads once it listens.
-        let running: RunningServer | undefined;
-        let pending = false;
-        const reload = () => {
-          if (running === undefined) pending = true;
-          else void running.reload('signal');
-        };
-        process.on('SIGHUP', reload);
-        try {
-          const clock = testClock(io.env);
-          running = await serve({ ...options, env: io.env, out: io.out, envoyClock: clock, clock });
-          if (pending) reload();
-          // Stop listening, let requests in flight finish, then close the store.
-          const stopping = running;
-          const stop = () => {
-            process.off('SIGHUP', reload);
-            void stopping.close().then(() => setExitCode(0));
-          };
-          process.once('SIGTERM', stop);
-          process.once('SIGINT', stop);
-        } catch (error) {
-          process.off('SIGHUP', reload);
-          if (error instanceof StartError) io.err(`${error.message}\n`);
-          else if (isSluiceError(error)) reportPolicyError(error, io);
-          // A driver's error may quote what it was given (a URL with its password): by its code only.
-          else io.err(`sluice serve: the server could not start (${errorCode(error)})\n`);
-          setExitCode(1);
-        }
-      },
-    );
+    .action((options: ServeFlags) => runServe(options, io, setExitCode));
+}
 
+/**
+ * Starts the server and stops it on SIGTERM or SIGINT (exit 0); a server that cannot start says
+ * why (exit 1).
+ */
+async function runServe(options: ServeFlags, io: CliIo, setExitCode: SetExitCode): Promise<void> {
+  // Listened for from the start: SIGHUP's default would end the process. One that comes
+  // while the server starts reloads once it listens.
+  let running: RunningServer | undefined;
+  let pending = false;
+  const reload = () => {
+    if (running === undefined) pending = true;
+    else void running.reload('signal');
+  };
+  process.on('SIGHUP', reload);
+  try {
+    const clock = testClock(io.env);
+    running = await serve({ ...options, env: io.env, out: io.out, envoyClock: clock, clock });
+    if (pending) reload();
+    // Stop listening, let requests in flight finish, then close the store.
+    const stopping = running;
+    const stop = () => {
+      process.off('SIGHUP', reload);
+      void stopping.close().then(() => setExitCode(0));
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  } catch (error) {
+    process.off('SIGHUP', reload);
+    if (error instanceof StartError) io.err(`${error.message}\n`);
+    else if (isSluiceError(error)) reportPolicyError(error, io);
+    // A driver's error may quote what it was given (a URL with its password): by its code only.
+    else io.err(`sluice serve: the server could not start (${errorCode(error)})\n`);
+    setExitCode(1);
+  }
+}
+
+/** `sluice top`: the dashboard's numbers in the terminal, until Ctrl-C or `--iterations`. */
+function addTop(program: Command, io: CliIo, setExitCode: SetExitCode): void {
   program
     .command('top')
     .description(
@@ -200,8 +229,6 @@ export function createProgram(
         process.off('SIGINT', stop);
       }
     });
-
-  return program;
 }
 
 /** An http:// or https:// URL from the command line. */

@@ -1,6 +1,6 @@
 import type { DecisionEvent, DecisionListener, DecisionOutcome } from '../../limiter/events.js';
 import type { RefusalView } from './snapshot-types.js';
-import { SpaceSaving, type HeavyHitter } from './space-saving.js';
+import { SpaceSaving, type HeavyHitter } from '../shared/space-saving.js';
 
 /** The outcomes whose keys the dashboard follows: the only events that carry a key's id. */
 export const TRACKED_OUTCOMES: readonly DecisionOutcome[] = ['refused', 'shadow-refused'];

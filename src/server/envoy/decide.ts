@@ -1,11 +1,25 @@
 import { MAX_COUNT } from '../../core/bounds.js';
 import type { Clock } from '../../core/clock.js';
 import { makeDecision, type Decision } from '../../core/decision.js';
-import { SluiceError, isSluiceError } from '../../core/errors.js';
 import type { Duration } from '../../core/duration.js';
+import type { Rule } from '../../core/rules/rule.js';
 import { ENVOY_UNIT_WINDOWS, fixedWindow } from '../../core/rules/fixed-window.js';
 import { tokenBucket } from '../../core/rules/token-bucket.js';
-import { isSyncStore, type RuleBuckets, type Store, type TakeEntry } from '../../stores/contract/store.js';
+import type { Logger } from '../../limiter/failure.js';
+import {
+  createLimiter,
+  decideOnFailure,
+  storeAnswered,
+  type LimiterInternals,
+} from '../../limiter/limiter.js';
+import {
+  isSyncStore,
+  type Store,
+  type SyncRuleBuckets,
+  type SyncStore,
+  type TakeEntry,
+} from '../../stores/contract/store.js';
+import { withDeadline } from '../../stores/shared/deadline.js';
 import { ENVOY_UNITS, UNIT_SECONDS, type EnvoyUnit } from './units.js';
 
 /**
@@ -20,21 +34,32 @@ export interface Ask {
   readonly burst: number | undefined;
 }
 
-/** How long a store call may take when the store sets no bound of its own. */
-const DEFAULT_TIMEOUT_MS = 100;
+/**
+ * Envoy's service logs store failures itself, once a minute with the count since (see
+ * `startEnvoy`): the limiters' own lines would say the same again.
+ */
+const silent: Logger = { warn() {} };
 
 /**
  * The buckets Envoy's descriptors are counted in: one fixed window per unit, aligned to the
  * epoch as envoyproxy/ratelimit's, bound once on the server's store, whose every take passes its
  * own limit (a rule's `requests_per_unit` or an override). They never change with the policy, so
  * a reload keeps every count, as upstream's cache keys do.
+ *
+ * Each bucket is a limiter's, failing closed: a store that fails or passes the limiter's timeout
+ * is the limiter's 503 error, which Envoy gets as UNAVAILABLE so that its failure_mode_deny
+ * decides. Several buckets are charged all or nothing in one store call, as an all-or-nothing
+ * cascade charges them, with the first one's timeout and failure policy (a cascade cannot carry
+ * a per-bucket cost and limit, nor one limit under several keys).
  */
 export class EnvoyBuckets {
-  private readonly units = new Map<EnvoyUnit, RuleBuckets>();
+  private readonly units = new Map<EnvoyUnit, LimiterInternals>();
   /** Token buckets by unit, rate and burst, bound when a rule first asks for one. */
-  private readonly tokenBuckets = new Map<string, RuleBuckets>();
-  private readonly sync: boolean;
-  readonly timeoutMs: number;
+  private readonly tokenBuckets = new Map<string, LimiterInternals>();
+  /** The store, when it decides synchronously (the memory store): no timer, no failure policy. */
+  private readonly sync: SyncStore | undefined;
+  /** What a deadline's error names: the store, never a key. */
+  private readonly what: string;
 
   constructor(
     private readonly store: Store,
@@ -43,10 +68,10 @@ export class EnvoyBuckets {
     for (const unit of ENVOY_UNITS)
       this.units.set(
         unit,
-        store.bind(nameOf(unit), fixedWindow({ limit: MAX_COUNT, window: ENVOY_UNIT_WINDOWS[unit] })),
+        this.limiter(nameOf(unit), fixedWindow({ limit: MAX_COUNT, window: ENVOY_UNIT_WINDOWS[unit] })),
       );
-    this.sync = isSyncStore(store);
-    this.timeoutMs = store.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.sync = isSyncStore(store) ? store : undefined;
+    this.what = `the ${store.kind} store (envoy)`;
   }
 
   now(): number {
@@ -60,19 +85,24 @@ export class EnvoyBuckets {
   async takeAll(asks: readonly Ask[], now: number): Promise<Decision[]> {
     const zero = asks.some((a) => a.limit === 0 && a.cost >= 0);
     const entries: TakeEntry[] = [];
+    // Only a store call that may fail needs them (for its timeout and failure policy): on the
+    // memory store a decision allocates no more than before.
+    const limiters: LimiterInternals[] | undefined = this.sync === undefined ? [] : undefined;
     const index: number[] = [];
     asks.forEach((ask, i) => {
       if (ask.limit === 0) return;
+      const limiter = this.limiterOf(ask);
       // With a refusal certain, the others are only looked at.
       entries.push({
-        buckets: this.bucketsOf(ask),
+        buckets: limiter.buckets,
         key: ask.key,
         cost: zero ? 0 : ask.cost,
         limit: ask.burst === undefined ? ask.limit : undefined,
       });
+      limiters?.push(limiter);
       index.push(i);
     });
-    const decided = entries.length === 0 ? [] : await this.call(entries, now);
+    const decided = entries.length === 0 ? [] : await this.call(entries, limiters, now);
     const decisions: Decision[] = asks.map((ask) => refusedAtZero(ask, now));
     decided.forEach((decision, j) => (decisions[index[j]!] = decision));
     return decisions;
@@ -80,59 +110,80 @@ export class EnvoyBuckets {
 
   /** Charges `cost` to a bucket whatever it holds (a debit after the fact), past the limit if need be. */
   async charge(ask: Ask, now: number): Promise<void> {
-    const buckets = this.bucketsOf(ask);
+    const limiter = this.limiterOf(ask);
     const until = now + 1;
-    if (this.sync && 'adjustSync' in buckets) {
-      (buckets as RuleBuckets & { adjustSync: RuleBuckets['adjust'] }).adjustSync(
-        ask.key,
-        ask.cost,
-        now,
-        now,
-        until,
-      );
+    if (this.sync !== undefined) {
+      // A synchronous store's buckets are synchronous (SyncStore.bind).
+      (limiter.buckets as SyncRuleBuckets).adjustSync(ask.key, ask.cost, now, now, until);
       return;
     }
-    await this.bounded(buckets.adjust(ask.key, ask.cost, now, now, until));
+    const adjusted = limiter.buckets.adjust(ask.key, ask.cost, now, now, until);
+    await withDeadline(adjusted, limiter.timeoutMs, this.what).then(
+      () => limiter[storeAnswered](),
+      (error: unknown) => failed(limiter, error, ask.key, ask.cost, now),
+    );
   }
 
   close(): void {
-    for (const unit of ENVOY_UNITS) this.store.unbind(nameOf(unit));
-    for (const buckets of this.tokenBuckets.values()) this.store.unbind(buckets.name);
+    for (const limiter of this.units.values()) limiter.close();
+    for (const limiter of this.tokenBuckets.values()) limiter.close();
   }
 
-  /** The ask's buckets: its unit's window, or the token bucket of its rate and burst. */
-  bucketsOf(ask: Ask): RuleBuckets {
+  /** The name of the ask's buckets: two asks of one name and key count in one bucket. */
+  bucketName(ask: Ask): string {
+    return this.limiterOf(ask).name;
+  }
+
+  /** The ask's limiter: its unit's window, or the token bucket of its rate and burst. */
+  private limiterOf(ask: Ask): LimiterInternals {
     if (ask.burst === undefined) return this.units.get(ask.unit)!;
     const name = `envoy:tb:${ask.unit.toLowerCase()}:${ask.limit}:${ask.burst}`;
-    let buckets = this.tokenBuckets.get(name);
-    if (buckets === undefined) {
+    let limiter = this.tokenBuckets.get(name);
+    if (limiter === undefined) {
       const period = `${UNIT_SECONDS[ask.unit]}s` as Duration;
-      buckets = this.store.bind(name, tokenBucket({ limit: ask.limit, period, burst: ask.burst }));
-      this.tokenBuckets.set(name, buckets);
+      limiter = this.limiter(name, tokenBucket({ limit: ask.limit, period, burst: ask.burst }));
+      this.tokenBuckets.set(name, limiter);
     }
-    return buckets;
+    return limiter;
   }
 
-  private call(entries: TakeEntry[], now: number): Promise<Decision[]> | Decision[] {
-    if (this.sync)
-      return (this.store as Store & { takeAllSync(e: TakeEntry[], n: number): Decision[] }).takeAllSync(
-        entries,
-        now,
-      );
-    return this.bounded(this.store.takeAll(entries, now));
+  private limiter(name: string, rule: Rule): LimiterInternals {
+    const { store, clock } = this;
+    return createLimiter({ name, rule, store, clock, failure: 'closed', logger: silent }) as LimiterInternals;
   }
 
-  /** The store's answer, or SLUICE_STORE_TIMEOUT once its timeout (and a little) passed. */
-  private bounded<T>(work: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new SluiceError('SLUICE_STORE_TIMEOUT', 'the rate limit store did not answer in time')),
-        this.timeoutMs + 20,
-      );
-    });
-    return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  /**
+   * One store call for all entries: synchronous on the memory store; otherwise bounded by the
+   * first limiter's timeout, and failing by its failure policy (closed: a 503 error).
+   */
+  private call(
+    entries: TakeEntry[],
+    limiters: readonly LimiterInternals[] | undefined,
+    now: number,
+  ): Promise<Decision[]> | Decision[] {
+    if (this.sync !== undefined) return this.sync.takeAllSync(entries, now);
+    // Collected whenever the store is not synchronous: the entries' limiters, in order.
+    const asked = limiters!;
+    const first = asked[0]!;
+    return withDeadline(this.store.takeAll(entries, now), first.timeoutMs, this.what).then(
+      (decisions) => {
+        for (const limiter of asked) limiter[storeAnswered]();
+        return decisions;
+      },
+      (error: unknown) => failed(first, error, entries[0]!.key, entries[0]!.cost, now),
+    );
   }
+}
+
+/**
+ * A failed store call as its limiter's failure policy answers it: `closed` throws the store's
+ * 503 (SLUICE_STORE_UNAVAILABLE, _TIMEOUT or _OVERLOADED, naming no key), and an error that is
+ * no store failure passes as it is.
+ */
+function failed(limiter: LimiterInternals, error: unknown, key: string, cost: number, now: number): never {
+  limiter[decideOnFailure](error, key, cost, now, undefined);
+  // Unreachable: a closed limiter never admits without the store.
+  throw error;
 }
 
 function nameOf(unit: EnvoyUnit): string {
@@ -148,10 +199,4 @@ function refusedAtZero(ask: Ask, now: number): Decision {
 
 function windowMsOf(unit: EnvoyUnit): number {
   return UNIT_SECONDS[unit] * 1000;
-}
-
-/** A store's failure as the error it answers with: its own SluiceError, else unavailable. */
-export function storeFailure(error: unknown): SluiceError {
-  if (isSluiceError(error) && error.status === 503) return error;
-  return new SluiceError('SLUICE_STORE_UNAVAILABLE', 'the rate limit store failed', { cause: error });
 }

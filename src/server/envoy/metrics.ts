@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { EnvoyRule } from './config.js';
-import { TopK } from './top-k.js';
+import { SpaceSaving } from '../shared/space-saving.js';
 
 /** What a descriptor's hits came to, as upstream's counters name it. */
 export type HitOutcome = 'within_limit' | 'over_limit' | 'shadow_mode';
@@ -25,7 +25,7 @@ export class EnvoyMetrics {
   private readonly calls: Counter<'result'>;
   private readonly notFound: Counter;
   private readonly latency: Histogram;
-  private readonly detailed = new Map<string, { domain: string; descriptor: string; top: TopK }>();
+  private readonly detailed = new Map<string, { domain: string; descriptor: string; top: SpaceSaving }>();
   private readonly key = randomBytes(32);
   private readonly results: Partial<Record<CallResult, { inc(): void }>> = {};
   /** Each rule's counters by outcome, looked up once: a label lookup per call costs more than the count. */
@@ -65,7 +65,7 @@ export class EnvoyMetrics {
       collect() {
         this.reset();
         for (const { domain, descriptor, top } of detailed.values())
-          for (const [value, count] of top.top(SHOWN)) this.set({ domain, descriptor, value }, count);
+          for (const { id, count } of top.top(SHOWN)) this.set({ domain, descriptor, value: id }, count);
       },
     });
   }
@@ -86,11 +86,11 @@ export class EnvoyMetrics {
   values(domain: string, rule: EnvoyRule, values: string, hits: number): void {
     let entry = this.detailed.get(rule.path);
     if (entry === undefined) {
-      entry = { domain, descriptor: descriptorOf(domain, rule), top: new TopK(TRACKED) };
+      entry = { domain, descriptor: descriptorOf(domain, rule), top: new SpaceSaving(TRACKED) };
       this.detailed.set(rule.path, entry);
     }
     const fingerprint = createHmac('sha256', this.key).update(values).digest('hex').slice(0, 16);
-    entry.top.add(fingerprint, hits > 0 ? hits : 1);
+    entry.top.offer(fingerprint, hits > 0 ? hits : 1);
   }
 
   call(result: CallResult, seconds: number): void {

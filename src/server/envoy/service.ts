@@ -4,7 +4,7 @@ import { admittedHeaders, limitedResponse } from '../../http/problem.js';
 import type { BucketKeys } from '../policy/keys.js';
 import type { EnvoyModel } from '../policy/model.js';
 import type { EnvoyDomains, EnvoyRule } from './config.js';
-import { storeFailure, type Ask, type EnvoyBuckets } from './decide.js';
+import type { Ask, EnvoyBuckets } from './decide.js';
 import type {
   HeaderMessage,
   RequestMessage,
@@ -49,13 +49,10 @@ export class EnvoyService {
     if (!served.domains.has(request.domain)) this.metrics.domainNotFound();
     const now = this.buckets.now();
     const decisions: (Decision | undefined)[] = new Array(plans.length);
-    let over: boolean;
-    try {
-      over = await this.group(plans, decisions, served.keys, now);
-      over = (await this.extras(plans, decisions, served.keys, now, over)) || over;
-    } catch (error) {
-      throw storeFailure(error);
-    }
+    // A store that fails rejects with its limiter's error (503): UNAVAILABLE, for Envoy's
+    // failure_mode_deny to decide.
+    let over = await this.group(plans, decisions, served.keys, now);
+    over = (await this.extras(plans, decisions, served.keys, now, over)) || over;
     return this.respond(request, served.settings, plans, decisions, over, now);
   }
 
@@ -79,7 +76,7 @@ export class EnvoyService {
     plans.forEach((plan, i) => {
       if (plan.kind !== 'limit' || plan.rule.shadow || plan.debit) return;
       const ask = askFor(plan, keys);
-      const id = `${this.buckets.bucketsOf(ask).name}|${ask.key}`;
+      const id = `${this.buckets.bucketName(ask)}|${ask.key}`;
       let j = byBucket.get(id);
       if (j === undefined) {
         byBucket.set(id, (j = asks.length));

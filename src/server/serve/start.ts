@@ -4,16 +4,18 @@ import { startEnvoy, type RunningEnvoy } from '../envoy/index.js';
 import { servedEnvoy } from '../envoy/served.js';
 import type { Server } from 'node:http';
 import { Dashboard } from '../dashboard/dashboard.js';
-import { loadPolicyText, readPolicyFile } from '../policy/load.js';
+import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
+import type { Policy } from '../policy/model.js';
 import { isLoopbackHost } from './auth.js';
 import { createEchoServer } from './echo.js';
-import { createGateway } from './gateway.js';
+import { createGateway, type Gateway } from './gateway.js';
 import { LivePolicy, type ReloadTrigger } from './live-policy.js';
 import { createServerLog, type ServerLog, throttledReport } from './log.js';
 import { ServerMetrics } from './metrics.js';
 import { createDecisionServer } from './server.js';
 import { StartError } from './start-error.js';
-import { openStore } from './store.js';
+import { StartedParts } from './started-parts.js';
+import { openStore, type OpenedStore } from './store.js';
 
 export { StartError };
 
@@ -64,25 +66,17 @@ export interface RunningServer {
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const log = options.log ?? createServerLog();
-  const text = readPolicyFile(options.config);
-  const loaded = loadPolicyText(text, {
-    file: options.config,
-    env: options.env,
-    envoyConfig: options.envoyConfig,
-  });
+  const { text, loaded } = readPolicy(options);
   const { policy } = loaded;
-  if (policy.tokens.length === 0 && !isLoopbackHost(options.host)) {
-    throw new StartError(
-      `sluice serve: the policy has no auth tokens, so the server listens on loopback only (127.0.0.1, ::1, localhost), not on ${options.host}; add auth.tokens to the policy to listen there`,
-    );
-  }
+  const parts = new StartedParts();
   const echo = options.echoUpstream === true ? await startEcho(policy.upstream) : undefined;
-  const opened = await openStore(policy.store);
+  if (echo !== undefined) parts.add(() => echo.close());
+  const opened = await parts.attempt(() => openStore(policy.store));
+  parts.add(() => opened.close());
   const dashboard = new Dashboard();
   const metrics = new ServerMetrics(dashboard.tap);
-  let live: LivePolicy;
-  try {
-    live = LivePolicy.start(
+  const live = await parts.attempt(() =>
+    LivePolicy.start(
       {
         config: options.config,
         env: options.env,
@@ -96,38 +90,16 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       },
       loaded,
       text,
-    );
-  } catch (error) {
-    await opened.close();
-    await echo?.close();
-    throw error;
-  }
+    ),
+  );
+  parts.add(() => live.close());
   // Before the address is printed: a client that waits for it may send its first load at once.
   await opened.warm?.(live.current().compiled);
-  let envoy: RunningEnvoy | undefined;
-  const wantsEnvoy =
-    policy.envoy !== undefined || options.envoyConfig !== undefined || options.grpcPort !== undefined;
-  try {
-    if (wantsEnvoy)
-      envoy = await startEnvoy({
-        host: options.host,
-        port: options.grpcPort ?? policy.envoy?.grpcPort ?? 8081,
-        store: opened.store,
-        registry: metrics.registry,
-        failed: (error) => live.failed(error),
-        log,
-        clock: options.envoyClock ?? Date.now,
-        served: () => servedEnvoy(live.current()),
-        ready: opened.ready,
-      });
-  } catch (error) {
-    live.close();
-    await opened.close();
-    await echo?.close();
-    throw new StartError(
-      `sluice serve: Envoy's rate limit service cannot listen on its gRPC port (${grpcCode(error)})`,
-    );
-  }
+  const envoy = await parts.attempt(
+    () => startEnvoyIfAsked(options, policy, opened, live, log, metrics),
+    grpcFailure,
+  );
+  if (envoy !== undefined) parts.add(() => envoy.close());
   const gateway = createGateway({ onUpstreamError: upstreamReporter(log) });
   const server = createDecisionServer(
     live,
@@ -137,63 +109,124 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       ? {}
       : { '/json': (req, res) => envoy.json(req, res, live.current().authorize(req, 'decide')) },
   );
-  try {
-    await listen(server, options.port, options.host);
-  } catch (error) {
-    await envoy?.close();
-    live.close();
-    await opened.close();
-    await echo?.close();
-    throw error;
-  }
+  await parts.attempt(() => listen(server, options.port, options.host));
+  parts.add(() => gateway.close());
   if (options.watch === true) live.watchFile();
   dashboard.start(live, metrics);
-  const { port } = server.address() as AddressInfo;
-  const plainKeysShared = opened.type !== 'memory' && policy.clients.secrets.length === 0;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  const url = `http://${host}:${port}`;
-  // One write: a reader that waits for the address gets every line at once.
-  options.out(
-    startupText(url, options.config, policy.rules.length, opened.type, policy.tokens.length > 0) +
-      (plainKeysShared ? plainKeysWarning(opened.type) : '') +
-      (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo !== undefined)) +
-      (envoy === undefined ? '' : envoyText(options.host, envoy.port)),
-  );
-  log.info(
-    { event: 'start', url, rules: policy.rules.length, store: opened.type, auth: policy.tokens.length > 0 },
-    'sluice serve listening',
-  );
-  if (plainKeysShared)
-    log.warn(
-      { event: 'plain-keys', store: opened.type },
-      plainKeysWarning(opened.type)
-        .trim()
-        .replace(/^sluice: /, ''),
-    );
+  const url = announce(options, policy, opened.type, server, echo !== undefined, envoy, log);
   let closing: Promise<void> | undefined;
   return {
     url,
     server,
     envoy,
     reload: (trigger) => live.reload(trigger),
-    close: () =>
-      (closing ??= (async () => {
-        log.info({ event: 'stopping' }, 'stopping: no new connections; requests in flight finish');
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-          dashboard.close();
-          // A WebSocket tunnel may last for hours: it is cut, not waited for.
-          gateway.closeTunnels();
-        });
-        gateway.close();
-        await envoy?.close();
-        live.close();
-        await opened.close();
-        await echo?.close();
-        log.info({ event: 'stopped' }, 'stopped');
-      })()),
+    close: () => (closing ??= stop(server, dashboard, gateway, parts, log)),
   };
+}
+
+/**
+ * The policy file, read and loaded; a StartError when the server may not listen where asked
+ * (without tokens, only on loopback).
+ */
+function readPolicy(options: ServeOptions): { text: string; loaded: LoadedPolicy } {
+  const text = readPolicyFile(options.config);
+  const loaded = loadPolicyText(text, {
+    file: options.config,
+    env: options.env,
+    envoyConfig: options.envoyConfig,
+  });
+  if (loaded.policy.tokens.length === 0 && !isLoopbackHost(options.host)) {
+    throw new StartError(
+      `sluice serve: the policy has no auth tokens, so the server listens on loopback only (127.0.0.1, ::1, localhost), not on ${options.host}; add auth.tokens to the policy to listen there`,
+    );
+  }
+  return { text, loaded };
+}
+
+/** Envoy's rate limit service, when the policy, --envoy-config or --grpc-port asks for it. */
+async function startEnvoyIfAsked(
+  options: ServeOptions,
+  policy: Policy,
+  opened: OpenedStore,
+  live: LivePolicy,
+  log: ServerLog,
+  metrics: ServerMetrics,
+): Promise<RunningEnvoy | undefined> {
+  const wantsEnvoy =
+    policy.envoy !== undefined || options.envoyConfig !== undefined || options.grpcPort !== undefined;
+  if (!wantsEnvoy) return undefined;
+  return startEnvoy({
+    host: options.host,
+    port: options.grpcPort ?? policy.envoy?.grpcPort ?? 8081,
+    store: opened.store,
+    registry: metrics.registry,
+    failed: (error) => live.failed(error),
+    log,
+    clock: options.envoyClock ?? Date.now,
+    served: () => servedEnvoy(live.current()),
+    ready: opened.ready,
+  });
+}
+
+function grpcFailure(error: unknown): StartError {
+  return new StartError(
+    `sluice serve: Envoy's rate limit service cannot listen on its gRPC port (${grpcCode(error)})`,
+  );
+}
+
+/** Prints where and how to try the server (one write) and logs the start; returns its URL. */
+function announce(
+  options: ServeOptions,
+  policy: Policy,
+  store: string,
+  server: Server,
+  echo: boolean,
+  envoy: RunningEnvoy | undefined,
+  log: ServerLog,
+): string {
+  const { port } = server.address() as AddressInfo;
+  const plainKeysShared = store !== 'memory' && policy.clients.secrets.length === 0;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const url = `http://${host}:${port}`;
+  // One write: a reader that waits for the address gets every line at once.
+  options.out(
+    startupText(url, options.config, policy.rules.length, store, policy.tokens.length > 0) +
+      (plainKeysShared ? plainKeysWarning(store) : '') +
+      (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo)) +
+      (envoy === undefined ? '' : envoyText(options.host, envoy.port)),
+  );
+  log.info(
+    { event: 'start', url, rules: policy.rules.length, store, auth: policy.tokens.length > 0 },
+    'sluice serve listening',
+  );
+  if (plainKeysShared)
+    log.warn(
+      { event: 'plain-keys', store },
+      plainKeysWarning(store)
+        .trim()
+        .replace(/^sluice: /, ''),
+    );
+  return url;
+}
+
+/** Stops the server: no new connections, requests in flight finish, then every part stops. */
+async function stop(
+  server: Server,
+  dashboard: Dashboard,
+  gateway: Gateway,
+  parts: StartedParts,
+  log: ServerLog,
+): Promise<void> {
+  log.info({ event: 'stopping' }, 'stopping: no new connections; requests in flight finish');
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    dashboard.close();
+    // A WebSocket tunnel may last for hours: it is cut, not waited for.
+    gateway.closeTunnels();
+  });
+  await parts.stopAll();
+  log.info({ event: 'stopped' }, 'stopped');
 }
 
 /**

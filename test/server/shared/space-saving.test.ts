@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SpaceSaving } from '../../../src/server/dashboard/space-saving.js';
+import { SpaceSaving } from '../../../src/server/shared/space-saving.js';
 
 describe('Space-Saving summary', () => {
   it('bounds every estimate by the true count, holds every id above total/capacity, keeps capacity entries', () => {
@@ -33,6 +33,29 @@ describe('Space-Saving summary', () => {
           for (const [id, count] of truth)
             if (count > stream.length / capacity) assert.ok(held.has(id), `${id} (${count}) missing`);
           for (let i = 1; i < top.length; i++) assert.ok(top[i - 1]!.count >= top[i]!.count);
+        },
+      ),
+    );
+  });
+
+  it('weighted, as Envoy counts hits: every id above total/capacity held, no estimate below the truth', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 5 })), {
+          maxLength: 400,
+        }),
+        (stream) => {
+          const summary = new SpaceSaving(8);
+          const truth = new Map<string, number>();
+          for (const [n, weight] of stream) {
+            summary.offer(String(n), weight);
+            truth.set(String(n), (truth.get(String(n)) ?? 0) + weight);
+          }
+          const top = summary.top();
+          assert.ok(top.length <= 8);
+          for (const h of top) assert.ok(h.count >= truth.get(h.id)!);
+          const held = new Set(top.map((h) => h.id));
+          for (const [id, count] of truth) if (count > summary.total / 8) assert.ok(held.has(id), id);
         },
       ),
     );

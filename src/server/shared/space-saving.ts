@@ -18,7 +18,8 @@ interface Entry {
  * fixed number of counters, whatever the number of distinct ids. An id not tracked takes the
  * place of the smallest counter, inheriting its count as its possible error, so every id whose
  * true count exceeds total/capacity is always held. The counters form a min-heap, so an offer
- * costs O(log capacity) and no memory beyond the capacity is ever allocated for new ids.
+ * costs O(log capacity) and no memory beyond the capacity is ever allocated for new ids. The
+ * dashboard's offenders and Envoy's detailed_metric values are both counted in it.
  */
 export class SpaceSaving {
   private readonly heap: Entry[] = [];
@@ -30,17 +31,17 @@ export class SpaceSaving {
       throw new RangeError('SpaceSaving capacity must be a whole number of at least 1');
   }
 
-  /** Counts one occurrence of `id`. */
-  offer(id: string): void {
-    this.seen++;
+  /** Counts `weight` occurrences of `id` (a positive number; one by default). */
+  offer(id: string, weight = 1): void {
+    this.seen += weight;
     const at = this.index.get(id);
     if (at !== undefined) {
-      this.heap[at]!.count++;
+      this.heap[at]!.count += weight;
       this.down(at);
       return;
     }
     if (this.heap.length < this.capacity) {
-      this.heap.push({ id, count: 1, error: 0 });
+      this.heap.push({ id, count: weight, error: 0 });
       this.index.set(id, this.heap.length - 1);
       this.up(this.heap.length - 1);
       return;
@@ -49,13 +50,13 @@ export class SpaceSaving {
     const smallest = this.heap[0]!;
     this.index.delete(smallest.id);
     smallest.error = smallest.count;
-    smallest.count++;
+    smallest.count += weight;
     smallest.id = id;
     this.index.set(id, 0);
     this.down(0);
   }
 
-  /** Occurrences offered so far. */
+  /** Occurrences offered so far (the sum of the weights). */
   get total(): number {
     return this.seen;
   }
