@@ -164,6 +164,8 @@ function fromAnotherOrigin(app: RunningApp): RunningApp {
     close: () => app.close(),
   };
 }
+
+/** Where the manual clock stands at the start of every test. */
 const START = Date.UTC(2026, 0, 1);
 
 /** Log lines, recorded so that the suite stays quiet and can check that no key reaches them. */
