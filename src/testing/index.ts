@@ -16,7 +16,7 @@ export {
   type HttpReply,
   type LimitedRoute,
   type RunningApp,
-} from './http-conformance.js';
-export { storeConformance, type ConformanceTarget } from './store-conformance.js';
+} from './http-conformance/index.js';
+export { storeConformance, type ConformanceTarget } from './store-conformance/index.js';
 export { abandonRequest, leavingRequest, nodeHeader, portApp, socketApp } from './socket-app.js';
 export { FailingStore, type FailMode } from './failing-store.js';

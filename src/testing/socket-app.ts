@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage, Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import type { HttpReply, RunningApp } from './http-conformance.js';
+import type { HttpReply, RunningApp } from './http-conformance/harness.js';
 
 /**
  * Makes `server` listen on a free port of 127.0.0.1 and returns the app the HTTP conformance

@@ -6,19 +6,11 @@
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ManualClock } from '../core/clock.js';
-import { concurrencyLimit, type ConcurrencyLimiter } from '../limiter/concurrency.js';
-import type { Limiter } from '../limiter/limiter.js';
-import { MemoryStore } from '../stores/memory/store.js';
-import type { RequestRateLimit } from '../http/guard.js';
-import type { AppSpec, RunningApp } from './http-conformance.js';
-
-/** What the lease cases need from the suite around them. */
-export interface HttpLeaseContext {
-  reset(): ManualClock;
-  limiter(name: string, limit: number): Limiter;
-  withApp(spec: AppSpec, run: (app: RunningApp) => Promise<void>): Promise<void>;
-}
+import type { ManualClock } from '../../core/clock.js';
+import { concurrencyLimit, type ConcurrencyLimiter } from '../../limiter/concurrency.js';
+import { MemoryStore } from '../../stores/memory/store.js';
+import type { RequestRateLimit } from '../../http/guard.js';
+import type { AppSpec, HttpSuite } from './harness.js';
 
 /** True once `limit` grants a lease on `key` again (probed, and released at once), within 2 s. */
 async function freed(limit: ConcurrencyLimiter, key: string): Promise<boolean> {
@@ -38,15 +30,15 @@ async function freed(limit: ConcurrencyLimiter, key: string): Promise<boolean> {
  * Registers the lease cases (inside the suite's `describe`).
  *
  * @example
- * httpLeaseCases({ reset, limiter, withApp })
+ * leaseTests(suite)
  */
-export function httpLeaseCases(context: HttpLeaseContext): void {
-  const { limiter, withApp } = context;
+export function leaseTests(suite: HttpSuite): void {
+  const { limiter, withApp, reset } = suite;
   const inFlight = (clock: ManualClock) =>
     concurrencyLimit({ name: 'in-flight', max: 1, leaseTtl: '1m', store: new MemoryStore(), clock });
 
   it('a concurrency limit: each request holds a lease while it runs, released when its response ends', async () => {
-    const clock = context.reset();
+    const clock = reset();
     const limit = inFlight(clock);
     const seen: unknown[] = [];
     const spec: AppSpec = {
@@ -68,7 +60,7 @@ export function httpLeaseCases(context: HttpLeaseContext): void {
   });
 
   it('a concurrency limit: a client that goes away mid-response releases its lease at once', async () => {
-    const clock = context.reset();
+    const clock = reset();
     const limit = inFlight(clock);
     let closed!: () => void;
     const settled = new Promise<void>((resolve) => (closed = resolve));
@@ -84,7 +76,7 @@ export function httpLeaseCases(context: HttpLeaseContext): void {
   });
 
   it('a refused lease is a 429 with the concurrent-requests unit, and refunds the rate limit before it', async () => {
-    const clock = context.reset();
+    const clock = reset();
     const limit = inFlight(clock);
     const perMinute = limiter('per-minute', 5);
     const held = await limit.acquire('client-1');

@@ -1,0 +1,50 @@
+/** All-or-nothing takes across every rule kind at once. */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fixedWindow } from '../../core/rules/fixed-window.js';
+import { tokenBucket } from '../../core/rules/token-bucket.js';
+import { calendarQuota } from '../../core/rules/calendar-quota.js';
+import { slidingWindow } from '../../core/rules/sliding-window.js';
+import { createCascade } from '../../limiter/cascade.js';
+import { allKinds, type StoreSuite } from './harness.js';
+
+/** Registers the all-or-nothing tests. */
+export function allOrNothingTests(suite: StoreSuite): void {
+  const { fresh, limiter, needs } = suite;
+
+  describe('all-or-nothing across every rule', () => {
+    it(
+      'one refusal charges nothing anywhere: token bucket, fixed and sliding windows, quotas per hour, week and month',
+      needs(allKinds, ['hour', 'week', 'month']),
+      async () => {
+        await fresh(Date.UTC(2026, 0, 15, 12, 0, 30));
+        const bucket = limiter(tokenBucket({ limit: 5, period: '1h' }));
+        const fixed = limiter(fixedWindow({ limit: 3, window: '1m' }));
+        const sliding = limiter(slidingWindow({ limit: 4, window: '1m' }));
+        const hourly = limiter(calendarQuota({ limit: 10, per: 'hour', timeZone: 'Europe/Berlin' }));
+        const weekly = limiter(calendarQuota({ limit: 10, per: 'week' }));
+        const monthly = limiter(calendarQuota({ limit: 10, per: 'month', timeZone: 'Asia/Kolkata' }));
+        const all = [bucket, fixed, sliding, hourly, weekly, monthly];
+        const cascade = createCascade(all, { mode: 'all-or-nothing' });
+        for (let i = 0; i < 3; i++) assert.equal((await cascade.take('k')).allowed, true);
+        const refused = await cascade.take('k');
+        assert.equal(refused.allowed, false);
+        assert.deepEqual(refused.refusedBy, [fixed.name]);
+        const left = await Promise.all(all.map((l) => l.peek('k')));
+        assert.deepEqual(
+          left.map((d) => d.remaining),
+          [2, 0, 1, 7, 7, 7],
+        );
+        // The next minute the fixed window is fresh and the sliding one's 3 still weigh 3: one
+        // more take fits everywhere, the one after is refused by the sliding window alone.
+        suite.clock.advance('30s');
+        assert.equal((await cascade.take('k')).allowed, true);
+        assert.deepEqual((await cascade.take('k')).refusedBy, [sliding.name]);
+        assert.deepEqual(
+          (await Promise.all(all.map((l) => l.peek('k')))).map((d) => d.remaining),
+          [1, 2, 0, 6, 6, 6],
+        );
+      },
+    );
+  });
+}
