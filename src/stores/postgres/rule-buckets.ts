@@ -11,7 +11,8 @@ import {
   type TakeBatch,
   type TakeGroup,
 } from './coalescer.js';
-import type { RuleStatements, Statement } from './statements.js';
+import type { RuleStatements } from './statements.js';
+import type { Statement } from './statement.js';
 import { stalePeriodsAt, type AlgorithmBinding } from './algorithms/index.js';
 import type { StoreTime } from './store-time.js';
 import {
