@@ -37,7 +37,7 @@ export interface AccountTakeOptions {
 /**
  * The account feature of the PostgreSQL store: account keys, account takes and erasure. Buckets
  * of an account are linked to the user's row through the mapping table, so deleting the user
- * deletes them (see migrations.ts). Without the `users` option every method refuses with
+ * deletes them (see migration-steps.ts). Without the `users` option every method refuses with
  * `SLUICE_CONFIG`.
  */
 export class PostgresAccounts {

@@ -111,9 +111,9 @@ export function decisionDeadlineMigration(n: SchemaNames): Migration {
   return {
     name: '004_decision_deadline',
     statements: [
-      // Every decision statement passes its answer through this check (see statements.ts):
-      // past its deadline it raises query_canceled, and the statement's writes roll back, so a
-      // take already answered with the failure policy is never charged afterwards.
+      // Every decision statement passes its answer through this check (see `beforeDeadline` in
+      // sql-clock.ts): past its deadline it raises query_canceled, and the statement's writes roll
+      // back, so a take already answered with the failure policy is never charged afterwards.
       `CREATE FUNCTION ${n.schema}.before_deadline(deadline timestamptz) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN

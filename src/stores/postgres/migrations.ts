@@ -15,7 +15,8 @@ import {
 import { accountSqlOf, schemaNames, type UsersTableOptions } from './schema-names.js';
 
 export type { Migration } from './migration-steps.js';
-// Where they were first declared; imported from here by the server and the tests.
+// Declared in the leaf both the statements and the migrations read; the entry, the server and
+// the tests import them from here, where they always were.
 export { schemaNames, type SchemaNames, type UsersTableOptions } from './schema-names.js';
 
 /** Options of {@link postgresMigrations}. */

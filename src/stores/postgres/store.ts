@@ -52,7 +52,7 @@ export type {
   PostgresPruneResult,
 } from './store-options.js';
 
-/** The migration that references the users table (see migrations.ts). */
+/** The migration that references the users table (see migration-steps.ts). */
 const ACCOUNT_MIGRATION = '003_account_buckets';
 const storeKeys = ['client', 'schema', 'users', 'timeSource', 'timeout', 'batch', 'maxOutstanding'] as const;
 const batchKeys = ['inFlight', 'maxKeys'] as const;
@@ -185,7 +185,7 @@ export class PostgresStore implements Store, LeaseStore {
 
   /**
    * Binds a lease group (see `concurrencyLimit`): per key a row of the leases held (the `leases`
-   * table of migration 008), acquired and released in one statement each (see leases.ts).
+   * table of migration 008), acquired and released in one statement each (see lease-buckets.ts).
    */
   bindLeases(name: string, max: number, ttlMs: number): PostgresLeaseBuckets {
     checkRuleName(name, 'PostgresStore lease group name');
