@@ -1,24 +1,4 @@
-import { quoteIdentifier, userIdType } from './identifier.js';
-import type { SchemaNames, UsersTableOptions } from './migrations.js';
-
-/** The users table as the account statements name it (quoted, checked). */
-export interface AccountSql {
-  /** The qualified users table, e.g. `"public"."users"`. */
-  readonly users: string;
-  /** Its id column. */
-  readonly column: string;
-  /** Its id type, e.g. `bigint`. */
-  readonly type: string;
-}
-
-/** The quoted names of the `users` option (checked: see `quoteIdentifier` and `userIdType`). */
-export function accountSqlOf(users: UsersTableOptions): AccountSql {
-  return {
-    users: `${quoteIdentifier(users.schema ?? 'public', 'PostgresStore users.schema')}.${quoteIdentifier(users.table ?? 'users', 'PostgresStore users.table')}`,
-    column: quoteIdentifier(users.column ?? 'id', 'PostgresStore users.column'),
-    type: userIdType(users.type ?? 'bigint', 'PostgresStore users.type'),
-  };
-}
+import type { AccountSql, SchemaNames } from './schema-names.js';
 
 /**
  * The CTEs an account take starts with: `f.session` is true when the user still exists. The

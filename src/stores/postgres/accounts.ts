@@ -5,8 +5,8 @@ import { SluiceError } from '../../core/errors.js';
 import type { RuleBuckets } from '../contract/store.js';
 import { AccountKeys } from './account-key.js';
 import { typeName, userIdText } from './account-id.js';
-import { forgetAccountText, type AccountSql } from './account-statements.js';
-import type { SchemaNames } from './migrations.js';
+import { forgetAccountText } from './account-statements.js';
+import type { AccountSql, SchemaNames } from './schema-names.js';
 import type { PostgresClient } from './client.js';
 import { storeError } from './errors.js';
 import type { AccountTakeResult, PostgresRuleBuckets } from './rule-buckets.js';
@@ -37,7 +37,7 @@ export interface AccountTakeOptions {
 /**
  * The account feature of the PostgreSQL store: account keys, account takes and erasure. Buckets
  * of an account are linked to the user's row through the mapping table, so deleting the user
- * deletes them (see migrations.ts). Without the `users` option every method refuses with
+ * deletes them (see migration-steps.ts). Without the `users` option every method refuses with
  * `SLUICE_CONFIG`.
  */
 export class PostgresAccounts {

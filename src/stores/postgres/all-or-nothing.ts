@@ -10,12 +10,12 @@ import { stalePeriodsAt, type AlgorithmModule } from './algorithms/index.js';
 import type { AccountKeys } from './account-key.js';
 import { TimeLeft } from './bounded-client.js';
 import { DecisionReplay } from './decisions.js';
-import type { SchemaNames } from './migrations.js';
+import type { SchemaNames } from './schema-names.js';
 import type { PostgresClient, PostgresRow } from './client.js';
 import { TIMEOUT_SUBJECT, rethrowLockoutMapped, rethrowMapped } from './errors.js';
 import type { PostgresRuleBuckets } from './rule-buckets.js';
 import { ENTRY_COMMON_ARRAYS, takeAllStatement } from './take-all.js';
-import type { Statement } from './statements.js';
+import type { Statement } from './statement.js';
 import type { StoreTime } from './store-time.js';
 
 /** How often a statement is sent again when PostgreSQL asks for a retry before giving up. */

@@ -4,10 +4,11 @@ import { bucketId } from '../shared/bucket-id.js';
 import { withDeadline } from '../shared/deadline.js';
 import type { TimeSource } from '../shared/time-source.js';
 import { TimeLeft } from './bounded-client.js';
-import type { SchemaNames } from './migrations.js';
+import type { SchemaNames } from './schema-names.js';
 import type { PostgresClient } from './client.js';
 import { TIMEOUT_SUBJECT, rethrowMapped } from './errors.js';
-import { beforeDeadline, statement, storeNow, type Statement } from './statements.js';
+import { statementClock } from './sql-clock.js';
+import { statement, type Statement } from './statement.js';
 
 /**
  * Leases in PostgreSQL: one row per key of a lease group in `leases`, the ids of the leases held
@@ -27,24 +28,6 @@ import { beforeDeadline, statement, storeNow, type Statement } from './statement
  * as timed out never applies afterwards.
  */
 
-/** The migration that creates the table. */
-export function leasesMigration(names: SchemaNames): { name: string; statements: string[] } {
-  return {
-    name: '008_leases',
-    statements: [
-      `CREATE TABLE ${names.leases} (
-  rule text COLLATE "C" NOT NULL,
-  bucket text COLLATE "C" NOT NULL,
-  ids text[] NOT NULL,
-  expiries bigint[] NOT NULL,
-  expires_at bigint NOT NULL,
-  PRIMARY KEY (rule, bucket)
-)`,
-      `CREATE INDEX leases_expiry ON ${names.leases} (expires_at)`,
-    ],
-  };
-}
-
 /** The two statements of the lease groups of one store. */
 export interface LeaseStatements {
   readonly acquire: Statement;
@@ -63,26 +46,13 @@ export function leaseStatements(names: SchemaNames, timeSource: TimeSource): Lea
   };
 }
 
-/** The statement's now, and its deadline check, after `params` parameters of its own. */
-function clockOf(
-  names: SchemaNames,
-  timeSource: TimeSource,
-  params: number,
-): { now: string; deadline: string } {
-  const app = timeSource === 'app';
-  return {
-    now: app ? `$${params + 1}::bigint` : storeNow,
-    deadline: beforeDeadline(names.schema, params + (app ? 2 : 1)),
-  };
-}
-
 /** The unexpired leases of `row` as rows x(i, e). */
 function liveOf(row: string, now: string): string {
   return `FROM unnest(${row}.ids, ${row}.expiries) AS x(i, e) WHERE x.e > ${now}`;
 }
 
 function acquireText(names: SchemaNames, timeSource: TimeSource): string {
-  const { now, deadline } = clockOf(names, timeSource, 5);
+  const { now, onTime } = statementClock(names.schema, timeSource, 6);
   const expiry = `${now} + $4::bigint`;
   return `WITH up AS (
   INSERT INTO ${names.leases} AS l (rule, bucket, ids, expiries, expires_at)
@@ -97,7 +67,7 @@ function acquireText(names: SchemaNames, timeSource: TimeSource): string {
   RETURNING cardinality(l.expiries) AS held, l.expiries[cardinality(l.expiries)] AS last
 )
 SELECT up.held, up.last, s.held AS seen, s.first AS seen_first, s.last AS seen_last,
-  ${now} AS now, ${deadline} AS in_time
+  ${now} AS now, ${onTime} AS in_time
 FROM (SELECT 1) AS one
 LEFT JOIN up ON true
 LEFT JOIN LATERAL (
@@ -108,7 +78,7 @@ LEFT JOIN LATERAL (
 }
 
 function releaseText(names: SchemaNames, timeSource: TimeSource): string {
-  const { now, deadline } = clockOf(names, timeSource, 3);
+  const { now, onTime } = statementClock(names.schema, timeSource, 4);
   return `WITH up AS (
   UPDATE ${names.leases} AS l SET
     (ids, expiries) = (
@@ -118,7 +88,7 @@ function releaseText(names: SchemaNames, timeSource: TimeSource): string {
   WHERE l.rule = $1 AND l.bucket = $2 AND EXISTS (SELECT 1 ${liveOf('l', now)} AND x.i = $3::text)
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM up) AS released, ${deadline} AS in_time`;
+SELECT (SELECT count(*) FROM up) AS released, ${onTime} AS in_time`;
 }
 
 /** What a lease group needs of its store. */

@@ -4,8 +4,15 @@ import type { RuleBuckets } from '../contract/store.js';
 import { bucketId } from '../shared/bucket-id.js';
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './client.js';
 import { DecisionReplay } from './decisions.js';
-import type { RuleStatements, Statement } from './statements.js';
-import type { TimeSource } from '../shared/time-source.js';
+import {
+  Coalescer,
+  type BatchTime,
+  type CoalescerLimits,
+  type TakeBatch,
+  type TakeGroup,
+} from './coalescer.js';
+import type { RuleStatements } from './statements.js';
+import type { Statement } from './statement.js';
 import { stalePeriodsAt, type AlgorithmBinding } from './algorithms/index.js';
 import type { StoreTime } from './store-time.js';
 import {
@@ -13,7 +20,6 @@ import {
   lockoutStoreError,
   rethrowMapped,
   storeError,
-  timeoutError,
   type PostgresStoreError,
 } from './errors.js';
 import { withDeadline } from '../shared/deadline.js';
@@ -22,66 +28,19 @@ import { OffsetAtSend, SpentTimeLeft, TimeLeft } from './bounded-client.js';
 import { SluiceError } from '../../core/errors.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { checkedCallLimit } from './call-tier.js';
-import { sameCallLimit } from '../../core/call-limit.js';
 import { refundHorizonMs } from '../shared/refund-horizon.js';
 
 /** The per-take values of an algorithm without per-take columns of its own. */
 const NO_VALUES: readonly unknown[] = [];
 
-/** What a rule's buckets share with their store. */
-export interface BucketsContext {
+/** What a rule's buckets share with their store (their coalescer's limits included). */
+export interface BucketsContext extends CoalescerLimits {
   readonly client: PostgresClient;
-  /** When the server last answered any statement (see `BoundedClient.lastReplyAt`). */
-  readonly replies: { readonly lastReplyAt: number };
-  readonly timeSource: TimeSource;
   /** The time statements are expected to decide at (for parameters that depend on it). */
   readonly storeTime: StoreTime;
-  readonly timeoutMs: number;
-  /** Statements in flight per rule before takes wait and coalesce; 0 = no coalescing. */
-  readonly inFlight: number;
-  /** Distinct buckets per coalesced statement. */
-  readonly maxKeys: number;
   /** Reads account keys (see `PostgresStore.accountKey`); undefined without the users option. */
   readonly accountKeys: AccountKeys | undefined;
 }
-
-interface Waiter {
-  resolve(decision: Decision): void;
-  reject(error: unknown): void;
-}
-
-/**
- * Takes of one bucket with one cost and limit (a token bucket's tier by its numbers), answered
- * by one row: a take of the bucket under another tier leaves in a statement of its own, so each
- * row is decided under its own parameters.
- */
-interface Group {
-  readonly bucket: string;
-  readonly cost: number;
-  readonly limit: CallLimit | undefined;
-  readonly waiters: Waiter[];
-}
-
-/** One statement's worth of takes. */
-interface Batch {
-  readonly groups: Map<string, Group>;
-  readonly now: number;
-  /**
-   * When its takes time out, on the monotonic clock (performance.now()); kept when a batch is
-   * split. 0 until its clock starts (see `PostgresRuleBuckets.startClocks`).
-   */
-  deadline: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  /** Answered, failed or timed out: later outcomes are ignored. */
-  done: boolean;
-  /** Holds one of the rule's in-flight slots. */
-  sent: boolean;
-  /** Sent before its clock started: its statement leaves when the clock starts. */
-  sendOnStart: boolean;
-}
-
-/** For scheduling a microtask: cheaper than queueMicrotask, which wraps each in an AsyncResource. */
-const resolved = Promise.resolve();
 
 /** The outcome of an account take: which bucket was charged, and its decision. */
 export interface AccountTakeResult {
@@ -91,37 +50,19 @@ export interface AccountTakeResult {
 }
 
 /**
- * One rule's buckets in a {@link PostgresStore}. A take is one statement. While a rule already
- * has its statements in flight, further takes wait for the next statement and share it: takes of
- * one key with one cost become one row (`n` takes), takes of other keys more rows. That keeps a
- * hot key from queueing one transaction per take on its row lock, and turns many concurrent takes
- * into few commits, without changing any decision: the statement applies the `n` takes in order.
+ * One rule's buckets in a {@link PostgresStore}. A take is one statement, shared with the rule's
+ * other takes while its statements are in flight (see `Coalescer` in coalescer.ts); refunds, resets,
+ * reservations and account takes are statements of their own.
  */
 export class PostgresRuleBuckets implements RuleBuckets {
   readonly kind: string;
-  private pending: Batch | undefined;
-  private running = 0;
-  /** Rows (distinct buckets) of the statements running: what their answers will bring back. */
-  private runningRows = 0;
   /** False once the store unbound the rule's name: every later call is refused. */
   private bound = true;
-  /** Batches made in this synchronous run, whose clocks start once it ends. */
-  private unstarted: Batch[] = [];
-  private readonly startClocks = (): void => {
-    const batches = this.unstarted;
-    this.unstarted = [];
-    const deadline = performance.now() + this.context.timeoutMs;
-    for (const batch of batches) {
-      if (batch.done) continue;
-      batch.deadline = deadline;
-      this.arm(batch);
-      if (batch.sendOnStart) this.sendStatement(batch);
-    }
-  };
   /** How long the resets table remembers a reset of this rule (see `refundHorizonMs`). */
   private readonly horizonMs: number;
   /** How a take's driver error reads: a rule with a lockout names its columns when they are missing. */
   private readonly takeError: (error: unknown) => PostgresStoreError;
+  private readonly coalescer: Coalescer;
 
   constructor(
     readonly name: string,
@@ -134,6 +75,11 @@ export class PostgresRuleBuckets implements RuleBuckets {
     this.kind = rule.kind;
     this.horizonMs = refundHorizonMs(rule);
     this.takeError = rule.block === undefined ? storeError : lockoutStoreError;
+    this.coalescer = new Coalescer(context, {
+      send: (batch) => this.sendBatch(batch),
+      failure: this.takeError,
+      decisions: () => new DecisionReplay(rule, name, binding),
+    });
   }
 
   take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
@@ -153,7 +99,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
     }
     const bucket = bucketId(key);
     return new Promise<Decision>((resolve, reject) =>
-      this.enqueue(bucket, cost, limit, now, { resolve, reject }),
+      this.coalescer.add(bucket, cost, limit, now, { resolve, reject }),
     );
   }
 
@@ -278,23 +224,15 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * it back. Nothing is charged; a failure other than that check (a missing schema) is thrown.
    */
   async warm(copies: number, now: number): Promise<void> {
-    const batch: Batch = {
-      groups: new Map(),
-      now,
-      deadline: 0,
-      timer: undefined,
-      done: true,
-      sent: false,
-      sendOnStart: false,
-    };
+    const time: BatchTime = { now, deadline: 0 };
     const a = bucketId('sluice:warm-up:a');
     const b = bucketId('sluice:warm-up:b');
     const runs: [Statement, unknown[]][] = [
-      [this.statements.single, this.values(a, 0, 1, undefined, batch)],
-      [this.statements.batch, this.values([a, b], [0, 0], [1, 1], [undefined, undefined], batch)],
+      [this.statements.single, this.values(a, 0, 1, undefined, time)],
+      [this.statements.batch, this.values([a, b], [0, 0], [1, 1], [undefined, undefined], time)],
     ];
     const plain = this.statements.plain;
-    if (plain !== undefined) runs.push([plain, this.framed(batch, this.takeHead(batch, a, 0, 1))]);
+    if (plain !== undefined) runs.push([plain, this.framed(time, this.takeHead(time, a, 0, 1))]);
     for (const [statement, values] of runs) {
       values[values.length - 1] = new SpentTimeLeft();
       const sent: Promise<unknown>[] = [];
@@ -367,115 +305,16 @@ export class PostgresRuleBuckets implements RuleBuckets {
     return { mode: row.session === true ? 'session' : 'anon', decision: replay.next(cost, limit) };
   }
 
-  private enqueue(
-    bucket: string,
-    cost: number,
-    limit: CallLimit | undefined,
-    now: number,
-    waiter: Waiter,
-  ): void {
-    const context = this.context;
-    const batch = this.pending;
-    if (context.inFlight === 0 || (batch === undefined && this.running < context.inFlight)) {
-      this.send(this.newBatch(bucket, cost, limit, now, waiter));
-      return;
-    }
-    if (batch === undefined) {
-      this.pending = this.newBatch(bucket, cost, limit, now, waiter);
-      return;
-    }
-    // With the application's time, one statement has one `now`.
-    if (context.timeSource === 'store' || batch.now === now) {
-      const group = batch.groups.get(bucket);
-      if (group !== undefined) {
-        if (group.cost === cost && sameCallLimit(group.limit, limit)) {
-          group.waiters.push(waiter);
-          return;
-        }
-      } else if (batch.groups.size < context.maxKeys) {
-        batch.groups.set(bucket, { bucket, cost, limit, waiters: [waiter] });
-        return;
-      }
-    }
-    // Cannot share the waiting statement: go on its own (correct either way, only less batched).
-    this.send(this.newBatch(bucket, cost, limit, now, waiter));
-  }
-
-  private newBatch(
-    bucket: string,
-    cost: number,
-    limit: CallLimit | undefined,
-    now: number,
-    waiter: Waiter,
-  ): Batch {
-    const groups = new Map<string, Group>();
-    groups.set(bucket, { bucket, cost, limit, waiters: [waiter] });
-    // Its clock starts once the synchronous run that made it ends, as the Redis store's does: a
-    // burst of 20,000 takes in one tick is the caller's time, not the store's, and would
-    // otherwise time out every take it queued before the first statement could leave.
-    const batch: Batch = {
-      groups,
-      now,
-      deadline: 0,
-      timer: undefined,
-      done: false,
-      sent: false,
-      sendOnStart: false,
-    };
-    if (this.unstarted.length === 0) resolved.then(this.startClocks);
-    this.unstarted.push(batch);
-    return batch;
-  }
-
-  private batchOf(groups: Map<string, Group>, now: number, deadline: number): Batch {
-    const batch: Batch = {
-      groups,
-      now,
-      deadline,
-      timer: undefined,
-      done: false,
-      sent: false,
-      sendOnStart: false,
-    };
-    this.arm(batch);
-    return batch;
-  }
-
-  /**
-   * Times `batch` out at its deadline. The bound covers waiting for a slot and the statement
-   * itself. The timer only schedules the check for after the poll phase, which reads the replies
-   * that have arrived: a statement the server answered in time is not timed out because the
-   * process was busy (a burst) meanwhile.
-   */
-  private arm(batch: Batch): void {
-    batch.timer = setTimeout(
-      () => setImmediate(() => this.expire(batch)),
-      Math.max(0, batch.deadline - performance.now()),
-    );
-    batch.timer.unref?.();
-  }
-
-  private send(batch: Batch): void {
-    batch.sent = true;
-    this.running++;
-    this.runningRows += batch.groups.size;
-    if (batch.deadline === 0) batch.sendOnStart = true;
-    else this.sendStatement(batch);
-  }
-
-  /** Sends the statement of a batch holding an in-flight slot. */
-  private sendStatement(batch: Batch): void {
+  /** The statement of a coalesced batch of takes (see {@link BatchSender}). */
+  private sendBatch(batch: TakeBatch): Promise<readonly PostgresRow[]> {
     const groups = batch.groups;
     let statement = this.statements.single;
     let values: unknown[];
     if (groups.size === 1) {
       // A lone bucket (the common case below saturation): scalar parameters, cached plan.
-      const group = groups.values().next().value as Group;
+      const group = groups.values().next().value as TakeGroup;
       const plain = this.statements.plain;
-      if (plain !== undefined && group.limit === undefined) {
-        this.settle(batch, this.takePlain(batch, plain, group));
-        return;
-      }
+      if (plain !== undefined && group.limit === undefined) return this.takePlain(batch, plain, group);
       values = this.values(group.bucket, group.cost, group.waiters.length, group.limit, batch);
     } else {
       statement = this.statements.batch;
@@ -494,15 +333,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
       }
       values = this.values(buckets, costs, counts, limits, batch);
     }
-    this.settle(batch, this.execute(statement, values));
-  }
-
-  /** Answers or fails a sent batch's takes with its statement's rows. */
-  private settle(batch: Batch, rows: Promise<readonly PostgresRow[]>): void {
-    rows.then(
-      (answered) => this.answer(batch, answered),
-      (error: unknown) => this.fail(batch, this.takeError(error)),
-    );
+    return this.execute(statement, values);
   }
 
   /**
@@ -510,28 +341,32 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * statements.ts); where that answers `retry` (a state kept under a per-call tier), by the take
    * statement, within the same deadline.
    */
-  private async takePlain(batch: Batch, plain: Statement, group: Group): Promise<readonly PostgresRow[]> {
+  private async takePlain(
+    time: BatchTime,
+    plain: Statement,
+    group: TakeGroup,
+  ): Promise<readonly PostgresRow[]> {
     const n = group.waiters.length;
-    const values = this.framed(batch, this.takeHead(batch, group.bucket, group.cost, n));
+    const values = this.framed(time, this.takeHead(time, group.bucket, group.cost, n));
     const rows = await this.execute(plain, values);
     if (rows[0]?.retry !== true) return rows;
-    return this.execute(this.statements.single, this.values(group.bucket, group.cost, n, undefined, batch));
+    return this.execute(this.statements.single, this.values(group.bucket, group.cost, n, undefined, time));
   }
 
   /** What begins every take statement's values: the rule's, then bucket(s), cost(s), count(s). */
   private takeHead(
-    batch: Batch,
+    time: BatchTime,
     buckets: string | string[],
     costs: number | number[],
     counts: number | number[],
   ): unknown[] {
-    return [...this.binding.ruleParams(this.context.storeTime.at(batch.now)), buckets, costs, counts];
+    return [...this.binding.ruleParams(this.context.storeTime.at(time.now)), buckets, costs, counts];
   }
 
   /** `values` followed by what ends every take statement's: the application's now, the time left. */
-  private framed(batch: Batch, values: unknown[]): unknown[] {
-    if (this.context.timeSource === 'app') values.push(batch.now);
-    values.push(new TimeLeft(batch.deadline, this.context.timeoutMs));
+  private framed(time: BatchTime, values: unknown[]): unknown[] {
+    if (this.context.timeSource === 'app') values.push(time.now);
+    values.push(new TimeLeft(time.deadline, this.context.timeoutMs));
     return values;
   }
 
@@ -571,16 +406,16 @@ export class PostgresRuleBuckets implements RuleBuckets {
   /**
    * The statement's parameters: the rule's, then the per-bucket ones (scalars or arrays: the
    * quota, then the algorithm's own per-take values), the application's now (timeSource "app"),
-   * and the time left before the batch's deadline.
+   * and the time left before the deadline of `time`.
    */
   private values(
     buckets: string | string[],
     costs: number | number[],
     counts: number | number[],
     limits: CallLimit | undefined | (CallLimit | undefined)[],
-    batch: Batch,
+    time: BatchTime,
   ): unknown[] {
-    const values = this.takeHead(batch, buckets, costs, counts);
+    const values = this.takeHead(time, buckets, costs, counts);
     if (!Array.isArray(limits)) {
       values.push(this.limitOf(limits), ...this.tierValues(limits));
     } else {
@@ -599,107 +434,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
         }
       }
     }
-    return this.framed(batch, values);
-  }
-
-  private answer(batch: Batch, rows: readonly PostgresRow[]): void {
-    if (!this.finish(batch)) return;
-    const replay = new DecisionReplay(this.rule, this.name, this.binding);
-    const groups = batch.groups;
-    // One row per bucket, in no particular order (see statements.ts).
-    let answered = 0;
-    for (const row of rows) {
-      const group = groups.get(row.bucket as string);
-      if (group === undefined || group.waiters.length === 0) continue;
-      answered++;
-      replay.start(row);
-      for (const waiter of group.waiters) waiter.resolve(replay.next(group.cost, group.limit));
-      group.waiters.length = 0;
-    }
-    if (answered === groups.size) return;
-    const error = storeError(new Error('statement returned too few rows'));
-    for (const group of groups.values()) for (const waiter of group.waiters) waiter.reject(error);
-  }
-
-  private fail(batch: Batch, error: unknown): void {
-    if (!this.finish(batch)) return;
-    for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
-  }
-
-  private expire(batch: Batch): void {
-    if (batch.done) return;
-    if (this.pending === batch) this.pending = undefined;
-    const error = this.timeoutOf(batch);
-    // A timed-out statement may still run; its slot is released so that the rule is not stuck
-    // behind it. It cannot charge after its deadline (the statement checks it before answering
-    // and rolls back), and the store's maxOutstanding bounds how many such statements wait.
-    this.finish(batch);
-    for (const group of batch.groups.values()) for (const waiter of group.waiters) waiter.reject(error);
-  }
-
-  /**
-   * The error of a batch whose time ran out: load (SLUICE_STORE_OVERLOADED) when the server
-   * answered a statement after the batch's clock started (it answers; these takes waited behind
-   * others in sluice's own queue), otherwise a timeout (it may be failing).
-   */
-  private timeoutOf(batch: Batch): SluiceError {
-    const { timeoutMs, replies } = this.context;
-    if (replies.lastReplyAt <= batch.deadline - timeoutMs) return timeoutError(timeoutMs);
-    return new SluiceError(
-      'SLUICE_STORE_OVERLOADED',
-      `PostgreSQL kept answering, but these takes waited in the store's queue longer than its timeout (${timeoutMs} ms): load, not a failure`,
-    );
-  }
-
-  /** Marks `batch` done, frees its slot and sends the waiting batch. False if already done. */
-  private finish(batch: Batch): boolean {
-    if (batch.done) return false;
-    batch.done = true;
-    clearTimeout(batch.timer);
-    if (batch.sent) {
-      // The slot is freed one turn of the event loop later: callers answered just now usually
-      // take again at once (in the microtasks this answer runs), and their takes then join the
-      // waiting statement instead of leaving one by one. Fewer, larger statements and commits.
-      setImmediate(() => {
-        this.running--;
-        this.runningRows -= batch.groups.size;
-        this.sendPending();
-      });
-    }
-    return true;
-  }
-
-  /**
-   * Sends the waiting statement into the free slots, unless it is much smaller than those still
-   * running: then it waits for them and leaves with their callers. Without this, callers split
-   * into one large statement and one with a lone key, which keeps returning first and leaving
-   * alone (16 callers on many keys: statements of 15 and 1 rows, in turn). Held back, the lone
-   * key joins the others, and the whole is split evenly over the free slots, which stays even.
-   */
-  private sendPending(): void {
-    const next = this.pending;
-    if (next === undefined) return;
-    if (this.running > 0 && next.groups.size * this.running < this.runningRows) return;
-    this.pending = undefined;
-    const free = this.context.inFlight - this.running;
-    const parts = Math.min(free, next.groups.size);
-    if (parts <= 1) {
-      this.send(next);
-      return;
-    }
-    // Split the rows evenly over the free slots; each part bounds its own time as any batch.
-    clearTimeout(next.timer);
-    next.done = true;
-    const per = Math.ceil(next.groups.size / parts);
-    let part = new Map<string, Group>();
-    for (const [bucket, group] of next.groups) {
-      part.set(bucket, group);
-      if (part.size === per) {
-        this.send(this.batchOf(part, next.now, next.deadline));
-        part = new Map();
-      }
-    }
-    if (part.size > 0) this.send(this.batchOf(part, next.now, next.deadline));
+    return this.framed(time, values);
   }
 
   private async run(

@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { TimeSource } from '../shared/time-source.js';
-import { accountCtes, accountSource, type AccountSql } from './account-statements.js';
+import { accountCtes, accountSource } from './account-statements.js';
 import type { RuleSql } from './algorithms/index.js';
-import type { SchemaNames } from './migrations.js';
+import type { AccountSql, SchemaNames } from './schema-names.js';
+import { nowOf, statementClock } from './sql-clock.js';
+import { statement, type Statement } from './statement.js';
 
 /**
  * The statements of one rule, assembled from its algorithm's SQL (algorithms/). Each decision
@@ -36,12 +37,6 @@ import type { SchemaNames } from './migrations.js';
  * (timeSource "app"), then the time left before the deadline.
  */
 
-/** One statement: its text and the name it is prepared under. */
-export interface Statement {
-  readonly text: string;
-  readonly name: string;
-}
-
 /** Statements of one rule's algorithm. */
 export interface RuleStatements {
   readonly batch: Statement;
@@ -64,34 +59,6 @@ export interface RuleStatements {
   readonly adjust: Statement;
   /** A refund or settlement of an account key's bucket, written only while the user exists. */
   readonly accountAdjust: Statement | undefined;
-}
-
-/** A statement of `text`, prepared under a name derived from it. */
-export function statement(text: string): Statement {
-  return { text, name: `sluice_${createHash('sha256').update(text).digest('base64url').slice(0, 20)}` };
-}
-
-/** The store's time in whole ms since the Unix epoch. */
-export const storeNow = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
-
-/**
- * The check every statement makes once its writes are done: true while the statement is within
- * its deadline (the time left when it was sent, parameter `param`, counted from the start of its
- * transaction), otherwise `before_deadline` raises query_canceled (57014) and the whole
- * statement, its writes included, rolls back. A take that waited on a lock past its deadline,
- * and was answered with the failure policy, is never charged when the lock is released.
- *
- * The deadline counts from `transaction_timestamp()`, not `statement_timestamp()`: the server
- * sets the statement's time again at each message of the extended protocol, and the lock a
- * statement waits for is taken while its Bind (or Parse) message runs, so the Execute message
- * after it would restart the clock once the lock is released: a take blocked for seconds
- * behind a `LOCK TABLE` would then find its whole time still ahead and be charged, long after
- * its caller was answered. The transaction's time is set by the first message and never moves
- * (in an all-or-nothing transaction it is the BEGIN's, earlier still: the deadline can only come
- * sooner).
- */
-export function beforeDeadline(schema: string, param: number): string {
-  return `${schema}.before_deadline(transaction_timestamp() + $${param}::float8 * interval '1 millisecond')`;
 }
 
 /** The statements of a rule whose algorithm's SQL is `sql`. */
@@ -119,6 +86,7 @@ export function ruleStatements(
   const oneBucket = (first: number) =>
     `SELECT $${first + 1}::text AS bucket, $${first + 2}::bigint AS cost, $${first + 3}::bigint AS n, $${first + 4}::bigint AS quota${extraScalars(first + 5)}, NULL::text AS account`;
   const singleSource = oneBucket(k);
+  const plainClock = statementClock(names.schema, timeSource, k + 4);
   return {
     batch: statement(takeText(sql, names, timeSource, batchSource, k + 5 + e, '')),
     single: statement(takeText(sql, names, timeSource, singleSource, k + 5 + e, '')),
@@ -126,13 +94,7 @@ export function ruleStatements(
     plain:
       plainTakeSql === undefined
         ? undefined
-        : statement(
-            plainTakeSql(
-              names,
-              timeSource === 'store' ? storeNow : `$${k + 4}::bigint`,
-              beforeDeadline(names.schema, timeSource === 'store' ? k + 4 : k + 5),
-            ),
-          ),
+        : statement(plainTakeSql(names, plainClock.now, plainClock.onTime)),
     account:
       account === undefined
         ? undefined
@@ -181,7 +143,7 @@ export const RESET_MARGIN_MS = 100;
  * (timeSource "app").
  */
 function resetText(sql: RuleSql, names: SchemaNames, timeSource: TimeSource): string {
-  const now = timeSource === 'store' ? storeNow : '$4::bigint';
+  const now = nowOf(timeSource, 4);
   return `WITH d AS (DELETE FROM ${sql.table} WHERE rule = $1::text AND bucket = $2::text RETURNING 1)
 INSERT INTO ${names.resets} AS r (rule, bucket, reset_at, expires_at)
 SELECT $1::text, $2::text, t.at, t.at + $3::bigint FROM (SELECT ${now} AS at) t
@@ -216,8 +178,7 @@ function adjustText(
   const k = a.params;
   const [bucket, delta, taken, until, user] = [k + 1, k + 2, k + 3, k + 4, k + 5];
   const nowParam = account === undefined ? k + 5 : k + 6;
-  const now = timeSource === 'store' ? storeNow : `$${nowParam}::bigint`;
-  const onTime = beforeDeadline(names.schema, timeSource === 'store' ? nowParam : nowParam + 1);
+  const { now, onTime } = statementClock(names.schema, timeSource, nowParam);
   const columns = a.columns;
   const fresh = a.derive(columns.map(() => 'NULL::bigint'));
   const locked = a.derive(columns.map((c) => `t.${c}`));
@@ -264,8 +225,7 @@ function takeText(
   nowParam: number,
   ctes: string,
 ): string {
-  const now = timeSource === 'store' ? storeNow : `$${nowParam}::bigint`;
-  const onTime = beforeDeadline(names.schema, timeSource === 'store' ? nowParam : nowParam + 1);
+  const { now, onTime } = statementClock(names.schema, timeSource, nowParam);
   const withAccount = ctes !== '';
   const state = sql.stateColumns;
   const was = sql.wasColumns;

@@ -1,6 +1,6 @@
 import { type Duration } from '../../core/duration.js';
 import { type PgPoolLike, type PostgresClient, type PostgresJsLike } from './client.js';
-import { type UsersTableOptions } from './migrations.js';
+import { type UsersTableOptions } from './schema-names.js';
 import { type TimeSource } from '../shared/time-source.js';
 
 /** Options of `PostgresStore`. */

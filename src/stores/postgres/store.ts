@@ -13,11 +13,18 @@ import type { Rule } from '../../core/rules/rule.js';
 import type { CalendarQuotaRule } from '../../core/rules/calendar-quota.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../contract/store.js';
 import { PostgresAccounts, accountTarget, type AccountTakeOptions } from './accounts.js';
-import { accountSqlOf, type AccountSql } from './account-statements.js';
 import { BoundedClient } from './bounded-client.js';
 import { checkUsersTable } from './users-table.js';
 import { toPostgresClient } from './client.js';
-import { postgresMigrations, schemaNames, type SchemaNames, type UsersTableOptions } from './migrations.js';
+import { postgresMigrations } from './migrations.js';
+import {
+  accountSqlOf,
+  schemaNames,
+  type AccountSql,
+  type SchemaNames,
+  type UsersTableOptions,
+} from './schema-names.js';
+import { storeNow } from './sql-clock.js';
 import { PostgresRuleBuckets, type AccountTakeResult, type BucketsContext } from './rule-buckets.js';
 import { ruleStatements, type RuleStatements } from './statements.js';
 import { assertNameFree, checkRuleName } from '../shared/rule-name.js';
@@ -45,7 +52,7 @@ export type {
   PostgresPruneResult,
 } from './store-options.js';
 
-/** The migration that references the users table (see migrations.ts). */
+/** The migration that references the users table (see migration-steps.ts). */
 const ACCOUNT_MIGRATION = '003_account_buckets';
 const storeKeys = ['client', 'schema', 'users', 'timeSource', 'timeout', 'batch', 'maxOutstanding'] as const;
 const batchKeys = ['inFlight', 'maxKeys'] as const;
@@ -121,7 +128,7 @@ export class PostgresStore implements Store, LeaseStore {
     if (options.users !== undefined) {
       const u = options.users;
       checkOptionKeys('PostgresStore users', u, usersKeys);
-      account = accountSqlOf(u);
+      account = accountSqlOf(u, 'PostgresStore ');
       this.users = u;
     }
     this.account = account;
@@ -178,7 +185,7 @@ export class PostgresStore implements Store, LeaseStore {
 
   /**
    * Binds a lease group (see `concurrencyLimit`): per key a row of the leases held (the `leases`
-   * table of migration 008), acquired and released in one statement each (see leases.ts).
+   * table of migration 008), acquired and released in one statement each (see lease-buckets.ts).
    */
   bindLeases(name: string, max: number, ttlMs: number): PostgresLeaseBuckets {
     checkRuleName(name, 'PostgresStore lease group name');
@@ -288,10 +295,9 @@ export class PostgresStore implements Store, LeaseStore {
     if (!Number.isSafeInteger(batchSize) || batchSize < 1)
       throw optionError('PostgresStore prune batchSize', 'a positive whole number');
     const n = this.names;
-    const now = `floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint`;
     const quotaText = `DELETE FROM ${n.quotaCounters} WHERE ctid IN (
   SELECT ctid FROM ${n.quotaCounters}
-  WHERE day < ((timestamptz 'epoch' + (${now} - $1::bigint)::float8 * interval '1 millisecond') AT TIME ZONE 'UTC')::date
+  WHERE day < ((timestamptz 'epoch' + (${storeNow} - $1::bigint)::float8 * interval '1 millisecond') AT TIME ZONE 'UTC')::date
   LIMIT $2)`;
     try {
       const quotaRows = await this.deleteInBatches(
@@ -306,16 +312,8 @@ export class PostgresStore implements Store, LeaseStore {
         if (step !== undefined)
           tokenRows += await this.deleteInBatches(step.text, [...step.values], batchSize);
       }
-      const leaseRows = await this.deleteInBatches(
-        `WITH d AS (DELETE FROM ${n.leases} WHERE ctid IN (SELECT ctid FROM ${n.leases} WHERE expires_at <= ${now} LIMIT $1) RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
-        [batchSize],
-        batchSize,
-      );
-      const resetRows = await this.deleteInBatches(
-        `WITH d AS (DELETE FROM ${n.resets} WHERE ctid IN (SELECT ctid FROM ${n.resets} WHERE expires_at <= ${now} LIMIT $1) RETURNING 1) SELECT count(*)::float8 AS n FROM d`,
-        [batchSize],
-        batchSize,
-      );
+      const leaseRows = await this.deleteInBatches(expiredRowsText(n.leases), [batchSize], batchSize);
+      const resetRows = await this.deleteInBatches(expiredRowsText(n.resets), [batchSize], batchSize);
       return { quotaRows, tokenRows, windowRows, leaseRows, resetRows };
     } catch (error) {
       throw storeError(error);
@@ -427,4 +425,9 @@ export class PostgresStore implements Store, LeaseStore {
 function poolSizeOf(client: unknown): number {
   const max = (client as { options?: { max?: unknown } } | null)?.options?.max;
   return typeof max === 'number' && Number.isSafeInteger(max) && max >= 1 && max <= 1000 ? max : 10;
+}
+
+/** Deletes up to `$1` rows of `table` past their `expires_at`, and counts them. */
+function expiredRowsText(table: string): string {
+  return `WITH d AS (DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE expires_at <= ${storeNow} LIMIT $1) RETURNING 1) SELECT count(*)::float8 AS n FROM d`;
 }

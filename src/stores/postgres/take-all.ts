@@ -1,7 +1,8 @@
 import type { TimeSource } from '../shared/time-source.js';
 import { takeAllLockout, type AlgorithmModule, type TakeAllFamily } from './algorithms/index.js';
-import type { SchemaNames } from './migrations.js';
-import { beforeDeadline, statement, storeNow, type Statement } from './statements.js';
+import type { SchemaNames } from './schema-names.js';
+import { statementClock } from './sql-clock.js';
+import { statement, type Statement } from './statement.js';
 
 /** Per kind, the arrays every entry sends before the kind's own: ord, rule, bucket, cost, limit. */
 export const ENTRY_COMMON_ARRAYS = 5;
@@ -38,8 +39,7 @@ export function takeAllStatement(
   // With lockouts, one more array: each entry's memory of a block by `ord` (NULL: no lockout).
   const forget = param;
   if (lockouts) param++;
-  const now = timeSource === 'store' ? storeNow : `$${param}::bigint`;
-  const onTime = beforeDeadline(names.schema, timeSource === 'store' ? param : param + 1);
+  const { now, onTime } = statementClock(names.schema, timeSource, param);
   const families = [...sources.keys()];
   const entriesOf = (f: TakeAllFamily) => {
     const list = sources.get(f) as string[];

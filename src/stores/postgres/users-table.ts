@@ -1,5 +1,5 @@
 import { SluiceError } from '../../core/errors.js';
-import type { UsersTableOptions } from './migrations.js';
+import type { UsersTableOptions } from './schema-names.js';
 import type { PostgresQueryable } from './client.js';
 
 /** SQL type names as `format_type` spells them, for each accepted `users.type`. */

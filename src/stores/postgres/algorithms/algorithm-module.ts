@@ -1,6 +1,6 @@
 import type { CallLimit, Rule } from '../../../core/rules/rule.js';
 import type { BucketState } from '../../../core/state.js';
-import type { SchemaNames } from '../migrations.js';
+import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
 import type { TakeAllFamily } from './take-all-family.js';
 

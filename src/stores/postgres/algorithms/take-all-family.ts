@@ -1,4 +1,4 @@
-import type { SchemaNames } from '../migrations.js';
+import type { SchemaNames } from '../schema-names.js';
 
 /**
  * A table's part of the all-or-nothing statement (take-all.ts), shared by the kinds whose rows

@@ -3,7 +3,7 @@ import { MAX_TOKEN_RATE } from '../../../core/bounds.js';
 import { SluiceError } from '../../../core/errors.js';
 import { MAX_MIGRATED_QUEUE, type TokenBucketRule } from '../../../core/rules/token-bucket.js';
 import type { BucketState } from '../../../core/state.js';
-import type { SchemaNames } from '../migrations.js';
+import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
 import type { AdjustSql, AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';

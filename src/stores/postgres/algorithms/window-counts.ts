@@ -1,6 +1,6 @@
 import { MAX_PENALTY_COUNT } from '../../../core/bounds.js';
 import type { BucketState } from '../../../core/state.js';
-import type { SchemaNames } from '../migrations.js';
+import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
 import type { AdjustSql, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
