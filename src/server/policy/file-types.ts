@@ -1,7 +1,9 @@
 /**
  * The policy file as written, in the shape `sluice.schema.json` accepts. The field lists below
  * are checked by the compiler against these types (every field, no other) and by a test against
- * the schema, so that the types, the schema and the loader cannot drift apart.
+ * the schema, so that the types, the schema and the loader cannot drift apart. An algorithm's
+ * limit is its rule's options as the rule registry (src/core/rules/index.ts) lists them, so a
+ * new rule needs nothing here.
  */
 import { ruleEntries, ruleKinds, type RuleKind, type RuleOptionsOf } from '../../core/rules/index.js';
 import type { HeaderStyle } from '../../http/headers.js';
