@@ -1,7 +1,8 @@
 /**
  * Draws the pictures of docs/algorithms.md from the real rules: the same bursty traffic goes
- * through a token bucket, a fixed window, a sliding window and a daily quota (each a real limiter
- * on a memory store, under a manual clock), and what each admitted is drawn as SVG.
+ * through every rule of the registry (src/core/rules/index.ts), each made from its example
+ * options (each a real limiter on a memory store, under a manual clock), and what each admitted
+ * is drawn as SVG.
  *
  *   node --import tsx scripts/algorithm-pictures.ts     writes docs/images/*.svg
  *
@@ -11,18 +12,13 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import {
-  MemoryStore,
-  calendarQuota,
-  createLimiter,
-  fixedWindow,
-  manualClock,
-  slidingWindow,
-  tokenBucket,
-  type Rule,
-} from '../src/index.js';
+import { ruleEntries, type AnyRuleEntry } from '../src/core/rules/index.js';
+import { MemoryStore, createLimiter, manualClock, type Rule } from '../src/index.js';
 
-/** Every rule allows 10 per minute (the quota: 30 a day), so the pictures compare like with like. */
+/**
+ * Every rule allows 10 per minute (the quota: 30 a day: the registry's examples), so the pictures
+ * compare like with like.
+ */
 const LIMIT = 10;
 const WINDOW_S = 60;
 const SPAN_S = 180;
@@ -34,15 +30,22 @@ interface Lane {
   readonly rule: Rule;
 }
 
-const lanes: readonly Lane[] = [
-  { title: 'tokenBucket({ limit: 10, period: "1m" })', rule: tokenBucket({ limit: LIMIT, period: '1m' }) },
-  { title: 'fixedWindow({ limit: 10, window: "1m" })', rule: fixedWindow({ limit: LIMIT, window: '1m' }) },
-  {
-    title: 'slidingWindow({ limit: 10, window: "1m" })',
-    rule: slidingWindow({ limit: LIMIT, window: '1m' }),
-  },
-  { title: 'calendarQuota({ limit: 30, per: "day" })', rule: calendarQuota({ limit: 30 }) },
-];
+/** Options as written in a call: `{ limit: 10, period: "1m" }`. */
+function optionsText(options: object): string {
+  const fields = Object.entries(options).map(([key, value]) => `${key}: ${JSON.stringify(value)}`);
+  return `{ ${fields.join(', ')} }`;
+}
+
+function laneOf(entry: AnyRuleEntry): Lane {
+  return { title: `${entry.name}(${optionsText(entry.example)})`, rule: entry.create(entry.example) };
+}
+
+const lanes: readonly Lane[] = ruleEntries.map(laneOf);
+
+/** How many rules the pictures compare, in words, as their titles say it. */
+const ruleCount =
+  ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'][lanes.length] ??
+  String(lanes.length);
 
 /**
  * The traffic, in tenths of a second from the start: a steady client, then a burst that straddles
@@ -123,7 +126,7 @@ export function requestsPicture(): string {
   const laneHeight = 46;
   const top = 40;
   const height = top + lanes.length * laneHeight + 44;
-  let svg = header(height, 'Admitted and refused requests under four rules, for the same traffic');
+  let svg = header(height, `Admitted and refused requests under ${ruleCount} rules, for the same traffic`);
   svg += `<text x="${LEFT}" y="22" font-weight="bold">The same requests under each rule (10 a minute; the quota 30 a day)</text>\n`;
   lanes.forEach((lane, index) => {
     const base = top + index * laneHeight + 30;
@@ -160,7 +163,7 @@ export function trailingPicture(): string {
   const maxCount = 2 * LIMIT + 4;
   const y = (count: number) => (bottom - (count / maxCount) * plotHeight).toFixed(1);
   const height = bottom + 44 + lanes.length * 18;
-  let svg = header(height, 'Requests admitted in the last minute under four rules');
+  let svg = header(height, `Requests admitted in the last minute under ${ruleCount} rules`);
   svg += `<text x="${LEFT}" y="22" font-weight="bold">Requests admitted in the last 60 seconds</text>\n`;
   for (const count of [LIMIT, 2 * LIMIT]) {
     svg += `<line x1="${LEFT}" y1="${y(count)}" x2="${WIDTH - RIGHT}" y2="${y(count)}" stroke="#999" stroke-dasharray="2 3"/>`;
@@ -176,7 +179,7 @@ export function trailingPicture(): string {
         points += `${x(t)},${y(count)} `;
       }
     });
-    const colour = colours[index] as string;
+    const colour = colours[index % colours.length] as string;
     svg += `<polyline fill="none" stroke="${colour}" stroke-width="2" points="${points.trim()}"/>\n`;
     const peak = Math.max(...counts);
     const legend = bottom + 40 + index * 18;

@@ -7,7 +7,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { HEADER_STYLES } from '../../src/http/headers.js';
-import { fileChoices, fileFields } from '../../src/server/policy/file-types.js';
+import { ruleEntries } from '../../src/core/rules/index.js';
+import { algorithmFields, fileChoices, fileFields } from '../../src/server/policy/file-types.js';
 
 const schema = JSON.parse(readFileSync(new URL('../../sluice.schema.json', import.meta.url), 'utf8'));
 const defs = schema.$defs;
@@ -19,10 +20,6 @@ describe('sluice.schema.json and the model', () => {
     assert.deepEqual(keys(schema.properties), fields(fileFields.policy));
     for (const name of [
       'block',
-      'tokenBucket',
-      'fixedWindow',
-      'slidingWindow',
-      'calendarQuota',
       'match',
       'ruleCommon',
       'clients',
@@ -34,6 +31,8 @@ describe('sluice.schema.json and the model', () => {
       'envoyRateLimit',
     ] as const)
       assert.deepEqual(keys(defs[name].properties), fields(fileFields[name]), name);
+    for (const { name } of ruleEntries)
+      assert.deepEqual(keys(defs[name].properties), fields(algorithmFields[name]!), name);
     assert.deepEqual(keys(defs.auth.properties.tokens.items.properties), fields(fileFields.token));
     const [memory, redis, postgres] = defs.store.oneOf;
     assert.deepEqual(keys(memory.properties), fields(fileFields.memoryStore));
@@ -54,13 +53,7 @@ describe('sluice.schema.json and the model', () => {
         else walk(value, `${at}/${key}`, false);
       }
     };
-    const composedDefs = new Set([
-      'tokenBucket',
-      'fixedWindow',
-      'slidingWindow',
-      'calendarQuota',
-      'ruleCommon',
-    ]);
+    const composedDefs = new Set([...ruleEntries.map((e) => e.name), 'ruleCommon']);
     walk({ ...schema, $defs: {} }, '#', false);
     for (const [name, def] of Object.entries(defs)) walk(def, `#/$defs/${name}`, composedDefs.has(name));
     assert.deepEqual(open, []);
@@ -106,7 +99,7 @@ describe('sluice.schema.json and the model', () => {
 
   it('docs/server.md names every key of the file', () => {
     const doc = readFileSync(new URL('../../docs/server.md', import.meta.url), 'utf8');
-    const unnamed = Object.values(fileFields)
+    const unnamed = [...Object.values(fileFields), ...Object.values(algorithmFields)]
       .flatMap((list) => Object.keys(list))
       // Named in code: alone (`burst`) or in a snippet (`{ type: redis, url, timeout? }`).
       .filter((field) => !new RegExp(`\`[^\`\\n]*\\b${field}\\b[^\`\\n]*\``).test(doc));

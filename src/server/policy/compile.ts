@@ -1,8 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import { calendarQuota } from '../../core/rules/calendar-quota.js';
-import { fixedWindow } from '../../core/rules/fixed-window.js';
-import { tokenBucket } from '../../core/rules/token-bucket.js';
-import { slidingWindow } from '../../core/rules/sliding-window.js';
+import { ruleEntries, ruleEntry } from '../../core/rules/index.js';
 import type { Rule } from '../../core/rules/rule.js';
 import { AddressList } from '../../http/address-list.js';
 import { createGuard, type Guard } from '../../http/guard.js';
@@ -229,18 +226,11 @@ function listsOf(rule: RuleModel): CompiledRule['listed'] {
 /** A limit's algorithm, made by the library's own function (which checks every option). */
 function algorithmOf(limit: LimitModel): Rule {
   const { name: _name, algorithm, ...options } = limit;
-  const given = definedOnly(options) as never;
-  switch (algorithm) {
-    case 'token-bucket':
-      return tokenBucket(given);
-    case 'fixed-window':
-      return fixedWindow(given);
-    case 'sliding-window':
-      return slidingWindow(given);
-    case 'calendar-quota':
-      return calendarQuota(given);
-  }
+  return ruleEntry(algorithm).create(definedOnly(options));
 }
+
+/** An algorithm's error starts with its factory's name, then the option: "tokenBucket block max …". */
+const optionNamed = new RegExp(`^(?:${ruleEntries.map((e) => e.name).join('|')}) ((?:block )?[A-Za-z]+)\\b`);
 
 /**
  * The option an algorithm's error names ("tokenBucket block max must be …" → block, max), so
@@ -248,9 +238,7 @@ function algorithmOf(limit: LimitModel): Rule {
  * limit's own line.
  */
 function optionPath(message: string): Path {
-  const named = /^(?:tokenBucket|fixedWindow|slidingWindow|calendarQuota) ((?:block )?[A-Za-z]+)\b/.exec(
-    message,
-  );
+  const named = optionNamed.exec(message);
   return named === null ? [] : named[1]!.split(' ');
 }
 

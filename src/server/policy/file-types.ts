@@ -1,11 +1,13 @@
 /**
  * The policy file as written, in the shape `sluice.schema.json` accepts. The field lists below
  * are checked by the compiler against these types (every field, no other) and by a test against
- * the schema, so that the types, the schema and the loader cannot drift apart.
+ * the schema, so that the types, the schema and the loader cannot drift apart. An algorithm's
+ * limit is its rule's options as the rule registry (src/core/rules/index.ts) lists them, so a
+ * new rule needs nothing here.
  */
+import { ruleEntries, ruleKinds, type RuleKind, type RuleOptionsOf } from '../../core/rules/index.js';
 import type { HeaderStyle } from '../../http/headers.js';
 
-export type AlgorithmName = 'token-bucket' | 'fixed-window' | 'sliding-window' | 'calendar-quota';
 export type FailureName = 'closed' | 'open';
 export type ModeName = 'enforce' | 'shadow';
 export type ScopeName = 'decide' | 'admin';
@@ -18,43 +20,14 @@ export interface BlockFile {
   forgetAfter?: string;
 }
 
-export interface TokenBucketFile {
-  algorithm: 'token-bucket';
-  limit: number;
-  period: string;
-  burst?: number;
-  penalty?: boolean;
-  block?: BlockFile;
-}
+/** The policy file's name of an algorithm: the kind of the rule it makes. */
+export type AlgorithmName = RuleKind;
 
-export interface FixedWindowFile {
-  algorithm: 'fixed-window';
-  limit: number;
-  window: string;
-  penalty?: boolean;
-  block?: BlockFile;
-}
-
-export interface SlidingWindowFile {
-  algorithm: 'sliding-window';
-  limit: number;
-  window: string;
-  penalty?: boolean;
-  block?: BlockFile;
-}
-
-export interface CalendarQuotaFile {
-  algorithm: 'calendar-quota';
-  limit: number;
-  per?: 'hour' | 'day' | 'week' | 'month';
-  timeZone?: string;
-  weekStart?: number;
-  penalty?: boolean;
-  block?: BlockFile;
-}
+/** A limit of the algorithm `K` as written: its name, then its factory's options. */
+export type AlgorithmFile<K extends AlgorithmName> = { algorithm: K } & RuleOptionsOf<K>;
 
 /** One limit's options, as written in a rule or in its `limits` list. */
-export type LimitOptionsFile = TokenBucketFile | FixedWindowFile | SlidingWindowFile | CalendarQuotaFile;
+export type LimitOptionsFile = { [K in AlgorithmName]: AlgorithmFile<K> }[AlgorithmName];
 
 /** An entry of a rule's `limits` list: a limit with an optional name of its own. */
 export type LimitFile = LimitOptionsFile & { name?: string };
@@ -202,18 +175,6 @@ export const fileFields = {
   },
   envoyRateLimit: { unit: true, requests_per_unit: true, unlimited: true, name: true, replaces: true },
   block: { duration: true, factor: true, max: true, forgetAfter: true },
-  tokenBucket: { algorithm: true, limit: true, period: true, burst: true, penalty: true, block: true },
-  fixedWindow: { algorithm: true, limit: true, window: true, penalty: true, block: true },
-  slidingWindow: { algorithm: true, limit: true, window: true, penalty: true, block: true },
-  calendarQuota: {
-    algorithm: true,
-    limit: true,
-    per: true,
-    timeZone: true,
-    weekStart: true,
-    penalty: true,
-    block: true,
-  },
   match: { methods: true, paths: true, exceptPaths: true, host: true, headers: true, sourceCidrs: true },
   ruleCommon: {
     name: true,
@@ -246,10 +207,6 @@ export const fileFields = {
   envoyDescriptor: Fields<EnvoyDescriptorFile>;
   envoyRateLimit: Fields<EnvoyRateLimitFile>;
   block: Fields<BlockFile>;
-  tokenBucket: Fields<TokenBucketFile>;
-  fixedWindow: Fields<FixedWindowFile>;
-  slidingWindow: Fields<SlidingWindowFile>;
-  calendarQuota: Fields<CalendarQuotaFile>;
   match: Fields<MatchFile>;
   ruleCommon: Fields<RuleCommonFile>;
   memoryStore: StoreFields<'memory'>;
@@ -263,7 +220,7 @@ export const fileFields = {
 
 /** The values the file's enumerations accept, checked against the schema by a test. */
 export const fileChoices = {
-  algorithm: ['token-bucket', 'fixed-window', 'sliding-window', 'calendar-quota'],
+  algorithm: ruleKinds,
   failure: ['closed', 'open'],
   mode: ['enforce', 'shadow'],
   scope: ['decide', 'admin'],
@@ -277,3 +234,14 @@ export const fileChoices = {
   proxyHeader: readonly ProxyHeaderName[];
   storeType: readonly StoreFile['type'][];
 };
+
+/**
+ * The fields of each algorithm's limit, by the schema's name for its options (`tokenBucket`, …):
+ * `algorithm`, then the options the registry lists for it.
+ */
+export const algorithmFields: Readonly<Record<string, Readonly<Record<string, true>>>> = Object.fromEntries(
+  ruleEntries.map((entry) => [
+    entry.name,
+    Object.fromEntries(['algorithm', ...entry.optionKeys].map((key) => [key, true])),
+  ]),
+);

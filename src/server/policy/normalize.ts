@@ -1,4 +1,5 @@
 import type { LimitFile, LimitOptionsFile, PolicyFile, RuleFile } from './file-types.js';
+import { ruleEntry } from '../../core/rules/index.js';
 import type { LimitModel, Policy, RuleModel } from './model.js';
 
 /** The defaults of a policy, in one place (docs/server.md lists them). */
@@ -70,53 +71,21 @@ function normalizeRule(rule: RuleFile, defaults: Policy['defaults']): RuleModel 
   };
 }
 
-/** The limit options written in a rule itself. */
+/** The limit options written in a rule itself: its algorithm and that algorithm's options. */
 function inlineLimit(rule: RuleFile): LimitOptionsFile {
-  const r = rule as RuleFile & LimitOptionsFile;
-  switch (r.algorithm) {
-    case 'token-bucket':
-      return pick({
-        algorithm: r.algorithm,
-        limit: r.limit,
-        period: r.period,
-        burst: r.burst,
-        penalty: r.penalty,
-        block: r.block,
-      });
-    case 'fixed-window':
-    case 'sliding-window':
-      return pick({
-        algorithm: r.algorithm,
-        limit: r.limit,
-        window: r.window,
-        penalty: r.penalty,
-        block: r.block,
-      });
-    case 'calendar-quota':
-      return pick({
-        algorithm: r.algorithm,
-        limit: r.limit,
-        per: r.per,
-        timeZone: r.timeZone,
-        weekStart: r.weekStart,
-        penalty: r.penalty,
-        block: r.block,
-      });
-  }
+  const written = rule as unknown as Record<string, unknown> & Pick<LimitOptionsFile, 'algorithm'>;
+  const limit: Record<string, unknown> = {};
+  for (const key of ['algorithm', ...ruleEntry(written.algorithm).optionKeys])
+    if (written[key] !== undefined) limit[key] = written[key];
+  return limit as unknown as LimitOptionsFile;
 }
 
 function normalizeLimit(limit: LimitFile, name: string): LimitModel {
   const { name: _own, ...options } = limit;
-  // A token bucket's burst defaults to its limit: a period's worth may be spent at once.
-  if (options.algorithm === 'token-bucket')
-    return { name, ...options, burst: options.burst ?? options.limit };
-  if (options.algorithm === 'calendar-quota') return { name, per: 'day', ...options };
-  return { name, ...options };
-}
-
-/** The object without its undefined fields. */
-function pick<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+  const { algorithm, ...given } = options;
+  // The algorithm's defaults written out (a token bucket's burst is its limit, a quota's per a day).
+  const filled = ruleEntry(algorithm).withDefaults(given);
+  return { name, algorithm, ...filled } as LimitModel;
 }
 
 /** A limit's name: its own, else the rule's for the first and `rule:2`, `rule:3` … after. */

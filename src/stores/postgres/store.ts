@@ -308,7 +308,7 @@ export class PostgresStore implements Store, LeaseStore {
       const windowRows = await this.deleteInBatches(windowPruneText(n), [batchSize], batchSize);
       let tokenRows = 0;
       for (const buckets of this.rules.values()) {
-        const step = buckets.binding.prune(n, batchSize);
+        const step = buckets.binding.prune?.(n, batchSize);
         if (step !== undefined)
           tokenRows += await this.deleteInBatches(step.text, [...step.values], batchSize);
       }

@@ -126,9 +126,10 @@ export interface AlgorithmBinding {
    * The rule's table, for pruning: one statement and its values that deletes at most `batchSize`
    * rows the rule no longer needs, or undefined when the kind's family prunes its table whole.
    * `keep`, when given, is a condition every deleted row must also meet (a lockout's: its block
-   * is forgotten), reading its own values from parameter `first` on.
+   * is forgotten), reading its own values from parameter `first` on. Absent, as undefined: a
+   * kind whose family prunes its table whole (`window_counters`) needs none.
    */
-  prune(names: SchemaNames, batchSize: number, keep?: PruneCondition): PruneStatement | undefined;
+  prune?(names: SchemaNames, batchSize: number, keep?: PruneCondition): PruneStatement | undefined;
 }
 
 /** A prune statement and its values. */

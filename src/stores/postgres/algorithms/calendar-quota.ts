@@ -83,7 +83,6 @@ export const calendarQuotaModule: AlgorithmModule = {
       adjustParams: (now, takenAt) => [name, bounds.around(now), taken.around(takenAt)],
       entryParams: (now) => bounds.around(now),
       read: readWindowRow,
-      prune: () => undefined,
     };
   },
   ruleSql: (names) => {

@@ -1,46 +1,7 @@
-import type { Rule } from '../../../core/rules/rule.js';
-import type { FixedWindowRule } from '../../../core/rules/fixed-window.js';
-import type { AlgorithmModule } from './algorithm-module.js';
-import {
-  alignedPrelude,
-  alignedStart,
-  readWindowRow,
-  windowAdjustSql,
-  windowFamily,
-  windowRuleSql,
-} from './window-counts.js';
-
-const prelude = alignedPrelude(false);
-
-/** Refunds and settlements: the take's window is the aligned one holding its time. */
-const adjust = windowAdjustSql(prelude, 2, (taken) => alignedStart(taken, '$2::bigint'));
+import { alignedWindowModule } from './aligned-window.js';
 
 /**
- * Fixed window (src/core/rules/fixed-window.ts): a count per window of `windowMs` aligned to the Unix
- * epoch, in `window_counters` (see window-counts.ts). Rule parameters: $1 rule, $2 the window's
- * length in ms, $3 penalty (a refund's: $1 and $2). A count outlives its window by nothing.
+ * Fixed window (src/core/rules/fixed-window.ts): a count per window of `windowMs` aligned to the
+ * Unix epoch (see aligned-window.ts). A count outlives its window by nothing.
  */
-export const fixedWindowModule: AlgorithmModule = {
-  kind: 'fixed-window',
-  bind(name: string, bound: Rule) {
-    const rule = bound as FixedWindowRule;
-    const params = [name, rule.windowMs, rule.penalty];
-    const entry = [rule.windowMs];
-    const adjusting = [name, rule.windowMs];
-    return {
-      ruleParams: () => params,
-      adjustParams: () => adjusting,
-      entryParams: () => entry,
-      read: readWindowRow,
-      prune: () => undefined,
-    };
-  },
-  ruleSql: (names) => windowRuleSql(names, prelude, adjust),
-  family: windowFamily,
-  entryTypes: ['bigint'],
-  entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
-    ${alignedStart('n.now_ms', 'x.w')} AS a_start, ${alignedStart('n.now_ms', 'x.w')} + x.w AS a_end,
-    x.w, false AS slides, 0::bigint AS tail
-  FROM unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],
-    $${first + 4}::bigint[], $${first + 5}::bigint[]) AS x(ord, rule, bucket, cost, quota, w) CROSS JOIN n`,
-};
+export const fixedWindowModule = alignedWindowModule('fixed-window', false);

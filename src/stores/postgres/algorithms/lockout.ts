@@ -129,7 +129,7 @@ export function lockoutBinding(binding: AlgorithmBinding, policy: BlockPolicy): 
       return now;
     },
     prune: (names, batchSize) =>
-      binding.prune(names, batchSize, {
+      binding.prune?.(names, batchSize, {
         sql: (first) =>
           `(block_ms = 0 OR blocked_until + $${first}::bigint <= floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)`,
         values: forget,

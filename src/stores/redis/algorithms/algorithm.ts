@@ -2,53 +2,10 @@ import type { Decision } from '../../../core/decision.js';
 import type { BucketTier, CallLimit, Rule } from '../../../core/rules/rule.js';
 
 /**
- * What the Redis store needs to decide one algorithm next to the data: its decision and its
- * adjustment (a refund or a settlement) in Lua, the parameters they read, the shape of its
- * reply, and how a bound rule's parameters and replies are encoded. One module per algorithm
- * (`token-bucket.ts`, …); the registry (`index.ts`) finds a module by the rule's `kind`, and
- * `scripts.ts` splices every module's Lua into the two decision scripts and the adjustment
- * script. A module translates its core rule (`src/core/<rule>.ts`) and is held to it by the
- * store conformance suite and a differential property test against the memory store.
- *
- * The Lua fragment runs inside a branch of the scripts' dispatch. It reads these locals:
- * - `now`: the time of the decision, whole ms since the Unix epoch;
- * - `cost` (0 for a peek) and `asked` (the cost, or 1 for a peek);
- * - `limit`: the per-call limit as a number, or nil for the rule's own (only when
- *   {@link RedisAlgorithm.callLimit});
- * - `tr`, `tu`, `tb`: a token bucket's per-call tier (rate, period in ms, burst) as numbers, `tr`
- *   false for the rule's own parameters (only when {@link RedisAlgorithm.tiers});
- * - `single`: true for a single take, false inside an all-or-nothing group and for a
- *   reservation (a refusal is charged under a penalty only for a single take: a group that
- *   refuses charges nothing, and so does a reservation, as the core's `reserve`);
- * - `wait`: a reservation's longest wait in ms (`RuleBuckets.reserve`), 0 for a take; only a
- *   module that {@link RedisAlgorithm.reserves} reads it;
- * - `sa`, `sb`, `sc`, `sd`: the key's state, numbers parsed from its value `"<a>:<b>"`,
- *   `"<a>:<b>:<c>"` or `"<a>:<b>:<c>:<d>"` (`sa` false when the key is absent or unreadable; `sc`
- *   false when the value has two fields, `sd` when it has fewer than four); what they mean is
- *   the module's own encoding;
- * - its parameters, under the names of {@link RedisAlgorithm.params}, as numbers;
- * - `MAX_PENALTY`: the count a penalty saturates at (`MAX_PENALTY_COUNT`).
- * It sets:
- * - `retry`: 0 admitted; > 0 refused, retry after so many ms; -1 refused for good (Infinity);
- *   -3 not evaluated, nothing changes (the time lies outside what Node sent; Node retries with
- *   the server's time);
- * - `waited`, for an admitted reservation, the ms until its slot (left 0 otherwise);
- * - `remaining`, `reset` (ms until the state is as good as new), and `window` when
- *   {@link RedisAlgorithm.replyWidth} is 4;
- * - when the take charges: `na`, `nb`, `nc`, `nd` (the new state; `nc` false writes two fields,
- *   `nd` false three) and
- *   `ttl` (ms after `now` from which forgetting the key changes no decision: the key's TTL).
- *   `na` stays false when nothing is written. Every number written must be a whole number below
- *   2^53 (values are written with `%d`).
+ * What a module may do beyond a plain take, each off unless the module says so (see
+ * {@link defaultCapabilities}): a new algorithm claims only what it reads.
  */
-export interface RedisAlgorithm {
-  /** The rule kind this module decides (`Rule.kind`). */
-  readonly kind: string;
-  /**
-   * The Lua names of the rule's parameters, in the order {@link RuleEncoder.spec} sends them
-   * (after the algorithm's tag).
-   */
-  readonly params: readonly string[];
+export interface RedisCapabilities {
   /** Whether a take carries its per-call limit (the rule accepts one). */
   readonly callLimit: boolean;
   /**
@@ -62,6 +19,65 @@ export interface RedisAlgorithm {
   readonly reserves: boolean;
   /** Integers of the reply per decision: retry, remaining, reset, and (4) the window's length. */
   readonly replyWidth: 3 | 4;
+}
+
+/** No per-call limit, no tier, no reservation, replies of three. */
+export const defaultCapabilities: RedisCapabilities = {
+  callLimit: false,
+  tiers: false,
+  reserves: false,
+  replyWidth: 3,
+};
+
+/**
+ * What the Redis store needs to decide one algorithm next to the data: its decision and its
+ * adjustment (a refund or a settlement) in Lua, the parameters they read, the shape of its
+ * reply, and how a bound rule's parameters and replies are encoded; what it does beyond a plain
+ * take it claims among {@link RedisCapabilities}. One module per algorithm
+ * (`token-bucket.ts`, …); the registry (`index.ts`) finds a module by the rule's `kind`, and
+ * `scripts.ts` splices every module's Lua into the two decision scripts and the adjustment
+ * script. A module translates its core rule (`src/core/<rule>.ts`) and is held to it by the
+ * store conformance suite and a differential property test against the memory store.
+ *
+ * The Lua fragment runs inside a branch of the scripts' dispatch. It reads these locals:
+ * - `now`: the time of the decision, whole ms since the Unix epoch;
+ * - `cost` (0 for a peek) and `asked` (the cost, or 1 for a peek);
+ * - `limit`: the per-call limit as a number, or nil for the rule's own (only when
+ *   {@link RedisCapabilities.callLimit});
+ * - `tr`, `tu`, `tb`: a token bucket's per-call tier (rate, period in ms, burst) as numbers, `tr`
+ *   false for the rule's own parameters (only when {@link RedisCapabilities.tiers});
+ * - `single`: true for a single take, false inside an all-or-nothing group and for a
+ *   reservation (a refusal is charged under a penalty only for a single take: a group that
+ *   refuses charges nothing, and so does a reservation, as the core's `reserve`);
+ * - `wait`: a reservation's longest wait in ms (`RuleBuckets.reserve`), 0 for a take; only a
+ *   module that {@link RedisCapabilities.reserves} reads it;
+ * - `sa`, `sb`, `sc`, `sd`: the key's state, numbers parsed from its value `"<a>:<b>"`,
+ *   `"<a>:<b>:<c>"` or `"<a>:<b>:<c>:<d>"` (`sa` false when the key is absent or unreadable; `sc`
+ *   false when the value has two fields, `sd` when it has fewer than four); what they mean is
+ *   the module's own encoding;
+ * - its parameters, under the names of {@link RedisAlgorithmModule.params}, as numbers;
+ * - `MAX_PENALTY`: the count a penalty saturates at (`MAX_PENALTY_COUNT`).
+ * It sets:
+ * - `retry`: 0 admitted; > 0 refused, retry after so many ms; -1 refused for good (Infinity);
+ *   -3 not evaluated, nothing changes (the time lies outside what Node sent; Node retries with
+ *   the server's time);
+ * - `waited`, for an admitted reservation, the ms until its slot (left 0 otherwise);
+ * - `remaining`, `reset` (ms until the state is as good as new), and `window` when
+ *   {@link RedisCapabilities.replyWidth} is 4;
+ * - when the take charges: `na`, `nb`, `nc`, `nd` (the new state; `nc` false writes two fields,
+ *   `nd` false three) and
+ *   `ttl` (ms after `now` from which forgetting the key changes no decision: the key's TTL).
+ *   `na` stays false when nothing is written. Every number written must be a whole number below
+ *   2^53 (values are written with `%d`).
+ */
+export interface RedisAlgorithmModule extends Partial<RedisCapabilities> {
+  /** The rule kind this module decides (`Rule.kind`). */
+  readonly kind: string;
+  /**
+   * The Lua names of the rule's parameters, in the order {@link RuleEncoder.spec} sends them
+   * (after the algorithm's tag).
+   */
+  readonly params: readonly string[];
   /** The decision in Lua (see above). */
   readonly lua: string;
   /**
@@ -104,6 +120,14 @@ export interface RedisAlgorithm {
   encoder(rule: Rule, name: string, tag: number): RuleEncoder;
 }
 
+/** A module with every capability settled: what the scripts and the store read. */
+export type RedisAlgorithm = RedisAlgorithmModule & RedisCapabilities;
+
+/** The module with the capabilities it does not claim set to {@link defaultCapabilities}. */
+export function settledAlgorithm(module: RedisAlgorithmModule): RedisAlgorithm {
+  return { ...defaultCapabilities, ...module };
+}
+
 /** One bound rule's side of the scripts: its parameters out, its replies back in. */
 export interface RuleEncoder {
   /**
@@ -115,7 +139,7 @@ export interface RuleEncoder {
   /** Whether {@link spec} depends on `now` (a calendar's period bounds): otherwise `now` is ignored. */
   readonly timed: boolean;
   /**
-   * For a module with {@link RedisAlgorithm.tiers}: the tier a call sends, or undefined when it
+   * For a module with {@link RedisCapabilities.tiers}: the tier a call sends, or undefined when it
    * sends none (no tier, a count, or a tier equal to the rule's own parameters, which decides
    * exactly as none). `limit` has been checked (see take-arguments.ts). Absent otherwise.
    */

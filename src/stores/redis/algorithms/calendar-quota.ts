@@ -1,7 +1,7 @@
 import { CalendarPeriods, type CalendarUnit, type IsoWeekday } from '../../../core/calendar.js';
 import { makeDecision, type Decision } from '../../../core/decision.js';
 import type { Rule } from '../../../core/rules/rule.js';
-import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+import type { RedisAlgorithmModule, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 
 /**
@@ -21,12 +21,10 @@ import { penaltyFlag, wholeField } from './rule-fields.js';
  * Parameters: `penalty`, `ruleLimit`, `b0`..`b3`. A per-call limit; replies of 4 (the window is
  * the counted period's length: 23 to 25 hours for a day, 28 to 31 days for a month).
  */
-export const calendarQuotaAlgorithm: RedisAlgorithm = {
+export const calendarQuotaAlgorithm: RedisAlgorithmModule = {
   kind: 'calendar-quota',
   params: ['penalty', 'ruleLimit', 'b0', 'b1', 'b2', 'b3'],
   callLimit: true,
-  tiers: false,
-  reserves: false,
   replyWidth: 4,
   lua: `  -- core/rules/calendar-quota.ts, decide(): the local period holding now, among the four sent.
   local q = limit or ruleLimit

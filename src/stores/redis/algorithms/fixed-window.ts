@@ -1,7 +1,4 @@
-import { makeDecision, type Decision } from '../../../core/decision.js';
-import type { Rule } from '../../../core/rules/rule.js';
-import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
-import { penaltyFlag, wholeField } from './rule-fields.js';
+import { alignedWindowAlgorithm } from './aligned-window.js';
 
 /**
  * The fixed window (`core/fixed-window.ts`) in Redis: a count per window of `w` ms, windows
@@ -11,16 +8,10 @@ import { penaltyFlag, wholeField } from './rule-fields.js';
  * clock stepped back, a node whose clock lags) counts against the stored window, which never
  * moves backwards. The key lives until its window ends.
  *
- * Parameters: `penalty`, `ruleLimit`, `w`. A per-call limit; replies of 3 (the window is `w`,
- * known to Node).
+ * Parameters, per-call limit and replies: see aligned-window.ts.
  */
-export const fixedWindowAlgorithm: RedisAlgorithm = {
+export const fixedWindowAlgorithm = alignedWindowAlgorithm({
   kind: 'fixed-window',
-  params: ['penalty', 'ruleLimit', 'w'],
-  callLimit: true,
-  tiers: false,
-  reserves: false,
-  replyWidth: 3,
   lua: `  -- core/fixed-window.ts, decide(), and core/rules/window-count.ts.
   local q = limit or ruleLimit
   local s = floor(now / w) * w
@@ -71,18 +62,4 @@ export const fixedWindowAlgorithm: RedisAlgorithm = {
     if nb > 0 and na + w > now then ttl = na + w - now end
   end
 `,
-  encoder(rule: Rule, name: string, tag: number): RuleEncoder {
-    const ruleLimit = wholeField(rule, 'limit');
-    const windowMs = wholeField(rule, 'windowMs');
-    const spec = [String(tag), penaltyFlag(rule), String(ruleLimit), String(windowMs)];
-    return {
-      timed: false,
-      spec: () => spec,
-      windowOf: (at) => Math.floor(at / windowMs) * windowMs,
-      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
-        const quota = typeof limit === 'number' ? limit : ruleLimit;
-        return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
-      },
-    };
-  },
-};
+});

@@ -1,26 +1,26 @@
 import { optionError } from '../../../core/errors.js';
 import type { Rule } from '../../../core/rules/rule.js';
-import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+import { settledAlgorithm, type RedisAlgorithm, type RuleEncoder } from './algorithm.js';
 import { calendarQuotaAlgorithm } from './calendar-quota.js';
 import { fixedWindowAlgorithm } from './fixed-window.js';
 import { slidingWindowAlgorithm } from './sliding-window.js';
 import { tokenBucketAlgorithm } from './token-bucket.js';
 import { withLockout } from '../lockout.js';
 
-export type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+export type { RedisAlgorithm, RedisAlgorithmModule, RedisCapabilities, RuleEncoder } from './algorithm.js';
 
 /**
  * The algorithms the Redis store decides, one module each. An algorithm's tag in the scripts is
  * its position here plus one: appending keeps the tags of the others, and the scripts (built
  * from this list) change with it, so a new SHA is loaded. A new algorithm adds its module and
- * one line here.
+ * one line here; the capabilities a module does not claim are off.
  */
 export const redisAlgorithms: readonly RedisAlgorithm[] = [
   tokenBucketAlgorithm,
   calendarQuotaAlgorithm,
   fixedWindowAlgorithm,
   slidingWindowAlgorithm,
-];
+].map(settledAlgorithm);
 
 const byKind = new Map(redisAlgorithms.map((algorithm, i) => [algorithm.kind, { algorithm, tag: i + 1 }]));
 

@@ -1,7 +1,4 @@
-import { makeDecision, type Decision } from '../../../core/decision.js';
-import type { Rule } from '../../../core/rules/rule.js';
-import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
-import { penaltyFlag, wholeField } from './rule-fields.js';
+import { alignedWindowAlgorithm } from './aligned-window.js';
 
 /**
  * The sliding window (`core/sliding-window.ts`) in Redis: the counts of the current and the
@@ -15,15 +12,10 @@ import { penaltyFlag, wholeField } from './rule-fields.js';
  * back). The key lives until the end of the window after its own, where its count stops
  * weighing.
  *
- * Parameters: `penalty`, `ruleLimit`, `w`. A per-call limit; replies of 3.
+ * Parameters, per-call limit and replies: see aligned-window.ts.
  */
-export const slidingWindowAlgorithm: RedisAlgorithm = {
+export const slidingWindowAlgorithm = alignedWindowAlgorithm({
   kind: 'sliding-window',
-  params: ['penalty', 'ruleLimit', 'w'],
-  callLimit: true,
-  tiers: false,
-  reserves: false,
-  replyWidth: 3,
   lua: `  -- core/sliding-window.ts, decide().
   local q = limit or ruleLimit
   local aligned = floor(now / w) * w
@@ -134,18 +126,4 @@ local function earliest(prev, w, room, from)
   return e
 end
 `,
-  encoder(rule: Rule, name: string, tag: number): RuleEncoder {
-    const ruleLimit = wholeField(rule, 'limit');
-    const windowMs = wholeField(rule, 'windowMs');
-    const spec = [String(tag), penaltyFlag(rule), String(ruleLimit), String(windowMs)];
-    return {
-      timed: false,
-      spec: () => spec,
-      windowOf: (at) => Math.floor(at / windowMs) * windowMs,
-      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
-        const quota = typeof limit === 'number' ? limit : ruleLimit;
-        return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
-      },
-    };
-  },
-};
+});

@@ -1,7 +1,7 @@
 import { makeDecision, type Decision } from '../../../core/decision.js';
 import { MAX_MIGRATED_QUEUE } from '../../../core/rules/token-bucket.js';
 import type { BucketTier, CallLimit, Rule } from '../../../core/rules/rule.js';
-import type { RedisAlgorithm, RuleEncoder } from './algorithm.js';
+import type { RedisAlgorithmModule, RuleEncoder } from './algorithm.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 
 /**
@@ -70,13 +70,11 @@ const READ_QUEUED = `  local tolerance = burst * unit
  * token costs in scaled time), `burst`, `penalty`. No per-call limit; replies of 3 (the window
  * is the period, known to Node; the tier's, when the call has one).
  */
-export const tokenBucketAlgorithm: RedisAlgorithm = {
+export const tokenBucketAlgorithm: RedisAlgorithmModule = {
   kind: 'token-bucket',
   params: ['rate', 'unit', 'burst', 'penalty'],
-  callLimit: false,
   tiers: true,
   reserves: true,
-  replyWidth: 3,
   lua: `  -- core/rules/token-bucket.ts, decide(). Exact division of whole numbers held in doubles: % is
   -- a - floor(a / b) * b, and the quotient of a double division may round up across an
   -- integer, so the remainder is corrected into [0, b); (a - r) / b is then exact.

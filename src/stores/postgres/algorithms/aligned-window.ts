@@ -1,0 +1,51 @@
+import type { Rule } from '../../../core/rules/rule.js';
+import type { AlgorithmModule } from './algorithm-module.js';
+import {
+  alignedPrelude,
+  alignedStart,
+  readWindowRow,
+  windowAdjustSql,
+  windowFamily,
+  windowRuleSql,
+} from './window-counts.js';
+
+/** What the store reads of a window aligned to the Unix epoch. */
+interface AlignedWindowRule extends Rule {
+  readonly windowMs: number;
+  readonly penalty: boolean;
+}
+
+/**
+ * The module of a window of `windowMs` aligned to the Unix epoch, in `window_counters` (see
+ * window-counts.ts): the fixed window, and the sliding window (`slides`), whose previous count
+ * weighs and outlives its window by one more. Rule parameters: $1 rule, $2 the window's length
+ * in ms, $3 penalty (a refund's: $1 and $2).
+ */
+export function alignedWindowModule(kind: string, slides: boolean): AlgorithmModule {
+  const prelude = alignedPrelude(slides);
+  // Refunds and settlements: the take's window is the aligned one holding its time.
+  const adjust = windowAdjustSql(prelude, 2, (taken) => alignedStart(taken, '$2::bigint'));
+  return {
+    kind,
+    bind(name: string, bound: Rule) {
+      const rule = bound as AlignedWindowRule;
+      const params = [name, rule.windowMs, rule.penalty];
+      const entry = [rule.windowMs];
+      const adjusting = [name, rule.windowMs];
+      return {
+        ruleParams: () => params,
+        adjustParams: () => adjusting,
+        entryParams: () => entry,
+        read: readWindowRow,
+      };
+    },
+    ruleSql: (names) => windowRuleSql(names, prelude, adjust),
+    family: windowFamily,
+    entryTypes: ['bigint'],
+    entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
+    ${alignedStart('n.now_ms', 'x.w')} AS a_start, ${alignedStart('n.now_ms', 'x.w')} + x.w AS a_end,
+    x.w, ${String(slides)} AS slides, ${slides ? 'x.w' : '0::bigint'} AS tail
+  FROM unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],
+    $${first + 4}::bigint[], $${first + 5}::bigint[]) AS x(ord, rule, bucket, cost, quota, w) CROSS JOIN n`,
+  };
+}
