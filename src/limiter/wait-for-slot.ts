@@ -3,8 +3,13 @@ import { parseDuration, type Duration } from '../core/duration.js';
 import { SluiceError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { MAX_WAIT_MS } from '../core/reservation.js';
+import type { CallLimit } from '../core/rules/rule.js';
+import type { MaybePromise } from '../stores/contract/bucket-steps.js';
+import type { RuleBuckets } from '../stores/contract/store.js';
 import { costOf } from './call-input.js';
-import type { ReceiptedDecision } from './receipts.js';
+import type { DecisionEvents } from './events.js';
+import { reportTake, type LimiterInternals } from './limiter-internals.js';
+import type { Receipt, ReceiptBook, ReceiptedDecision } from './receipts.js';
 
 /** Per-call options of `limiter.takeOrWait`. */
 export interface WaitOptions {
@@ -108,3 +113,55 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined):
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** What the wait path needs of its limiter: its reservations, receipts, refunds and events. */
+export interface SlotReserver extends Pick<LimiterInternals, typeof reportTake> {
+  readonly name: string;
+  readonly buckets: RuleBuckets;
+  readonly events: DecisionEvents;
+  readonly receipts: ReceiptBook;
+  /** A reservation in the store, answered by the failure policy when the store fails. */
+  reserveSlot(
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+    limit: CallLimit | undefined,
+  ): MaybePromise<Decision>;
+  refund(receipt: Receipt): Promise<void>;
+}
+
+/**
+ * A checked `takeOrWait` call: its reservation, then its wait (one timer). An aborted wait gives
+ * its reservation back (a failed refund is logged by the limiter), then rejects with the
+ * signal's reason.
+ */
+export async function waitForSlot(
+  limiter: SlotReserver,
+  key: string,
+  cost: number,
+  now: number,
+  maxWaitMs: number,
+  limit: CallLimit | undefined,
+  signal: AbortSignal | undefined,
+): Promise<WaitedDecision> {
+  const started = limiter.events.listening ? performance.now() : 0;
+  const generation = limiter.buckets.resetGeneration?.(key);
+  const decision = await limiter.reserveSlot(key, cost, now, maxWaitMs, limit);
+  const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
+  const answer = wait > 0 ? arrived(decision, wait) : decision;
+  if (limiter.events.listening)
+    limiter[reportTake](key, cost, answer, undefined, performance.now() - started);
+  const receipt = limiter.receipts.issue(limiter.name, key, decision, now, limit, generation);
+  if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
+  try {
+    await sleepUnlessAborted(wait, signal);
+  } catch (reason) {
+    if (receipt !== undefined) await limiter.refund(receipt).catch(ignore);
+    throw reason;
+  }
+  return { decision: answer, receipt, waitedMs: wait };
+}
+
+/** Swallows a rejection already counted and logged where it happened. */
+function ignore(): void {}
