@@ -1,8 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
-import { SluiceError } from '../core/errors.js';
 import type { CallLimit, Rule } from '../core/rules/rule.js';
-import { reserverOf } from '../core/reservation.js';
 import {
   isPending,
   promised,
@@ -30,13 +28,7 @@ import type { LimiterMode, TakeOptions } from './limiter-options.js';
 import { ReceiptBook, type Receipt, type ReceiptedDecision } from './receipts.js';
 import type { RefusalCache } from './refusal-cache.js';
 import type { WaitingRoom } from './waiting-room.js';
-import {
-  readWaitOptions,
-  waitForSlot,
-  type SlotReserver,
-  type WaitOptions,
-  type WaitedDecision,
-} from './wait-for-slot.js';
+import { takeOrWaitStep, type SlotReserver, type WaitOptions, type WaitedDecision } from './wait-for-slot.js';
 
 /** No key checked yet: equal to no key a caller can pass. */
 const NOT_CHECKED = Symbol('no key checked');
@@ -74,7 +66,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     private readonly handler: FailureHandler,
     readonly events: DecisionEvents,
     readonly mode: LimiterMode,
-    private readonly room: WaitingRoom,
+    readonly room: WaitingRoom,
     private readonly refusals?: RefusalCache,
   ) {
     this.buckets = store.bind(name, rule);
@@ -116,7 +108,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   }
 
   takeOrWait(key: string, options: WaitOptions): Promise<WaitedDecision> {
-    return promised(this, this.waitStep, key, options);
+    return promised(this, takeOrWaitStep, key, options);
   }
 
   get waiting(): number {
@@ -146,7 +138,20 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     // Read before the take: a reset between the two can then only make the refund give nothing.
     const generation = this.buckets.resetGeneration?.(key);
     const decided = this.decideTake(key, cost, now, limit);
-    if (!isPending(decided)) return this.receipted(decided, key, now, limit, generation);
+    if (isPending(decided)) return this.receiptedLater(decided, key, now, limit, generation);
+    return this.receipted(decided, key, now, limit, generation);
+  }
+
+  // What a step does once its store's promise settles lives in its own method (…Later): a
+  // closure in the step itself would make every call allocate its context, values too.
+
+  private receiptedLater(
+    decided: Promise<Decision>,
+    key: string,
+    now: number,
+    limit: CallLimit | undefined,
+    generation: number | undefined,
+  ): Promise<ReceiptedDecision> {
     return decided.then((decision) => this.receipted(decision, key, now, limit, generation));
   }
 
@@ -180,16 +185,24 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
       this.receipts.reopen(receipt);
       throw this.local ? error : this.handler.resetFailed(error, operation);
     }
-    const refusals = this.refusals;
     // A refund makes room: a refusal remembered for the key may no longer hold.
-    if (refusals !== undefined && delta < 0) refusals.forget(key);
-    if (!isPending(answer)) return answer;
+    if (delta < 0) this.refusals?.forget(key);
+    return isPending(answer) ? this.adjustedLater(answer, receipt, delta, operation) : answer;
+  }
+
+  private adjustedLater(
+    answer: Promise<void>,
+    receipt: Receipt,
+    delta: number,
+    operation: string,
+  ): Promise<void> {
     const settled = this.bounded(answer).catch((error: unknown) => {
       this.receipts.reopen(receipt);
       throw this.handler.resetFailed(error, operation);
     });
+    const refusals = this.refusals;
     if (refusals === undefined || delta > 0) return settled;
-    return settled.finally(() => refusals.forget(key));
+    return settled.finally(() => refusals.forget(receipt.key));
   }
 
   /** What a take of 1 would get now, charging nothing. */
@@ -208,47 +221,24 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   protected resetStep(key: string): MaybePromise<void> {
     if (this.closed) throw closedError(this.name);
     checkKey(key);
-    const refusals = this.refusals;
-    refusals?.forget(key);
+    this.refusals?.forget(key);
     let answer: MaybePromise<void>;
     try {
       answer = this.steps.reset(key, readClock(this.clock));
     } catch (error) {
       throw this.local ? error : this.handler.resetFailed(error);
     }
-    if (!isPending(answer)) return answer;
+    return isPending(answer) ? this.resetLater(answer, key) : answer;
+  }
+
+  private resetLater(answer: Promise<void>, key: string): Promise<void> {
     const settled = this.bounded(answer).catch((error: unknown) => {
       throw this.handler.resetFailed(error);
     });
+    const refusals = this.refusals;
     if (refusals === undefined) return settled;
     // Forgotten again once the store has reset: a refusal learnt meanwhile may predate the reset.
     return settled.finally(() => refusals.forget(key));
-  }
-
-  /** A checked `takeOrWait` call, counted in the waiting room until it settles. */
-  private waitStep(key: string, options: WaitOptions): Promise<WaitedDecision> {
-    if (this.closed) throw closedError(this.name);
-    checkKey(key);
-    const { maxWaitMs, signal, cost } = readWaitOptions(options);
-    const limit = callLimitOf(options, this.rule);
-    reserverOf(this.rule);
-    if (this.mode === 'shadow')
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        `limiter ${JSON.stringify(this.name)} is in shadow mode, which never refuses: it has nothing to wait for`,
-      );
-    if (this.steps.reserve === undefined)
-      throw new SluiceError(
-        'SLUICE_CONFIG',
-        `the ${this.store.kind} store of limiter ${JSON.stringify(this.name)} cannot reserve slots (its buckets have no reserve)`,
-      );
-    if (signal?.aborted === true) throw signal.reason;
-    const now = readClock(this.clock);
-    // Counted from before the reservation until the call settles: a crowd beyond the bounds is
-    // refused here, before anything is reserved.
-    this.room.enter(this.name, key);
-    const room = this.room;
-    return waitForSlot(this, key, cost, now, maxWaitMs, limit, signal).finally(() => room.leave(key));
   }
 
   /**
@@ -364,10 +354,17 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
       if (!this.local) this[reportTake](key, cost, undefined, error, performance.now() - started);
       throw error;
     }
-    if (!isPending(answer)) {
-      this[reportTake](key, cost, answer, undefined, performance.now() - started);
-      return answer;
-    }
+    if (isPending(answer)) return this.reportedLater(answer, key, cost, started);
+    this[reportTake](key, cost, answer, undefined, performance.now() - started);
+    return answer;
+  }
+
+  private reportedLater(
+    answer: Promise<Decision>,
+    key: string,
+    cost: number,
+    started: number,
+  ): Promise<Decision> {
     return answer.then(
       (decision) => {
         this[reportTake](key, cost, decision, undefined, performance.now() - started);
@@ -393,6 +390,18 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     if (!isPending(answer)) return answer;
     const refusals = this.refusals;
     if (refusals === undefined || cost === 0) return this.awaited(answer, key, cost, now, limit);
+    return this.rememberedLater(answer, key, cost, now, limit, refusals);
+  }
+
+  /** {@link awaited}, and the store's refusal remembered in the refusal cache. */
+  private rememberedLater(
+    answer: Promise<Decision>,
+    key: string,
+    cost: number,
+    now: number,
+    limit: CallLimit | undefined,
+    refusals: RefusalCache,
+  ): Promise<Decision> {
     const epoch = refusals.epoch;
     return this.bounded(answer).then(
       (decision) => {

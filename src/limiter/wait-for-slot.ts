@@ -2,14 +2,13 @@ import { makeDecision, type Decision } from '../core/decision.js';
 import { parseDuration, type Duration } from '../core/duration.js';
 import { SluiceError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import { MAX_WAIT_MS } from '../core/reservation.js';
+import { MAX_WAIT_MS, reserverOf } from '../core/reservation.js';
 import type { CallLimit } from '../core/rules/rule.js';
 import type { MaybePromise } from '../stores/contract/bucket-steps.js';
-import type { RuleBuckets } from '../stores/contract/store.js';
-import { costOf } from './call-input.js';
-import type { DecisionEvents } from './events.js';
-import { reportTake, type LimiterInternals } from './limiter-internals.js';
-import type { Receipt, ReceiptBook, ReceiptedDecision } from './receipts.js';
+import { callLimitOf, checkKey, costOf, readClock } from './call-input.js';
+import { closedError, reportTake, type LimiterInternals } from './limiter-internals.js';
+import type { ReceiptBook, ReceiptedDecision } from './receipts.js';
+import type { WaitingRoom } from './waiting-room.js';
 
 /** Per-call options of `limiter.takeOrWait`. */
 export interface WaitOptions {
@@ -115,11 +114,22 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined):
 }
 
 /** What the wait path needs of its limiter: its reservations, receipts, refunds and events. */
-export interface SlotReserver extends Pick<LimiterInternals, typeof reportTake> {
-  readonly name: string;
-  readonly buckets: RuleBuckets;
-  readonly events: DecisionEvents;
+export interface SlotReserver extends Pick<
+  LimiterInternals,
+  | typeof reportTake
+  | 'name'
+  | 'rule'
+  | 'store'
+  | 'clock'
+  | 'closed'
+  | 'mode'
+  | 'buckets'
+  | 'events'
+  | 'refund'
+> {
   readonly receipts: ReceiptBook;
+  /** The calls waiting now, bounded over all keys and per key. */
+  readonly room: WaitingRoom;
   /** A reservation in the store, answered by the failure policy when the store fails. */
   reserveSlot(
     key: string,
@@ -128,7 +138,39 @@ export interface SlotReserver extends Pick<LimiterInternals, typeof reportTake> 
     maxWaitMs: number,
     limit: CallLimit | undefined,
   ): MaybePromise<Decision>;
-  refund(receipt: Receipt): Promise<void>;
+}
+
+/**
+ * `limiter.takeOrWait`: the call checked (a throw here is its rejection, see `promised`), then
+ * counted in the waiting room until it settles.
+ */
+export function takeOrWaitStep(
+  this: SlotReserver,
+  key: string,
+  options: WaitOptions,
+): Promise<WaitedDecision> {
+  if (this.closed) throw closedError(this.name);
+  checkKey(key);
+  const { maxWaitMs, signal, cost } = readWaitOptions(options);
+  const limit = callLimitOf(options, this.rule);
+  reserverOf(this.rule);
+  if (this.mode === 'shadow')
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `limiter ${JSON.stringify(this.name)} is in shadow mode, which never refuses: it has nothing to wait for`,
+    );
+  if (this.buckets.reserve === undefined)
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `the ${this.store.kind} store of limiter ${JSON.stringify(this.name)} cannot reserve slots (its buckets have no reserve)`,
+    );
+  if (signal?.aborted === true) throw signal.reason;
+  const now = readClock(this.clock);
+  // Counted from before the reservation until the call settles: a crowd beyond the bounds is
+  // refused here, before anything is reserved.
+  const room = this.room;
+  room.enter(this.name, key);
+  return waitForSlot(this, key, cost, now, maxWaitMs, limit, signal).finally(() => room.leave(key));
 }
 
 /**
@@ -136,7 +178,7 @@ export interface SlotReserver extends Pick<LimiterInternals, typeof reportTake> 
  * its reservation back (a failed refund is logged by the limiter), then rejects with the
  * signal's reason.
  */
-export async function waitForSlot(
+async function waitForSlot(
   limiter: SlotReserver,
   key: string,
   cost: number,
