@@ -172,6 +172,8 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   protected adjustStep(receipt: Receipt, actualCost: number | undefined): MaybePromise<void> {
     if (this.closed) throw closedError(this.name);
     const actual = actualCost === undefined ? 0 : settledCost(actualCost);
+    // Read before the receipt closes: a clock that fails leaves it open, and is no store failure.
+    const now = readClock(this.clock);
     this.receipts.close(receipt, this.name);
     const delta = actual - receipt.cost;
     if (delta === 0) return;
@@ -179,7 +181,6 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     const { key, at, until } = receipt;
     let answer: MaybePromise<void>;
     try {
-      const now = readClock(this.clock);
       answer = this.steps.adjust(key, delta, now, at, until, receipt.limit, receipt.generation);
     } catch (error) {
       this.receipts.reopen(receipt);
