@@ -15,7 +15,7 @@ export type MaybePromise<T> = T | Promise<T>;
 /**
  * One rule's buckets as steps that may answer without a promise. {@link RuleBuckets} is its
  * promise form (every store has it); a synchronous store's buckets answer with values through
- * {@link stepsOf}. The arguments and their meaning are those of {@link RuleBuckets}.
+ * `stepsOf`. The arguments and their meaning are those of {@link RuleBuckets}.
  */
 export interface BucketSteps {
   /** The rule's name, unique within its store. */
