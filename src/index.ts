@@ -22,7 +22,9 @@ export { systemClock, manualClock, type Clock, type ManualClock } from './core/c
 export { SluiceError, isSluiceError, errorCodes, type SluiceErrorCode } from './core/errors.js';
 export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './stores/contract/store.js';
 export { assertDistinctEntries, isSyncStore } from './stores/contract/store.js';
-export { MemoryStore, MemoryRuleBuckets, type MemoryStoreOptions } from './stores/memory/store.js';
+export type { BucketSteps, MaybePromise } from './stores/contract/bucket-steps.js';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory/store.js';
+export { MemoryRuleBuckets } from './stores/memory/rule-buckets.js';
 export { MAX_RAW_KEY_LENGTH } from './stores/shared/bucket-id.js';
 export {
   createLimiter,

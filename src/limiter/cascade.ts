@@ -4,6 +4,7 @@ import { checkOptionKeys } from '../core/options.js';
 import { isSyncStore, type SyncStore, type TakeEntry } from '../stores/contract/store.js';
 import { checkKey, costOf, readClock } from './call-input.js';
 import { withDeadline } from '../stores/shared/deadline.js';
+import type { Limiter, SyncLimiter } from './limiter.js';
 import {
   assertOpen,
   decideOnFailure,
@@ -11,10 +12,8 @@ import {
   reportTake,
   storeAnswered,
   refusedForGood,
-  type Limiter,
   type LimiterInternals,
-  type SyncLimiter,
-} from './limiter.js';
+} from './limiter-internals.js';
 
 /**
  * How a cascade charges its limits.

@@ -12,6 +12,7 @@ import {
   type LeaseGrant,
   type LeaseStore,
 } from '../stores/contract/lease-store.js';
+import { promised, type MaybePromise } from '../stores/contract/bucket-steps.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import { checkRuleName } from '../stores/shared/rule-name.js';
 import { checkKey, readClock } from './call-input.js';
@@ -161,17 +162,23 @@ class LeaseLimiter implements ConcurrencyLimiter {
   }
 
   acquire(key: string): Promise<LeaseDecision> {
-    let now: number;
-    let id: string;
+    return promised(this, this.acquireStep, key, undefined);
+  }
+
+  release(lease: Lease): Promise<boolean> {
+    return promised(this, this.releaseStep, lease, undefined);
+  }
+
+  private acquireStep(key: string): Promise<LeaseDecision> {
+    this.assertOpen();
+    checkKey(key);
+    const now = readClock(this.clock);
+    const id = this.book.nextId();
     let pending: Promise<LeaseGrant>;
     try {
-      this.assertOpen();
-      checkKey(key);
-      now = readClock(this.clock);
-      id = this.book.nextId();
       pending = this.bounded(this.buckets.acquire(key, id, now));
     } catch (error) {
-      return Promise.reject(this.failure(error, 'acquire a lease'));
+      throw this.failure(error, 'acquire a lease');
     }
     // One `then` for both outcomes: a promise less per acquisition than a `catch` and a `then`.
     return pending.then(
@@ -179,30 +186,26 @@ class LeaseLimiter implements ConcurrencyLimiter {
         decision: this.decisionOf(grant),
         lease: grant.acquired ? this.book.issue(this.name, key, id, now, this.leaseTtlMs) : undefined,
       }),
-      (error: unknown) => Promise.reject(this.failure(error, 'acquire a lease')),
+      (error: unknown) => {
+        throw this.failure(error, 'acquire a lease');
+      },
     );
   }
 
-  release(lease: Lease): Promise<boolean> {
+  private releaseStep(lease: Lease): MaybePromise<boolean> {
+    this.assertOpen();
+    // Released already: harmless, nothing is freed twice.
+    if (!this.book.take(lease)) return false;
     let pending: Promise<boolean>;
-    try {
-      this.assertOpen();
-      if (!this.book.take(lease)) {
-        // Released already: harmless, nothing is freed twice.
-        return Promise.resolve(false);
-      }
-    } catch (error) {
-      return Promise.reject(error);
-    }
     try {
       pending = this.bounded(this.buckets.release(lease.key, lease.id, readClock(this.clock)));
     } catch (error) {
       this.book.reopen(lease);
-      return Promise.reject(this.failure(error, 'release a lease'));
+      throw this.failure(error, 'release a lease');
     }
     return pending.catch((error: unknown) => {
       this.book.reopen(lease);
-      return Promise.reject(this.failure(error, 'release a lease'));
+      throw this.failure(error, 'release a lease');
     });
   }
 

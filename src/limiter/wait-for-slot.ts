@@ -2,9 +2,13 @@ import { makeDecision, type Decision } from '../core/decision.js';
 import { parseDuration, type Duration } from '../core/duration.js';
 import { SluiceError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
-import { MAX_WAIT_MS } from '../core/reservation.js';
-import { costOf } from './call-input.js';
-import type { ReceiptedDecision } from './receipts.js';
+import { MAX_WAIT_MS, reserverOf } from '../core/reservation.js';
+import type { CallLimit } from '../core/rules/rule.js';
+import type { MaybePromise } from '../stores/contract/bucket-steps.js';
+import { callLimitOf, checkKey, costOf, readClock } from './call-input.js';
+import { closedError, reportTake, type LimiterInternals } from './limiter-internals.js';
+import type { ReceiptBook, ReceiptedDecision } from './receipts.js';
+import type { WaitingRoom } from './waiting-room.js';
 
 /** Per-call options of `limiter.takeOrWait`. */
 export interface WaitOptions {
@@ -108,3 +112,98 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined):
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** What the wait path needs of its limiter: its reservations, receipts, refunds and events. */
+export interface SlotReserver extends Pick<
+  LimiterInternals,
+  | typeof reportTake
+  | 'name'
+  | 'rule'
+  | 'store'
+  | 'clock'
+  | 'closed'
+  | 'mode'
+  | 'buckets'
+  | 'events'
+  | 'refund'
+> {
+  readonly receipts: ReceiptBook;
+  /** The calls waiting now, bounded over all keys and per key. */
+  readonly room: WaitingRoom;
+  /** A reservation in the store, answered by the failure policy when the store fails. */
+  reserveSlot(
+    key: string,
+    cost: number,
+    now: number,
+    maxWaitMs: number,
+    limit: CallLimit | undefined,
+  ): MaybePromise<Decision>;
+}
+
+/**
+ * `limiter.takeOrWait`: the call checked (a throw here is its rejection, see `promised`), then
+ * counted in the waiting room until it settles.
+ */
+export function takeOrWaitStep(
+  this: SlotReserver,
+  key: string,
+  options: WaitOptions,
+): Promise<WaitedDecision> {
+  if (this.closed) throw closedError(this.name);
+  checkKey(key);
+  const { maxWaitMs, signal, cost } = readWaitOptions(options);
+  const limit = callLimitOf(options, this.rule);
+  reserverOf(this.rule);
+  if (this.mode === 'shadow')
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `limiter ${JSON.stringify(this.name)} is in shadow mode, which never refuses: it has nothing to wait for`,
+    );
+  if (this.buckets.reserve === undefined)
+    throw new SluiceError(
+      'SLUICE_CONFIG',
+      `the ${this.store.kind} store of limiter ${JSON.stringify(this.name)} cannot reserve slots (its buckets have no reserve)`,
+    );
+  if (signal?.aborted === true) throw signal.reason;
+  const now = readClock(this.clock);
+  // Counted from before the reservation until the call settles: a crowd beyond the bounds is
+  // refused here, before anything is reserved.
+  const room = this.room;
+  room.enter(this.name, key);
+  return waitForSlot(this, key, cost, now, maxWaitMs, limit, signal).finally(() => room.leave(key));
+}
+
+/**
+ * A checked `takeOrWait` call: its reservation, then its wait (one timer). An aborted wait gives
+ * its reservation back (a failed refund is logged by the limiter), then rejects with the
+ * signal's reason.
+ */
+async function waitForSlot(
+  limiter: SlotReserver,
+  key: string,
+  cost: number,
+  now: number,
+  maxWaitMs: number,
+  limit: CallLimit | undefined,
+  signal: AbortSignal | undefined,
+): Promise<WaitedDecision> {
+  const started = limiter.events.listening ? performance.now() : 0;
+  const generation = limiter.buckets.resetGeneration?.(key);
+  const decision = await limiter.reserveSlot(key, cost, now, maxWaitMs, limit);
+  const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
+  const answer = wait > 0 ? arrived(decision, wait) : decision;
+  if (limiter.events.listening)
+    limiter[reportTake](key, cost, answer, undefined, performance.now() - started);
+  const receipt = limiter.receipts.issue(limiter.name, key, decision, now, limit, generation);
+  if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
+  try {
+    await sleepUnlessAborted(wait, signal);
+  } catch (reason) {
+    if (receipt !== undefined) await limiter.refund(receipt).catch(ignore);
+    throw reason;
+  }
+  return { decision: answer, receipt, waitedMs: wait };
+}
+
+/** Swallows a rejection already counted and logged where it happened. */
+function ignore(): void {}

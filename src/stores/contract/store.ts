@@ -18,9 +18,13 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { CallLimit, Rule } from '../../core/rules/rule.js';
+import type { BucketSteps } from './bucket-steps.js';
 
-/** One rule's buckets in one store. */
-export interface RuleBuckets {
+/**
+ * One rule's buckets in one store, every step answered with a promise: the promise form of
+ * {@link BucketSteps}, which every store has.
+ */
+export interface RuleBuckets extends BucketSteps {
   /** The rule's name, unique within its store. */
   readonly name: string;
   /** The rule these buckets follow. */
@@ -76,7 +80,10 @@ export interface RuleBuckets {
   reserve?(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Promise<Decision>;
 }
 
-/** Buckets that can also answer synchronously (the memory store). */
+/**
+ * Buckets that can also answer synchronously (the memory store): a limiter drives them through
+ * these value forms (see `stepsOf`), without a promise per decision.
+ */
 export interface SyncRuleBuckets extends RuleBuckets {
   /** Synchronous {@link RuleBuckets.take}. */
   takeSync(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision;

@@ -92,20 +92,14 @@ export class MemoryLeaseBuckets implements LeaseBuckets {
     this.summary = new LeaseSummary(hasher);
   }
 
-  acquire(key: string, id: string, now: number): Promise<LeaseGrant> {
-    try {
-      return Promise.resolve(this.acquireSync(key, id, now));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  // The promise forms: an async function resolves the value and rejects the throw.
+
+  async acquire(key: string, id: string, now: number): Promise<LeaseGrant> {
+    return this.acquireSync(key, id, now);
   }
 
-  release(key: string, id: string, now: number): Promise<boolean> {
-    try {
-      return Promise.resolve(this.releaseSync(key, id, now));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  async release(key: string, id: string, now: number): Promise<boolean> {
+    return this.releaseSync(key, id, now);
   }
 
   /** Synchronous {@link acquire}. */
