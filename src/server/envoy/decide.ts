@@ -6,12 +6,8 @@ import type { Rule } from '../../core/rules/rule.js';
 import { ENVOY_UNIT_WINDOWS, fixedWindow } from '../../core/rules/fixed-window.js';
 import { tokenBucket } from '../../core/rules/token-bucket.js';
 import type { Logger } from '../../limiter/failure.js';
-import {
-  createLimiter,
-  decideOnFailure,
-  storeAnswered,
-  type LimiterInternals,
-} from '../../limiter/limiter.js';
+import { createLimiter } from '../../limiter/limiter.js';
+import { decideOnFailure, storeAnswered, type LimiterInternals } from '../../limiter/limiter-internals.js';
 import {
   isSyncStore,
   type Store,
