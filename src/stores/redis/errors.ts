@@ -11,7 +11,7 @@ export const TIMEOUT_SUBJECT = 'Redis (RedisStore timeout)';
  * network error carries a Node system code (`ECONNRESET`). Every one of them means Redis could
  * not decide: `SLUICE_STORE_UNAVAILABLE`, with the code and never the text (a client may quote
  * the command, whose arguments hold keys and costs). The input of a call cannot cause a Redis
- * error: the store checks it before sending (take-arguments.ts).
+ * error: the store checks it before sending (calls/take-arguments.ts).
  */
 export const redisErrors: DriverErrorRules = {
   store: 'Redis',

@@ -1,7 +1,7 @@
 import { SluiceError } from '../../core/errors.js';
 import { checkLeaseCall, type LeaseBuckets, type LeaseGrant } from '../contract/lease-store.js';
 import { keySlot } from './key-slot.js';
-import type { LeaseOperation } from './lease-script.js';
+import { queueLease, type LeaseOperation } from './calls/lease.js';
 import type { RedisStore } from './store.js';
 import type { RedisRuleBuckets } from './rule-buckets.js';
 
@@ -46,7 +46,7 @@ export class RedisLeaseBuckets implements LeaseBuckets {
       const redisKey = this.keys.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
       const op: LeaseOperation = { acquire, id, group: this.group };
-      return this.store.batcher.lease(op, redisKey, Math.floor(now), slot);
+      return queueLease(this.store.pipeline, op, redisKey, Math.floor(now), slot);
     } catch (error) {
       return Promise.reject(error);
     }

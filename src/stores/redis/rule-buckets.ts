@@ -2,8 +2,11 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { BucketTier, CallLimit, Rule } from '../../core/rules/rule.js';
 import { type RuleBuckets } from '../contract/store.js';
-import { type BatchRule } from './batcher.js';
-import { checkAdjustArguments, checkTakeArguments, checkTier } from './take-arguments.js';
+import { checkAdjustArguments, checkTakeArguments, checkTier } from './calls/take-arguments.js';
+import type { CallRule } from './calls/call-rule.js';
+import { queueTake } from './calls/take.js';
+import { queueAdjustment } from './calls/adjust.js';
+import { queueReservation } from './calls/reserve.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
 import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
@@ -16,7 +19,7 @@ import type { RedisStore } from './store.js';
 export const APP_TIME_SLACK_MS = 60_000;
 
 /** One rule's buckets in a {@link RedisStore}. */
-export class RedisRuleBuckets implements RuleBuckets, BatchRule {
+export class RedisRuleBuckets implements RuleBuckets, CallRule {
   readonly name: string;
   readonly rule: Rule;
   private readonly store: RedisStore;
@@ -60,7 +63,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       checkTakeArguments(key, cost, limit, this.callLimit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.take(this, redisKey, cost, now, this.sent(limit), slot);
+      return queueTake(this.store.pipeline, this, redisKey, cost, now, this.sent(limit), slot);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -110,7 +113,8 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       if (delta === 0) return Promise.resolve();
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.adjust(
+      return queueAdjustment(
+        this.store.pipeline,
         this,
         redisKey,
         delta,
@@ -141,7 +145,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       const tier = this.tierOf(limit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.reserve(this, redisKey, cost, now, maxWaitMs, tier, slot);
+      return queueReservation(this.store.pipeline, this, redisKey, cost, now, maxWaitMs, tier, slot);
     } catch (error) {
       return Promise.reject(error);
     }
