@@ -12,7 +12,7 @@ import { bucketId } from '../shared/bucket-id.js';
 import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { refundHorizonMs } from '../shared/refund-horizon.js';
-import { resetScript } from './adjust-scripts.js';
+import { sendReset } from './calls/reset.js';
 import type { RedisStore } from './store.js';
 
 /** On the app's time, keys live this much longer than their horizon; see docs/redis.md. */
@@ -78,14 +78,16 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
       checkTakeArguments(key, 0, undefined, false);
-      const keys = [this.redisKey(key), this.markerKey(key)];
-      const args = [String(this.horizonMs)];
+      const bucketKey = this.redisKey(key);
+      const markerKey = this.markerKey(key);
+      let appNow: number | undefined;
       if (this.store.timeSource === 'app') {
-        const at = typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now();
-        args.push(String(at), String(APP_TIME_SLACK_MS));
+        appNow = typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now();
       }
-      // EVAL, not EVALSHA: a reset is rare, and its script is short.
-      return this.store.command(() => this.store.client.eval(resetScript, keys, args)).then(() => undefined);
+      const { client } = this.store;
+      return this.store
+        .command(() => sendReset(client, bucketKey, markerKey, this.horizonMs, appNow, APP_TIME_SLACK_MS))
+        .then(() => undefined);
     } catch (error) {
       return Promise.reject(error);
     }
