@@ -1,7 +1,15 @@
-import { SluiceError } from '../../core/errors.js';
+import type { SluiceError } from '../../core/errors.js';
 import type { RedisClient } from './client.js';
 import { ServerClockOffset } from './server-clock-offset.js';
-import { redisErrorCode, storeError, timedOut, unavailable } from './errors.js';
+import {
+  heldByClient,
+  overloaded,
+  redisErrorCode,
+  storeError,
+  timedOut,
+  unavailable,
+  waitedBehindLoad,
+} from './errors.js';
 import { DeadlineTimer } from './deadline-timer.js';
 import { Pending, type CallContext, type Command, type ScriptCall } from './calls/script-call.js';
 
@@ -181,15 +189,9 @@ export class Pipeline implements CallContext {
     // Held calls that timed out mean Redis is not answering, unless it has replied since the
     // latest of them was sent: then they only waited behind a burst (load).
     if (this.abandoned > 0 && this.lastReplyAt <= this.lastAbandonedStart) {
-      return new SluiceError(
-        'SLUICE_STORE_TIMEOUT',
-        `Redis did not answer within ${timeoutMs} ms; ${this.abandoned} decisions of calls that timed out are still held by the client (maxPending ${maxPending})`,
-      );
+      return heldByClient(timeoutMs, this.abandoned, maxPending);
     }
-    return new SluiceError(
-      'SLUICE_STORE_OVERLOADED',
-      `Redis store has ${this.pending} decisions waiting or in flight (maxPending ${maxPending})`,
-    );
+    return overloaded(this.pending, maxPending);
   }
 
   private schedule(): void {
@@ -287,11 +289,7 @@ export class Pipeline implements CallContext {
    */
   private timeoutSince(since: number): SluiceError {
     const { timeoutMs } = this.settings;
-    if (this.lastReplyAt <= since) return timedOut(timeoutMs);
-    return new SluiceError(
-      'SLUICE_STORE_OVERLOADED',
-      `Redis kept answering, but this decision waited in the store's queue or pipeline longer than its timeout (${timeoutMs} ms): load, not a failure`,
-    );
+    return this.lastReplyAt <= since ? timedOut(timeoutMs) : waitedBehindLoad(timeoutMs);
   }
 
   /** One script call can only touch keys of one hash slot. */
