@@ -6,13 +6,13 @@ import type { RedisStore } from './store.js';
 import type { RedisRuleBuckets } from './rule-buckets.js';
 
 /**
- * One lease group in a {@link RedisStore}: a sorted set per key (see leases.ts) under the key a
+ * One lease group in a {@link RedisStore}: a sorted set per key (see lease-script.ts) under the key a
  * rule of the same name would have (`<prefix><name>:{<id>}`, the same hash tags), so a group's
  * keys are erased and spread over a Cluster as a rule's are. Every operation is one script call,
  * batched with the lease operations around it.
  */
 export class RedisLeaseBuckets implements LeaseBuckets {
-  /** `max` and `ttlMs` as script arguments, converted once (see leases.ts). */
+  /** `max` and `ttlMs` as script arguments, converted once (see lease-script.ts). */
   private readonly group: readonly [string, string];
 
   constructor(

@@ -168,7 +168,7 @@ export class RedisStore implements Store, LeaseStore {
 
   /**
    * Binds a lease group (see `concurrencyLimit`): per key a sorted set of the leases held, scored
-   * by their expiries, acquired and released in one script call each (see leases.ts).
+   * by their expiries, acquired and released in one script call each (see lease-script.ts).
    */
   bindLeases(name: string, max: number, ttlMs: number): RedisLeaseBuckets {
     checkRuleName(name, 'RedisStore lease group name');
