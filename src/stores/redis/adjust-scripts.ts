@@ -118,8 +118,7 @@ call('SET', KEYS[2], format('%d', now), 'PX', format('%d', horizon + slack))
 return now
 `;
 
-/** SHA1 of {@link decisionScript}, computed here so that EVALSHA needs no SCRIPT LOAD first. */
-/** SHA1 of {@link adjustScript}. */
+/** SHA1 of {@link adjustScript}, computed here so that EVALSHA needs no SCRIPT LOAD first. */
 export const adjustScriptSha: string = createHash('sha1').update(adjustScript).digest('hex');
 
 /** SHA1 of {@link resetScript}. */

@@ -11,7 +11,7 @@ export const TIMEOUT_SUBJECT = 'Redis (RedisStore timeout)';
  * network error carries a Node system code (`ECONNRESET`). Every one of them means Redis could
  * not decide: `SLUICE_STORE_UNAVAILABLE`, with the code and never the text (a client may quote
  * the command, whose arguments hold keys and costs). The input of a call cannot cause a Redis
- * error: the store checks it before sending (take-arguments.ts).
+ * error: the store checks it before sending (calls/take-arguments.ts).
  */
 export const redisErrors: DriverErrorRules = {
   store: 'Redis',
@@ -45,4 +45,34 @@ export function unavailable(what: string): SluiceError {
 /** SLUICE_STORE_TIMEOUT: Redis did not answer within the store's timeout. */
 export function timedOut(timeoutMs: number): SluiceError {
   return deadlineError(TIMEOUT_SUBJECT, timeoutMs);
+}
+
+/**
+ * SLUICE_STORE_TIMEOUT for a request refused because the queue is full of decisions of calls
+ * that timed out, still held by the client: Redis is not answering.
+ */
+export function heldByClient(timeoutMs: number, abandoned: number, maxPending: number): SluiceError {
+  return new SluiceError(
+    'SLUICE_STORE_TIMEOUT',
+    `Redis did not answer within ${timeoutMs} ms; ${abandoned} decisions of calls that timed out are still held by the client (maxPending ${maxPending})`,
+  );
+}
+
+/** SLUICE_STORE_OVERLOADED for a request refused because `pending` decisions fill the queue. */
+export function overloaded(pending: number, maxPending: number): SluiceError {
+  return new SluiceError(
+    'SLUICE_STORE_OVERLOADED',
+    `Redis store has ${pending} decisions waiting or in flight (maxPending ${maxPending})`,
+  );
+}
+
+/**
+ * SLUICE_STORE_OVERLOADED for a decision whose time ran out while Redis kept answering: it only
+ * waited behind others, which is load, not a failure.
+ */
+export function waitedBehindLoad(timeoutMs: number): SluiceError {
+  return new SluiceError(
+    'SLUICE_STORE_OVERLOADED',
+    `Redis kept answering, but this decision waited in the store's queue or pipeline longer than its timeout (${timeoutMs} ms): load, not a failure`,
+  );
 }

@@ -1,18 +1,18 @@
 import { SluiceError } from '../../core/errors.js';
 import { checkLeaseCall, type LeaseBuckets, type LeaseGrant } from '../contract/lease-store.js';
 import { keySlot } from './key-slot.js';
-import type { LeaseOperation } from './lease-script.js';
+import { queueLease, type LeaseOperation } from './calls/lease.js';
 import type { RedisStore } from './store.js';
 import type { RedisRuleBuckets } from './rule-buckets.js';
 
 /**
- * One lease group in a {@link RedisStore}: a sorted set per key (see leases.ts) under the key a
+ * One lease group in a {@link RedisStore}: a sorted set per key (see lease-script.ts) under the key a
  * rule of the same name would have (`<prefix><name>:{<id>}`, the same hash tags), so a group's
  * keys are erased and spread over a Cluster as a rule's are. Every operation is one script call,
  * batched with the lease operations around it.
  */
 export class RedisLeaseBuckets implements LeaseBuckets {
-  /** `max` and `ttlMs` as script arguments, converted once (see leases.ts). */
+  /** `max` and `ttlMs` as script arguments, converted once (see lease-script.ts). */
   private readonly group: readonly [string, string];
 
   constructor(
@@ -46,7 +46,7 @@ export class RedisLeaseBuckets implements LeaseBuckets {
       const redisKey = this.keys.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
       const op: LeaseOperation = { acquire, id, group: this.group };
-      return this.store.batcher.lease(op, redisKey, Math.floor(now), slot);
+      return queueLease(this.store.pipeline, op, redisKey, Math.floor(now), slot);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { LeaseGrant } from '../contract/lease-store.js';
 
 /**
  * Leases in Redis: per key a sorted set, one member per lease held (its id), scored by its
@@ -99,48 +98,3 @@ return reply
 
 /** SHA1 of {@link leaseScript}, for EVALSHA. */
 export const leaseScriptSha: string = createHash('sha1').update(leaseScript).digest('hex');
-
-/** One lease operation waiting for the script. */
-export interface LeaseOperation {
-  /** True to acquire, false to release. */
-  readonly acquire: boolean;
-  readonly id: string;
-  /** The group's max and ttl as the script's arguments: one array per group, made once. */
-  readonly group: readonly [string, string];
-}
-
-/**
- * Appends an operation's arguments (see {@link leaseScript}), its group's values the first time
- * the call names the group; `now` only on the app's clock.
- */
-export function pushLeaseArguments(
-  args: string[],
-  groups: string[],
-  refs: Map<readonly [string, string], number>,
-  op: LeaseOperation,
-  now: number | undefined,
-): void {
-  let ref = refs.get(op.group);
-  if (ref === undefined) {
-    ref = 4 + groups.length;
-    refs.set(op.group, ref);
-    groups.push(op.group[0], op.group[1]);
-  }
-  args.push(String(op.acquire ? ref : -ref), op.id);
-  if (now !== undefined) args.push(String(now));
-}
-
-/** Integers of the reply per operation. */
-export const LEASE_REPLY_WIDTH = 3;
-
-/** An operation's answer from the reply at `o`: a grant for an acquisition, true or false for a release. */
-export function leaseAnswerAt(reply: unknown[], o: number, op: LeaseOperation): LeaseGrant | boolean {
-  const status = Number(reply[o]);
-  if (!op.acquire) return status === 1;
-  return {
-    acquired: status === 0,
-    held: Number(reply[o + 1]),
-    retryAfterMs: status,
-    resetMs: Number(reply[o + 2]),
-  };
-}

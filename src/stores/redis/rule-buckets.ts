@@ -2,21 +2,24 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { BucketTier, CallLimit, Rule } from '../../core/rules/rule.js';
 import { type RuleBuckets } from '../contract/store.js';
-import { type BatchRule } from './batcher.js';
-import { checkAdjustArguments, checkTakeArguments, checkTier } from './take-arguments.js';
+import { checkAdjustArguments, checkTakeArguments, checkTier } from './calls/take-arguments.js';
+import type { CallRule } from './calls/call-rule.js';
+import { queueTake } from './calls/take.js';
+import { queueAdjustment } from './calls/adjust.js';
+import { queueReservation } from './calls/reserve.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
 import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { refundHorizonMs } from '../shared/refund-horizon.js';
-import { resetScript } from './adjust-scripts.js';
+import { sendReset } from './calls/reset.js';
 import type { RedisStore } from './store.js';
 
 /** On the app's time, keys live this much longer than their horizon; see docs/redis.md. */
 export const APP_TIME_SLACK_MS = 60_000;
 
 /** One rule's buckets in a {@link RedisStore}. */
-export class RedisRuleBuckets implements RuleBuckets, BatchRule {
+export class RedisRuleBuckets implements RuleBuckets, CallRule {
   readonly name: string;
   readonly rule: Rule;
   private readonly store: RedisStore;
@@ -60,7 +63,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       checkTakeArguments(key, cost, limit, this.callLimit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.take(this, redisKey, cost, now, this.sent(limit), slot);
+      return queueTake(this.store.pipeline, this, redisKey, cost, now, this.sent(limit), slot);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -75,14 +78,16 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
       checkTakeArguments(key, 0, undefined, false);
-      const keys = [this.redisKey(key), this.markerKey(key)];
-      const args = [String(this.horizonMs)];
+      const bucketKey = this.redisKey(key);
+      const markerKey = this.markerKey(key);
+      let appNow: number | undefined;
       if (this.store.timeSource === 'app') {
-        const at = typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now();
-        args.push(String(at), String(APP_TIME_SLACK_MS));
+        appNow = typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now();
       }
-      // EVAL, not EVALSHA: a reset is rare, and its script is short.
-      return this.store.command(() => this.store.client.eval(resetScript, keys, args)).then(() => undefined);
+      const { client } = this.store;
+      return this.store
+        .command(() => sendReset(client, bucketKey, markerKey, this.horizonMs, appNow, APP_TIME_SLACK_MS))
+        .then(() => undefined);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -110,7 +115,8 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       if (delta === 0) return Promise.resolve();
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.adjust(
+      return queueAdjustment(
+        this.store.pipeline,
         this,
         redisKey,
         delta,
@@ -141,7 +147,7 @@ export class RedisRuleBuckets implements RuleBuckets, BatchRule {
       const tier = this.tierOf(limit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return this.store.batcher.reserve(this, redisKey, cost, now, maxWaitMs, tier, slot);
+      return queueReservation(this.store.pipeline, this, redisKey, cost, now, maxWaitMs, tier, slot);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -4,9 +4,10 @@ import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rules/rule.js';
 import { assertDistinctEntries, type Store, type TakeEntry } from '../contract/store.js';
-import { Batcher, type BatchEntry } from './batcher.js';
+import { Pipeline } from './pipeline.js';
+import { queueGroup, type GroupEntry } from './calls/take.js';
 import { TIMEOUT_SUBJECT, storeError, unavailable } from './errors.js';
-import { checkTakeArguments } from './take-arguments.js';
+import { checkTakeArguments } from './calls/take-arguments.js';
 import { redisClient, type RedisClient, type RedisClientInput } from './client.js';
 import { keySlot } from './key-slot.js';
 import { assertNameFree, checkRuleName } from '../shared/rule-name.js';
@@ -106,14 +107,14 @@ export class RedisStore implements Store, LeaseStore {
   readonly timeoutMs: number;
   /** Replies read from Redis so far, late ones included: a breaker's sign that Redis answers. */
   get replies(): number {
-    return this.batcher.replies;
+    return this.pipeline.replies;
   }
   /** @internal */
   readonly client: RedisClient;
   /** @internal */
   readonly hashTag: RedisHashTag;
   /** @internal */
-  readonly batcher: Batcher;
+  readonly pipeline: Pipeline;
   private readonly rules = new Map<string, RedisRuleBuckets>();
   private readonly leaseGroups = new Map<string, RedisLeaseBuckets>();
 
@@ -147,7 +148,7 @@ export class RedisStore implements Store, LeaseStore {
     this.prefix = prefix;
     this.timeSource = timeSource;
     this.hashTag = hashTag;
-    this.batcher = new Batcher({
+    this.pipeline = new Pipeline({
       client: this.client,
       timeoutMs: this.timeoutMs,
       maxPending,
@@ -167,7 +168,7 @@ export class RedisStore implements Store, LeaseStore {
 
   /**
    * Binds a lease group (see `concurrencyLimit`): per key a sorted set of the leases held, scored
-   * by their expiries, acquired and released in one script call each (see leases.ts).
+   * by their expiries, acquired and released in one script call each (see lease-script.ts).
    */
   bindLeases(name: string, max: number, ttlMs: number): RedisLeaseBuckets {
     checkRuleName(name, 'RedisStore lease group name');
@@ -204,7 +205,7 @@ export class RedisStore implements Store, LeaseStore {
 
   private takeAllUnchecked(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
     if (entries.length === 0) return Promise.resolve([]);
-    const list: BatchEntry[] = [];
+    const list: GroupEntry[] = [];
     let slot = -1;
     for (const entry of entries) {
       const buckets = entry.buckets;
@@ -227,7 +228,7 @@ export class RedisStore implements Store, LeaseStore {
       }
       list.push({ rule: buckets, key, cost: entry.cost, limit: buckets.sent(entry.limit) });
     }
-    return this.batcher.takeAll(list, now, slot);
+    return queueGroup(this.pipeline, list, now, slot);
   }
 
   /**
@@ -284,7 +285,7 @@ export class RedisStore implements Store, LeaseStore {
 
   /** Refuses new decisions; the client stays open (it is yours). */
   async close(): Promise<void> {
-    this.batcher.close();
+    this.pipeline.close();
   }
 
   /** @internal Runs one command within the timeout, mapping every failure to a coded error. */

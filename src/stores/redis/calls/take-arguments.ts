@@ -1,6 +1,6 @@
-import { MAX_COUNT } from '../../core/bounds.js';
-import { SluiceError } from '../../core/errors.js';
-import { TIER_BOUNDS, tierFault } from '../../core/call-limit.js';
+import { MAX_COUNT } from '../../../core/bounds.js';
+import { SluiceError } from '../../../core/errors.js';
+import { TIER_BOUNDS, tierFault } from '../../../core/call-limit.js';
 
 /**
  * Checks what a take hands to the script: a non-empty string key, a whole cost in 0..MAX_COUNT and,
