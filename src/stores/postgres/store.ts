@@ -10,7 +10,6 @@ import { parseDuration, parseTimerDuration } from '../../core/duration.js';
 import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rules/rule.js';
-import type { CalendarQuotaRule } from '../../core/rules/calendar-quota.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../contract/store.js';
 import { PostgresAccounts, accountTarget, type AccountTakeOptions } from './accounts.js';
 import { BoundedClient } from './bounded-client.js';
@@ -371,9 +370,8 @@ export class PostgresStore implements Store, LeaseStore {
   private quotaTimeZones(): Record<string, string> {
     const zones: Record<string, string> = {};
     for (const [name, buckets] of this.rules) {
-      const rule = buckets.rule as Partial<CalendarQuotaRule>;
-      if (rule.kind === 'calendar-quota' && rule.per === 'day' && typeof rule.timeZone === 'string')
-        zones[name] = rule.timeZone;
+      const zone = buckets.binding.carriedTimeZone;
+      if (zone !== undefined) zones[name] = zone;
     }
     return zones;
   }

@@ -130,6 +130,12 @@ export interface AlgorithmBinding {
    * kind whose family prunes its table whole (`window_counters`) needs none.
    */
   prune?(names: SchemaNames, batchSize: number, keep?: PruneCondition): PruneStatement | undefined;
+  /**
+   * The time zone in whose days the migration that moved calendar quotas to the window table
+   * carries this rule's earlier counts: a daily calendar quota's zone; absent for every other
+   * rule.
+   */
+  readonly carriedTimeZone?: string;
 }
 
 /** A prune statement and its values. */

@@ -83,6 +83,7 @@ export const calendarQuotaModule: AlgorithmModule = {
       adjustParams: (now, takenAt) => [name, bounds.around(now), taken.around(takenAt)],
       entryParams: (now) => bounds.around(now),
       read: readWindowRow,
+      ...(rule.per === 'day' ? { carriedTimeZone: rule.timeZone } : {}),
     };
   },
   ruleSql: (names) => {
