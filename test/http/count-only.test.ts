@@ -69,7 +69,7 @@ describe('countOnly options', () => {
   });
 });
 
-describe('countOnly settling', () => {
+describe('countOnly finishing', () => {
   it('"failed" keeps the charge of statuses from 400 and of a connection closed early; "succeeded" of statuses below 400', async () => {
     const cases: ['failed' | 'succeeded', number | undefined, boolean][] = [
       ['failed', 200, false],
