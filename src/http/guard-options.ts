@@ -206,7 +206,7 @@ function readDelay(
 }
 
 /**
- * `countOnly`, which settles each admitted take by its receipt: the limits must be limiters
+ * `countOnly`, which refunds an admitted take by its receipt: the limits must be limiters
  * (a cascade object hands out no receipts) and tell their receipts apart by name.
  */
 function readCountOnly(countOnly: unknown, limiters: readonly Limiter[] | undefined): CountOnly | undefined {

@@ -41,19 +41,19 @@ export interface RequestRateLimit {
   /** The decisions of the limits asked, in order (none for a request the limit left alone). */
   readonly decisions: readonly Decision[];
   /**
-   * With `countOnly`, what each limit charged this request, settled by the adapter once the
+   * With `countOnly`, what each limit charged this request, refunded or kept by the adapter once the
    * response is ended; empty otherwise, and on responses the limit sent itself. A receipt
    * holds the key: never log it.
    */
   readonly receipts: readonly Receipt[];
   /**
    * The lease of a concurrency limit ending the limits, held while the request runs: the adapter
-   * releases it when the response finishes or the connection closes (through `settle`).
+   * releases it when the response finishes or the connection closes (through `finish`).
    */
   readonly lease?: Lease;
 }
 
-/** The receipts of every outcome that has none to settle. */
+/** The receipts of every outcome that has none to finish. */
 export const noReceipts: readonly Receipt[] = Object.freeze([]);
 
 /** The outcome of a request the limit leaves alone: no headers, nothing charged. */
@@ -114,7 +114,7 @@ export class GuardOutcomes {
   /**
    * The outcome of a request every limit was asked about: the 429 of the first refusal, or go on
    * with the admitted headers (exposed to a page of another origin when `exposed`) and what is
-   * to be settled once the response is done.
+   * to be finished once the response is done.
    */
   concluded(
     decisions: Decision[],
@@ -135,7 +135,7 @@ export class GuardOutcomes {
             cacheControl,
           }),
           decisions,
-          // Nothing to settle: a refusal charged nothing, and the refused request does not go on.
+          // Nothing to finish: a refusal charged nothing, and the refused request does not go on.
           receipts: noReceipts,
         };
       }

@@ -2,7 +2,7 @@
  * The guard: a route limit, framework-free, composed of its steps in the order a request meets
  * them: admission (the lists and skip, guard-admission.ts), the filter (methods, exclude,
  * preflight, guard-filter.ts), the key step, the charge (guard-charge.ts), the outcome
- * (guard-outcome.ts) and, after the response, the settlement (guard-settlement.ts).
+ * (guard-outcome.ts) and, after the response, the finishing (guard-finishing.ts).
  */
 import { GuardCharge } from './guard-charge.js';
 import { guardAdmission } from './guard-admission.js';
@@ -15,7 +15,7 @@ import {
   type GuardOutcome,
   type RequestRateLimit,
 } from './guard-outcome.js';
-import { guardSettlement } from './guard-settlement.js';
+import { guardFinishing } from './guard-finishing.js';
 import { errorReporter } from './failure-reports.js';
 import { isThenable } from './maybe-sync.js';
 import type { RateLimitOptions } from './rate-limit-options.js';
@@ -24,7 +24,7 @@ import type { RequestFacts } from './request-facts.js';
 export type { CountOnly, ErrorReportDetails } from './guard-options.js';
 export type { KeyResult, KeySpec } from './guard-keys.js';
 export type { GuardOutcome, RequestRateLimit } from './guard-outcome.js';
-export { needsSettling } from './guard-settlement.js';
+export { needsFinishing, needsSettling } from './guard-finishing.js';
 export type { RateLimitOptions } from './rate-limit-options.js';
 export { isPreflight, type RequestFacts } from './request-facts.js';
 
@@ -55,13 +55,15 @@ export interface Guard<Request> {
    */
   report(error: unknown): void;
   /**
-   * Settles an admitted request once its response is ended or its connection closed: releases
+   * Finishes an admitted request once its response is ended or its connection closed: releases
    * its lease, and under `countOnly` refunds the charges of a request that does not count.
    * `status` is the response's status, or undefined when the connection closed before the
-   * response was ended. Adapters call it once per outcome that {@link needsSettling}; it does
+   * response was ended. Adapters call it once per outcome that {@link needsFinishing}; it does
    * nothing for another. Never throws: a refund or release that fails is reported through
    * `onError`; a receipt the application settled itself is left alone.
    */
+  finish(outcome: RequestRateLimit, status: number | undefined): void;
+  /** @deprecated use {@link Guard.finish}, the same method under its new name */
   settle(outcome: RequestRateLimit, status: number | undefined): void;
   /**
    * True for a guard in delay mode: its `check` may wait, and reads `facts.signal` to learn that
@@ -85,7 +87,7 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
   const key = options.key;
   const report = errorReporter(settings.clock, settings.onError);
   const outcomes = new GuardOutcomes(settings, report);
-  const { refund, settle } = guardSettlement(settings, report);
+  const { refund, finish } = guardFinishing(settings, report);
   const charge = new GuardCharge<Request>(settings, outcomes, refund);
   const applies = guardFilter(settings);
 
@@ -110,7 +112,8 @@ export function createGuard<Request>(options: RateLimitOptions<Request>): Guard<
     },
     decide,
     report,
-    settle,
+    finish,
+    settle: finish,
     delays: settings.maxWait !== undefined,
   };
 }

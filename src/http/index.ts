@@ -13,6 +13,7 @@
 export {
   createGuard,
   isPreflight,
+  needsFinishing,
   needsSettling,
   type ErrorReportDetails,
   type Guard,

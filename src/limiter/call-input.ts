@@ -60,7 +60,7 @@ export function costOf(cost: unknown): number {
 }
 
 /** Checks the real cost of a settlement: like a cost, but required. */
-export function settledCost(cost: unknown): number {
+export function actualCostOf(cost: unknown): number {
   if (cost === undefined)
     throw new SluiceError(
       'SLUICE_ARGUMENT',

@@ -11,7 +11,7 @@ import {
 import { isSyncStore, type RuleBuckets, type Store } from '../stores/contract/store.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import type { StoreHealth } from './breaker.js';
-import { callLimitOf, checkKey, costOf, readClock, settledCost } from './call-input.js';
+import { actualCostOf, callLimitOf, checkKey, costOf, readClock } from './call-input.js';
 import { reportDecision, reportFailure } from './decision-report.js';
 import type { DecisionEvents } from './events.js';
 import type { FailureHandler, FailurePolicy, LimiterStats } from './failure.js';
@@ -171,7 +171,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   /** A refund (`actualCost` undefined) or a settlement: one store call, the receipt reopened if it fails. */
   protected adjustStep(receipt: Receipt, actualCost: number | undefined): MaybePromise<void> {
     if (this.closed) throw closedError(this.name);
-    const actual = actualCost === undefined ? 0 : settledCost(actualCost);
+    const actual = actualCost === undefined ? 0 : actualCostOf(actualCost);
     // Read before the receipt closes: a clock that fails leaves it open, and is no store failure.
     const now = readClock(this.clock);
     this.receipts.close(receipt, this.name);
@@ -197,13 +197,13 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     delta: number,
     operation: string,
   ): Promise<void> {
-    const settled = this.bounded(answer).catch((error: unknown) => {
+    const adjusted = this.bounded(answer).catch((error: unknown) => {
       this.receipts.reopen(receipt);
       throw this.handler.resetFailed(error, operation);
     });
     const refusals = this.refusals;
-    if (refusals === undefined || delta > 0) return settled;
-    return settled.finally(() => refusals.forget(receipt.key));
+    if (refusals === undefined || delta > 0) return adjusted;
+    return adjusted.finally(() => refusals.forget(receipt.key));
   }
 
   /** What a take of 1 would get now, charging nothing. */
@@ -233,13 +233,13 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   }
 
   private resetLater(answer: Promise<void>, key: string): Promise<void> {
-    const settled = this.bounded(answer).catch((error: unknown) => {
+    const reset = this.bounded(answer).catch((error: unknown) => {
       throw this.handler.resetFailed(error);
     });
     const refusals = this.refusals;
-    if (refusals === undefined) return settled;
+    if (refusals === undefined) return reset;
     // Forgotten again once the store has reset: a refusal learnt meanwhile may predate the reset.
-    return settled.finally(() => refusals.forget(key));
+    return reset.finally(() => refusals.forget(key));
   }
 
   /**

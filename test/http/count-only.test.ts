@@ -1,11 +1,11 @@
 /**
  * The guard's `countOnly`: which responses keep their charge, what is never refunded, and what
- * happens when a refund fails. The adapters' side (settling when the response closes) is in the
+ * happens when a refund fails. The adapters' side (finishing when the response closes) is in the
  * HTTP conformance suite.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createGuard, type GuardOutcome } from '../../src/http/guard.js';
+import { createGuard, needsFinishing, needsSettling, type GuardOutcome } from '../../src/http/guard.js';
 import {
   MemoryStore,
   createCascade,
@@ -69,7 +69,7 @@ describe('countOnly options', () => {
   });
 });
 
-describe('countOnly settling', () => {
+describe('countOnly finishing', () => {
   it('"failed" keeps the charge of statuses from 400 and of a connection closed early; "succeeded" of statuses below 400', async () => {
     const cases: ['failed' | 'succeeded', number | undefined, boolean][] = [
       ['failed', 200, false],
@@ -87,17 +87,17 @@ describe('countOnly settling', () => {
       const guard = createGuard<object>({ limits, key: () => 'k', countOnly });
       const outcome = await guard.check({}, facts);
       assert.equal(outcome.receipts.length, 1);
-      guard.settle(outcome, status);
+      guard.finish(outcome, status);
       assert.equal((await limits.peek('k')).remaining, counts ? 2 : 3, `${countOnly} ${status}`);
     }
   });
 
-  it('without countOnly no receipt is issued and settling does nothing', async () => {
+  it('without countOnly no receipt is issued and finishing does nothing', async () => {
     const limits = limiterOf('api', 3);
     const guard = createGuard<object>({ limits, key: () => 'k' });
     const outcome = await guard.check({}, facts);
     assert.deepEqual(outcome.receipts, []);
-    guard.settle(outcome, 200);
+    guard.finish(outcome, 200);
     assert.equal((await limits.peek('k')).remaining, 2);
   });
 
@@ -105,16 +105,16 @@ describe('countOnly settling', () => {
     const wide = limiterOf('wide', 5);
     const narrow = limiterOf('narrow', 1);
     const guard = createGuard<object>({ limits: [wide, narrow], key: () => 'k', countOnly: 'failed' });
-    guard.settle(await guard.check({}, facts), 401);
+    guard.finish(await guard.check({}, facts), 401);
     const refused = await guard.check({}, facts);
     assert.equal(refused.action, 'respond');
     assert.deepEqual(refused.receipts, []);
-    guard.settle(refused, 429);
+    guard.finish(refused, 429);
     assert.equal((await wide.peek('k')).remaining, 3, 'the refused request charged the wide limit too');
     assert.equal((await narrow.peek('k')).remaining, 0);
   });
 
-  it('a request that passes the same limit twice is settled once: the second pass charged nothing', async () => {
+  it('a request that passes the same limit twice holds one receipt: the second pass charged nothing', async () => {
     const limits = limiterOf('api', 5);
     const first = createGuard<object>({ limits, key: () => 'k', countOnly: 'failed' });
     const second = createGuard<object>({ limits, key: () => 'k', countOnly: 'failed' });
@@ -138,7 +138,7 @@ describe('countOnly settling', () => {
     });
     const outcome = await guard.check({}, facts);
     await limits.settle(outcome.receipts[0]!, 3);
-    guard.settle(outcome, 200);
+    guard.finish(outcome, 200);
     await drained();
     assert.deepEqual(reports, []);
     assert.equal((await limits.peek('k')).remaining, 2, 'the application settled at 3');
@@ -157,18 +157,29 @@ describe('countOnly settling', () => {
     const outcomes: GuardOutcome[] = [];
     for (let i = 0; i < 3; i++) outcomes.push(await guard.check({}, facts));
     store.mode = 'reject';
-    for (const outcome of outcomes.slice(0, 2)) assert.doesNotThrow(() => guard.settle(outcome, 200));
+    for (const outcome of outcomes.slice(0, 2)) assert.doesNotThrow(() => guard.finish(outcome, 200));
     await drained();
     assert.equal(reports.length, 1, 'two failed refunds, one report');
     assert.deepEqual(reports[0]![1], { failures: 1 });
     assert.ok(isSluiceError(reports[0]![0], 'SLUICE_STORE_UNAVAILABLE'));
     assert.doesNotMatch(String((reports[0]![0] as Error).message), /"k"|\bk\b/, 'no key in the report');
     clock.advance(60_000);
-    guard.settle(outcomes[2]!, 200);
+    guard.finish(outcomes[2]!, 200);
     await drained();
     assert.equal(reports.length, 2);
     assert.deepEqual(reports[1]![1], { failures: 2 });
     store.mode = 'ok';
     assert.equal((await limits.peek('k')).remaining, 2, 'nothing was refunded');
+  });
+
+  it('the deprecated settle and needsSettling are finish and needsFinishing under their old names', async () => {
+    const limits = limiterOf('api', 3);
+    const guard = createGuard<object>({ limits, key: () => 'k', countOnly: 'failed' });
+    assert.equal(guard.settle, guard.finish);
+    assert.equal(needsSettling, needsFinishing);
+    const outcome = await guard.check({}, facts);
+    assert.equal(needsSettling(outcome), true);
+    guard.settle(outcome, 500);
+    assert.equal((await limits.peek('k')).remaining, 2, 'the failed response kept its charge');
   });
 });

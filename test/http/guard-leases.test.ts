@@ -76,8 +76,8 @@ describe('guard with a concurrency limit', () => {
     assert.equal(refused.response.status, 429);
     assert.equal(refused.response.headers['Retry-After'], '60');
     assert.equal(refused.response.headers['X-RateLimit-Limit'], '5', 'the rate limit, not the slots');
-    guard.settle(admitted, 200);
+    guard.finish(admitted, 200);
     await new Promise((resolve) => setImmediate(resolve));
-    assert.equal((await guard.check({}, facts)).action, 'continue', 'settled: the lease was released');
+    assert.equal((await guard.check({}, facts)).action, 'continue', 'finished: the lease was released');
   });
 });

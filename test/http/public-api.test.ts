@@ -25,6 +25,7 @@ const promised = [
   'isPreflight',
   'limitedResponse',
   'mergeExposed',
+  'needsFinishing',
   'needsSettling',
   'pathOf',
   'problemCodes',

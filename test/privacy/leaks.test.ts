@@ -43,7 +43,8 @@ function capture() {
   return { lines, errors, logger };
 }
 
-async function settle(errors: unknown[], run: () => unknown): Promise<void> {
+/** Runs `run`, recording in `errors` what it throws or rejects with. */
+async function recordErrors(errors: unknown[], run: () => unknown): Promise<void> {
   try {
     await run();
   } catch (error) {
@@ -61,18 +62,18 @@ async function exercise(limiter: Limiter, errors: unknown[], other: Limiter): Pr
   ];
   for (const secret of secrets) {
     for (const key of [secret, `${secret}\uD800`, { email: secret }, [secret]]) {
-      await settle(errors, () => limiter.take(key as string));
-      await settle(errors, () => limiter.peek(key as string));
-      await settle(errors, () => limiter.reset(key as string));
-      for (const cascade of cascades) await settle(errors, () => cascade.take(key as string));
+      await recordErrors(errors, () => limiter.take(key as string));
+      await recordErrors(errors, () => limiter.peek(key as string));
+      await recordErrors(errors, () => limiter.reset(key as string));
+      for (const cascade of cascades) await recordErrors(errors, () => cascade.take(key as string));
     }
   }
   for (const value of badNumbers) {
-    await settle(errors, () => limiter.take(secrets[0]!, { cost: value as number }));
-    await settle(errors, () => limiter.take(secrets[0]!, { limit: value as number }));
-    await settle(errors, () => limiter.peek(secrets[0]!, { limit: value as number }));
+    await recordErrors(errors, () => limiter.take(secrets[0]!, { cost: value as number }));
+    await recordErrors(errors, () => limiter.take(secrets[0]!, { limit: value as number }));
+    await recordErrors(errors, () => limiter.peek(secrets[0]!, { limit: value as number }));
     for (const cascade of cascades)
-      await settle(errors, () => cascade.take(secrets[1]!, { cost: value as number }));
+      await recordErrors(errors, () => cascade.take(secrets[1]!, { cost: value as number }));
   }
 }
 
@@ -134,7 +135,7 @@ describe('no request value in errors or logs', () => {
       await exercise(quota, errors, bucket);
       clock.advance('2m');
       store.mode = 'hang';
-      for (const secret of secrets) await settle(errors, () => quota.take(secret));
+      for (const secret of secrets) await recordErrors(errors, () => quota.take(secret));
       assertNoLeak(lines, errors);
       if (failure === 'closed') {
         const first = errors.find((e) => (e as { code?: string }).code === 'SLUICE_STORE_UNAVAILABLE');

@@ -178,7 +178,7 @@ describe('on workerd', { skip: skipWithout('workerd') }, () => {
     assert.deepEqual(
       report.skipped.map((name) => name.split(' > ').pop()),
       [
-        'countOnly: a client that goes away before the body ends is settled as failed, whatever the status already sent, and leaves no unhandled rejection',
+        'countOnly: a client that goes away before the body ends is finished as failed, whatever the status already sent, and leaves no unhandled rejection',
         'a concurrency limit: a client that goes away mid-response releases its lease at once',
       ],
     );

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { cachedReadiness } from '../../src/server/serve/readiness.js';
 
-/** A probe that counts its runs and settles when the test says. */
+/** A probe that counts its runs and answers when the test says. */
 function countedProbe() {
   const pending: ((ok: boolean) => void)[] = [];
   return {
@@ -48,7 +48,7 @@ describe('cachedReadiness', () => {
     assert.equal(await ready(), false);
   });
 
-  it('a probe past the deadline answers false; no second probe runs until it settles', async () => {
+  it('a probe past the deadline answers false; no second probe runs until it answers', async () => {
     let now = 0;
     const counted = countedProbe();
     const ready = cachedReadiness(() => counted.probe(), { intervalMs: 10, deadlineMs: 1, now: () => now });

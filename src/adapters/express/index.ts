@@ -45,7 +45,7 @@ declare global {
  * matched against the full path (`req.originalUrl`), also when the middleware is mounted on a
  * path (`app.use('/api', rateLimit(…))`). A request that passes the same limit twice (app level
  * and route level) is charged once. It leaves no rejected promise behind. An admitted request
- * carries what the limit decided as `req.rateLimit`; with `countOnly` it is settled when its
+ * carries what the limit decided as `req.rateLimit`; with `countOnly` it is finished when its
  * response closes.
  *
  * @default every method, draft headers (see {@link RateLimitOptions})

@@ -28,7 +28,7 @@ import {
 } from '../../http/problem.js';
 import { pathOf } from '../../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
-import { closeSignal, settleOnClose } from '../node/response.js';
+import { closeSignal, finishOnClose } from '../node/response.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
@@ -54,7 +54,7 @@ const REQUEST_PROPERTY = 'rateLimit';
  * `FastifyRequest`; `exclude` routes are matched against the URL path without its query (a
  * `GET` route covers the `HEAD` Fastify answers with it). A request that passes the same limit
  * twice is charged once. An admitted request carries what the limit decided as
- * `request.rateLimit`; with `countOnly` it is settled when its response closes. Used without
+ * `request.rateLimit`; with `countOnly` it is finished when its response closes. Used without
  * {@link rateLimitPlugin}, declare the property once for Fastify's fast path:
  * `app.decorateRequest('rateLimit', null)`.
  *
@@ -82,7 +82,7 @@ export function rateLimit(options: RateLimitOptions<FastifyRequest>): RateLimitH
     // Decided without waiting (a memory store): Fastify goes on when `done` is called, without a
     // promise; a reply sent here stops it, so `done` is called only for an admitted request.
     if (apply(guard, request, reply, outcome) && done !== undefined) done();
-    return done === undefined ? settled : undefined;
+    return done === undefined ? resolved : undefined;
   };
 }
 
@@ -97,11 +97,11 @@ export type RateLimitHook = (
   done?: (error?: Error) => void,
 ) => Promise<void> | undefined;
 
-const settled = Promise.resolve();
+const resolved = Promise.resolve();
 
 /** Copies an outcome onto the reply; true when the request goes on. Never throws. */
 function apply(
-  guard: Pick<Guard<never>, 'report' | 'settle'>,
+  guard: Pick<Guard<never>, 'report' | 'finish'>,
   request: FastifyRequest,
   reply: FastifyReply,
   outcome: GuardOutcome,
@@ -110,7 +110,7 @@ function apply(
     if (outcome.action === 'continue') {
       setHeaders(reply, outcome.headers);
       request.rateLimit = outcome;
-      settleOnClose(reply.raw, outcome, guard);
+      finishOnClose(reply.raw, outcome, guard);
       return true;
     }
     // A sent reply stops Fastify before the body is parsed and before the handler.

@@ -12,7 +12,7 @@ import type { Decision } from '../../core/decision.js';
 import {
   createGuard,
   isPreflight,
-  needsSettling,
+  needsFinishing,
   type GuardOutcome,
   type RateLimitOptions,
   type RequestRateLimit,
@@ -28,7 +28,7 @@ import {
 } from '../../http/problem.js';
 import { recordPeer, withPeerAddress, type PeerInfo } from './peer.js';
 import { keepAdmitted, stateOf, takeAdmitted } from './state.js';
-import { settledBody } from './settle.js';
+import { finishingBody } from './finishing-body.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
@@ -50,7 +50,7 @@ export interface FetchLimit {
   /**
    * The handler's response with this limit's rate-limit headers added (its
    * `Access-Control-Expose-Headers` merged, not replaced). A response whose headers cannot be
-   * changed (one from `fetch`) is copied first. With `countOnly`, the request is settled when
+   * changed (one from `fetch`) is copied first. With `countOnly`, the request is finished when
    * the response's body has been sent, by its status, or as failed when the client went away
    * first. Returns the response as it is for a request this limit did not admit. Never throws.
    */
@@ -58,7 +58,7 @@ export interface FetchLimit {
   /**
    * A handler limited by this limit, with the same arguments: the second one is read for the
    * peer address when it is a {@link PeerInfo} (Deno's `info`, Bun's `server`). An error the
-   * handler throws passes through, and settles a `countOnly` request as failed.
+   * handler throws passes through, and finishes a `countOnly` request as failed.
    */
   wrap<Rest extends unknown[]>(
     handler: (request: Request, ...rest: Rest) => Response | Promise<Response>,
@@ -118,11 +118,11 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
     if (outcome === undefined) return response;
     try {
       let out = withHeaders(response, outcome.headers);
-      if (needsSettling(outcome)) out = settledBody(out, (status) => guard.settle(outcome, status));
+      if (needsFinishing(outcome)) out = finishingBody(out, (status) => guard.finish(outcome, status));
       return out;
     } catch (error) {
       guard.report(error);
-      guard.settle(outcome, undefined);
+      guard.finish(outcome, undefined);
       return response;
     }
   };
@@ -139,7 +139,7 @@ export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
         response = await handler(request, ...(rest as Rest));
       } catch (error) {
         const outcome = takeAdmitted(request, limit);
-        if (outcome !== undefined) guard.settle(outcome, undefined);
+        if (outcome !== undefined) guard.finish(outcome, undefined);
         throw error;
       }
       return finish(request, response);

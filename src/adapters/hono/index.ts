@@ -12,7 +12,7 @@ import type { Decision } from '../../core/decision.js';
 import {
   createGuard,
   isPreflight,
-  needsSettling,
+  needsFinishing,
   type RateLimitOptions,
   type RequestRateLimit,
 } from '../../http/guard.js';
@@ -25,7 +25,7 @@ import {
 } from '../../http/problem.js';
 import { pathOf } from '../../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
-import { settleOnClose, type ClosingResponse } from '../node/response.js';
+import { finishOnClose, type ClosingResponse } from '../node/response.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
@@ -56,7 +56,7 @@ declare module 'hono' {
  * the request URL's path as the client wrote it. A request that passes the same limit twice is
  * charged once. Errors of later middleware and handlers pass through untouched. An admitted
  * request carries what the limit decided as `c.get('rateLimit')`. With `countOnly`, under
- * `@hono/node-server` the request is settled when its response closes (a client that went away
+ * `@hono/node-server` the request is finished when its response closes (a client that went away
  * mid-body counts as failed); elsewhere when the handlers have returned their response, by its
  * status (as failed if the request's signal aborted).
  *
@@ -85,19 +85,19 @@ export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler
       return c.body(failure.body, 500, failure.headers);
     }
     c.set('rateLimit', outcome);
-    if (!needsSettling(outcome)) return next();
+    if (!needsFinishing(outcome)) return next();
     const outgoing = nodeResponseOf(c);
     if (outgoing !== undefined) {
-      settleOnClose(outgoing, outcome, guard);
+      finishOnClose(outgoing, outcome, guard);
       return next();
     }
     try {
       await next();
     } catch (error) {
-      guard.settle(outcome, undefined);
+      guard.finish(outcome, undefined);
       throw error;
     }
-    guard.settle(outcome, c.req.raw.signal?.aborted === true ? undefined : c.res.status);
+    guard.finish(outcome, c.req.raw.signal?.aborted === true ? undefined : c.res.status);
   };
 }
 

@@ -26,7 +26,7 @@ import {
 } from '../../http/problem.js';
 import { pathOf } from '../../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
-import { settleOnClose } from '../node/response.js';
+import { finishOnClose } from '../node/response.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
@@ -49,7 +49,7 @@ declare module 'koa' {
  * in a mounted sub-app. A request that passes the same limit twice (app level and route level)
  * is charged once. Errors of later middleware pass through to Koa untouched. An admitted request
  * carries what the limit decided as `ctx.state.rateLimit` (and {@link rateLimitOf}); with
- * `countOnly` it is settled when its response closes (a client that went away first counts as
+ * `countOnly` it is finished when its response closes (a client that went away first counts as
  * failed).
  *
  * @default every method, draft headers (see {@link RateLimitOptions})
@@ -65,7 +65,7 @@ export function rateLimit(options: RateLimitOptions<Context>): Middleware {
       if (outcome.action === 'respond') return send(ctx, outcome.response);
       setHeaders(ctx, outcome.headers);
       ctx.state.rateLimit = outcome;
-      settleOnClose(ctx.res, outcome, guard);
+      finishOnClose(ctx.res, outcome, guard);
     } catch (error) {
       // Answered here rather than thrown: Koa's own error response would carry the message.
       guard.report(error);

@@ -138,7 +138,7 @@ export class RateLimitAnsweredException extends HttpException {
  * The guard: on an HTTP request it runs the module's limit (unless `@SkipRateLimit()`), then the
  * controller's and the route's `@RateLimit()` limits. An admitted request gets each limit's
  * headers and goes on, carrying what the last limit decided as `request.rateLimit`
- * ({@link rateLimitOf}); with `countOnly` it is settled when its response closes. Anything else
+ * ({@link rateLimitOf}); with `countOnly` it is finished when its response closes. Anything else
  * is answered by the guard (the same 429, 403, 400, 401, 500 and 503 as every sluice adapter),
  * which then throws {@link RateLimitAnsweredException}. Other contexts (microservices,
  * WebSockets) pass untouched. Guards run after middleware: a body parser has read a JSON body

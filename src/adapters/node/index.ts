@@ -34,7 +34,7 @@ export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
  * A route limit for `node:http`: resolves `true` when the request may go on (its rate-limit
  * headers are set, and {@link rateLimitOf} reads what the limit decided), `false` when a
  * response was sent. It never reads the body and never rejects, so an `async` request listener
- * that awaits it leaves no rejected promise behind. With `countOnly`, the request is settled
+ * that awaits it leaves no rejected promise behind. With `countOnly`, the request is finished
  * when its response closes.
  */
 export function rateLimit(

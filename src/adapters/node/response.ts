@@ -5,7 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import {
   isPreflight,
-  needsSettling,
+  needsFinishing,
   type Guard,
   type GuardOutcome,
   type RequestFacts,
@@ -93,7 +93,7 @@ export function answerNodeFailure(response: NodeResponseLike, error: unknown): v
 }
 
 /**
- * The part of a `node:http` response whose end a guard waits for to settle a request: a Fastify
+ * The part of a `node:http` response whose end a guard waits for to finish a request: a Fastify
  * reply's `raw` and Hono's `c.env.outgoing` under `@hono/node-server` are such responses too.
  */
 export interface ClosingResponse {
@@ -105,26 +105,26 @@ export interface ClosingResponse {
 }
 
 /**
- * Settles an admitted request when its response closes (its receipts under `countOnly`, its
+ * Finishes an admitted request when its response closes (its receipts under `countOnly`, its
  * concurrency lease): with its status when the response was ended, as failed when the
  * connection closed before. Does nothing (and allocates nothing) for an outcome with nothing to
- * settle.
+ * finish.
  *
  * @example
- * settleOnClose(res, outcome, guard)
+ * finishOnClose(res, outcome, guard)
  */
-export function settleOnClose(
+export function finishOnClose(
   response: ClosingResponse,
   outcome: RequestRateLimit,
-  guard: Pick<Guard<never>, 'settle'>,
+  guard: Pick<Guard<never>, 'finish'>,
 ): void {
-  if (!needsSettling(outcome)) return;
+  if (!needsFinishing(outcome)) return;
   // Ended, not finished: finishing also waits for the client to read, which an in-process client
   // (Fastify's inject) never does; a response ended before the connection closed is complete.
-  const settle = () => guard.settle(outcome, response.writableEnded ? response.statusCode : undefined);
+  const finish = () => guard.finish(outcome, response.writableEnded ? response.statusCode : undefined);
   // Closed while the limit decided (the client went away): 'close' was emitted already.
-  if (response.destroyed) settle();
-  else response.once('close', settle);
+  if (response.destroyed) finish();
+  else response.once('close', finish);
 }
 
 /**
@@ -160,7 +160,7 @@ export interface RateLimitedRequest {
 
 /**
  * Copies a guard's outcome onto a `node:http`-style response: the headers of an admitted request
- * (true: it may go on, with the outcome as `request.rateLimit` and its receipts settled when the
+ * (true: it may go on, with the outcome as `request.rateLimit` and its receipts finished when the
  * response closes), or the response (false). Never throws: what fails while writing is reported
  * through the guard and answered by {@link answerNodeFailure}.
  *
@@ -171,13 +171,13 @@ export function applyNodeOutcome(
   request: RateLimitedRequest,
   response: NodeResponseLike & ClosingResponse,
   outcome: GuardOutcome,
-  guard: Pick<Guard<never>, 'report' | 'settle'>,
+  guard: Pick<Guard<never>, 'report' | 'finish'>,
 ): boolean {
   try {
     if (outcome.action === 'continue') {
       setNodeHeaders(response, outcome.headers);
       request.rateLimit = outcome;
-      settleOnClose(response, outcome, guard);
+      finishOnClose(response, outcome, guard);
       return true;
     }
     // The guard has already turned limit errors into responses; they are not framework errors.

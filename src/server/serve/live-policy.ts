@@ -19,8 +19,11 @@ import { limitHealth, openBreakers } from './store-health.js';
 /** What made a reload happen. */
 export type ReloadTrigger = 'signal' | 'file';
 
-/** Waits this long after a change of the file for the writes that follow (an editor saves in steps). */
-const SETTLE_MS = 100;
+/**
+ * How long the file's folder must stay quiet (no change) before the file is read again: an editor
+ * saves in steps.
+ */
+const QUIET_MS = 100;
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 
 interface Generation {
@@ -54,7 +57,8 @@ export class LivePolicy implements PolicyHolder {
   private readonly throttle = new AuthThrottle();
   private reloading: Promise<boolean> = Promise.resolve(true);
   private watcher: FSWatcher | undefined;
-  private settle: NodeJS.Timeout | undefined;
+  /** Fires once the folder has been quiet for {@link QUIET_MS}. */
+  private quietTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private lastFailureLog = -Infinity;
   /**
@@ -123,10 +127,10 @@ export class LivePolicy implements PolicyHolder {
     try {
       // Any change in the folder is looked at: the file may be a link whose target is swapped
       // (a Kubernetes ConfigMap renames a folder of links), which names no event after the file.
-      // The file is read again only after the changes settle, and served only if its text changed.
+      // The file is read again only once the changes go quiet, and served only if its text changed.
       this.watcher = watch(dirname(config), { persistent: false }, () => {
-        clearTimeout(this.settle);
-        this.settle = setTimeout(() => void this.reloadIfChanged(), SETTLE_MS);
+        clearTimeout(this.quietTimer);
+        this.quietTimer = setTimeout(() => void this.reloadIfChanged(), QUIET_MS);
       });
       this.watcher.on('error', (error) =>
         log.warn({ event: 'watch-error', ...errorFields(error) }, 'the policy file is no longer watched'),
@@ -139,7 +143,7 @@ export class LivePolicy implements PolicyHolder {
   /** Stops watching; closes every policy's limiters (call once no request runs). */
   close(): void {
     this.watcher?.close();
-    clearTimeout(this.settle);
+    clearTimeout(this.quietTimer);
     for (const { generation, kept } of this.retired.splice(0)) generation.served.compiled.close(kept);
     this.generation.served.compiled.close();
   }

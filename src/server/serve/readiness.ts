@@ -21,7 +21,7 @@ export interface ReadinessOptions {
 /**
  * A readiness check that runs `probe` at most once per interval and at most one at a time:
  * a probe still running when its deadline passes answers false, and the next one starts only
- * once it has settled (a stalled store is never sent a second probe beside the first).
+ * once it has answered (a stalled store is never sent a second probe beside the first).
  */
 export function cachedReadiness(
   probe: () => Promise<boolean>,
@@ -32,17 +32,18 @@ export function cachedReadiness(
   let answer = false;
   let answeredAt = -Infinity;
   let running: Promise<boolean> | undefined;
-  let settled = true;
+  /** A probe is in flight (its deadline may have passed): none other starts. */
+  let probing = false;
   return () => {
     if (running !== undefined) return running;
     if (now() - answeredAt < intervalMs) return Promise.resolve(answer);
-    if (!settled) return Promise.resolve(false);
-    settled = false;
+    if (probing) return Promise.resolve(false);
+    probing = true;
     const work = probe().then(
       (ok) => ok === true,
       () => false,
     );
-    void work.then(() => (settled = true));
+    void work.then(() => (probing = false));
     running = within(work, options.deadlineMs).then((ok) => {
       answer = ok === true;
       answeredAt = now();

@@ -53,14 +53,15 @@ export class BoundedClient implements PostgresClient {
   private counted<T>(call: () => Promise<T>): Promise<T> {
     if (this.count >= this.max) return Promise.reject(overloadedError(this.max));
     this.count++;
-    let settled: Promise<T>;
+    // A driver that throws instead of rejecting still answers with a promise, and is counted out.
+    let answer: Promise<T>;
     try {
-      settled = call();
+      answer = call();
     } catch (error) {
-      settled = Promise.reject(error);
+      answer = Promise.reject(error);
     }
-    settled.then(this.replied, this.failed);
-    return settled;
+    answer.then(this.replied, this.failed);
+    return answer;
   }
 }
 

@@ -265,7 +265,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
   /**
    * The account take: charges `accountKey` (pseudonymous, e.g. `account:v1:<hmac>`) when
    * `userId` still exists, linking the row to the user through `account_rate_limit_buckets`;
-   * otherwise charges `anonKey`. One statement; see the store's docs for the race it settles.
+   * otherwise charges `anonKey`. One statement; see the store's docs for the race it closes.
    * Without `anonKey` (an account key through a limiter), a user deleted meanwhile is decided
    * on the account bucket and nothing is written: there is no one left to charge.
    */

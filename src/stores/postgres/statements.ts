@@ -42,7 +42,7 @@ export interface RuleStatements {
   readonly batch: Statement;
   /**
    * The batch statement for one bucket: the same parameters as scalars instead of arrays. Its
-   * plan has no array of unknown length, so PostgreSQL settles on a cached generic plan instead
+   * plan has no array of unknown length, so PostgreSQL switches to a cached generic plan instead
    * of planning every execution (planning cost more than executing a lone take).
    */
   readonly single: Statement;

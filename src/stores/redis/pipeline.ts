@@ -31,7 +31,7 @@ export interface PipelineSettings {
  * all of them), while a lone decision is sent at once. Several calls in flight keep Redis busy
  * while Node turns the previous reply into decisions.
  *
- * A call counts as in flight until the client settles it, not until sluice answers its
+ * A call counts as in flight until the client gives it back, not until sluice answers its
  * decisions: a call that timed out is still queued in the client (or its socket) while Redis
  * hangs, so this also bounds what a hung Redis can pile up in the client (on a single Redis; a
  * Cluster sends a call per slot and is bounded by `maxPending`).
@@ -73,8 +73,8 @@ export class Pipeline implements CallContext {
   private queue: Pending[] = [];
   /** How many requests at the head of `queue` have `queuedAt` set. */
   private stamped = 0;
-  /** When the client last settled a call (a reply or an error): Redis is making progress. */
-  private lastSettledAt = 0;
+  /** When the client last gave a call back (a reply or an error): Redis is making progress. */
+  private lastReleasedAt = 0;
   /**
    * When Redis last replied (a script's result or a reply error; not a connection error): a call
    * that times out after Redis replied to a later one waited in sluice's own queue or pipeline,
@@ -88,7 +88,7 @@ export class Pipeline implements CallContext {
   private pending = 0;
   /** Of those, decisions answered with a timeout whose call the client still holds. */
   private abandoned = 0;
-  /** Script calls the client has not settled (answered or not). */
+  /** Script calls the client has not given back (answered or not). */
   private inFlight = 0;
   private scheduled = false;
   private closed = false;
@@ -272,7 +272,7 @@ export class Pipeline implements CallContext {
    */
   private expiresAt(request: Pending): number {
     if (request.deadline !== 0) return request.deadline;
-    const since = request.queuedAt > this.lastSettledAt ? request.queuedAt : this.lastSettledAt;
+    const since = request.queuedAt > this.lastReleasedAt ? request.queuedAt : this.lastReleasedAt;
     return since + this.settings.timeoutMs;
   }
 
@@ -369,9 +369,9 @@ export class Pipeline implements CallContext {
     );
   }
 
-  /** The client settled the call: its place in flight and its decisions' places are free. */
+  /** The client gave the call back: its place in flight and its decisions' places are free. */
   private release(command: Command): void {
-    this.lastSettledAt = performance.now();
+    this.lastReleasedAt = performance.now();
     this.inFlight--;
     this.pending -= command.size;
     if (command.done) this.abandoned -= command.size;
@@ -424,7 +424,7 @@ export class Pipeline implements CallContext {
     requests[0]!.call.decode(requests, reply, this);
   }
 
-  /** Queues a request of a settled call once more, at the head: it keeps its deadline. */
+  /** Queues a request of a call given back once more, at the head: it keeps its deadline. */
   private retry(request: Pending): void {
     request.retried = true;
     this.pending += request.size;

@@ -13,16 +13,16 @@ async function outcomes(app: RunningApp, asks: readonly string[]): Promise<numbe
   return statuses;
 }
 
-/** Registers the countOnly tests and, since leases settle the same way, the concurrency tests. */
+/** Registers the countOnly tests and, since leases are finished the same way, the concurrency tests. */
 export function countOnlyTests(suite: HttpSuite): void {
   if (suite.harness.countOnly !== true) return;
-  settlementTests(suite);
+  finishingTests(suite);
   carriedTests(suite);
   leaseTests(suite);
 }
 
 /** A request charged or given back as its response ends, or as its client goes away. */
-function settlementTests(suite: HttpSuite): void {
+function finishingTests(suite: HttpSuite): void {
   const { limiter, withApp, reset } = suite;
 
   it('countOnly "failed": a client answered 200 is never limited; one answered 401 is refused exactly at the limit', async () => {
@@ -64,7 +64,7 @@ function settlementTests(suite: HttpSuite): void {
     });
   });
 
-  it('countOnly: a client that goes away before the body ends is settled as failed, whatever the status already sent, and leaves no unhandled rejection', async () => {
+  it('countOnly: a client that goes away before the body ends is finished as failed, whatever the status already sent, and leaves no unhandled rejection', async () => {
     const rejections: unknown[] = [];
     const recordRejection = (reason: unknown) => void rejections.push(reason);
     process.on('unhandledRejection', recordRejection);
@@ -73,13 +73,13 @@ function settlementTests(suite: HttpSuite): void {
         reset();
         const downloads = limiter('downloads', 3);
         let closed!: () => void;
-        const settled = new Promise<void>((resolve) => (closed = resolve));
+        const connectionClosed = new Promise<void>((resolve) => (closed = resolve));
         const spec: AppSpec = {
           outcome: { limit: { limits: downloads, key: () => 'client-1', countOnly }, closed },
         };
         await withApp(spec, async (app) => {
           await app.abandon!('/api/outcome', { 'x-outcome': 'stall' });
-          await settled;
+          await connectionClosed;
           // The 200 head went out, but the response never completed: a failed request.
           assert.equal(
             (await downloads.peek('client-1')).remaining,

@@ -129,7 +129,7 @@ export interface HttpHarness {
    */
   readonly findsClientAddress?: boolean;
   /**
-   * True when the adapter puts the limit's outcome on the request and settles `countOnly` (and
+   * True when the adapter puts the limit's outcome on the request and finishes `countOnly` requests (and
    * releases a concurrency limit's lease) when the response closes: the app then serves
    * `POST /api/outcome` ({@link AppSpec.outcome}), the running app can
    * {@link RunningApp.abandon} a request, and the suite checks both.

@@ -8,7 +8,7 @@
  * `POST /api/things`, `GET /api/things`, `POST /api/messages`, `GET /health`, `GET /health/live`
  * (handlers read the body, then answer 200 with `{"ok":true}`; HEAD is answered like GET) and
  * `POST /api/login`, whose handler takes from a limiter itself and answers with the adapter's
- * `sendRateLimited` / `sendError`. An adapter that settles `countOnly` also serves
+ * `sendRateLimited` / `sendError`. An adapter that finishes `countOnly` requests also serves
  * `POST /api/outcome` (see {@link AppSpec.outcome}). Time is a manual clock: nothing sleeps to
  * refill.
  *

@@ -1,5 +1,5 @@
 /**
- * The concurrency cases of the HTTP conformance suite, for adapters that settle a request when
+ * The concurrency cases of the HTTP conformance suite, for adapters that finish a request when
  * its response closes: a lease is held while the request runs and released when the response
  * finishes or the connection closes (never left to expire), the 429 of a refused lease with the
  * draft's `concurrent-requests` unit, and a refused lease refunding the rate limits before it.
@@ -63,11 +63,11 @@ export function leaseTests(suite: HttpSuite): void {
     const clock = reset();
     const limit = inFlight(clock);
     let closed!: () => void;
-    const settled = new Promise<void>((resolve) => (closed = resolve));
+    const connectionClosed = new Promise<void>((resolve) => (closed = resolve));
     const spec: AppSpec = { outcome: { limit: { limits: limit, key: () => 'client-1' }, closed } };
     await withApp(spec, async (app) => {
       await app.abandon!('/api/outcome', { 'x-outcome': 'stall' });
-      await settled;
+      await connectionClosed;
       // No time has passed on the limit's clock: the lease was released, not left to expire.
       const { decision, lease } = await limit.acquire('client-1');
       assert.equal(decision.allowed, true);

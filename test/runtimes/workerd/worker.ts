@@ -50,11 +50,11 @@ async function relayed<T>(action: string, body: unknown): Promise<T> {
   return (await response.json()) as T;
 }
 
-// The suite waits in its own request for the abandoned one to be settled, but workerd cancels a
+// The suite waits in its own request for the abandoned one to be finished, but workerd cancels a
 // request that waits on nothing of its own as hung (its response would never come), so this
 // one test cannot run in a Worker; the same code path runs on node, Bun and Deno.
 const LEFT_OUT =
-  'countOnly: a client that goes away before the body ends is settled as failed, whatever the status already sent, and leaves no unhandled rejection';
+  'countOnly: a client that goes away before the body ends is finished as failed, whatever the status already sent, and leaves no unhandled rejection';
 leaveOut(LEFT_OUT);
 // The same wait, for a concurrency limit's lease released when the client goes away.
 const LEFT_OUT_LEASE = 'a concurrency limit: a client that goes away mid-response releases its lease at once';

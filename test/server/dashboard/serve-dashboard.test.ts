@@ -18,7 +18,7 @@ import {
   RULES as rules,
   SHADOWED,
   sendTraffic as traffic,
-  settled,
+  countsAllRefusals,
 } from './traffic-support.js';
 
 const SECRET = 'dashboard-test-secret-0123456789abcdef';
@@ -48,7 +48,7 @@ describe('sluice serve: the dashboard without tokens (loopback)', () => {
   });
 
   it('feeds counts that match the traffic, with the heaviest refused id and the shadow would-refuse', async () => {
-    const { snapshot, text } = await readFeed(sluice.url, settled);
+    const { snapshot, text } = await readFeed(sluice.url, countsAllRefusals);
     assert.equal(totalOf(snapshot, 'login', 'admitted'), 4);
     assert.equal(totalOf(snapshot, 'search', 'admitted'), 2);
     const login = snapshot.rules.find((r) => r.name === 'login')!;
@@ -69,7 +69,7 @@ describe('sluice serve: the dashboard without tokens (loopback)', () => {
   });
 
   it('inspects the bucket of a typed key: the same id as the offender, nothing charged, nothing echoed', async () => {
-    const { snapshot } = await readFeed(sluice.url, settled);
+    const { snapshot } = await readFeed(sluice.url, countsAllRefusals);
     const offender = snapshot.rules[0]!.limits[0]!.refused[0]!.id;
     const reply = await sluice.post('/dashboard/inspect', { rule: 'login', parts: { address: OFFENDER } });
     assert.equal(reply.status, 200);
@@ -90,7 +90,7 @@ describe('sluice serve: the dashboard without tokens (loopback)', () => {
       parts: { address: '192.0.2.55' },
     });
     assert.equal(fresh.body.limits[0].remaining, 3);
-    const again = await readFeed(sluice.url, settled);
+    const again = await readFeed(sluice.url, countsAllRefusals);
     assert.equal(totalOf(again.snapshot, 'login', 'admitted'), 4, 'a peek charges nothing');
   });
 
@@ -163,14 +163,14 @@ ${rules}`;
       headers: { authorization: `Bearer ${DECIDE}` },
     });
     assert.equal(decideOnly.status, 403);
-    const { snapshot, text } = await readFeed(sluice.url, settled, admin);
+    const { snapshot, text } = await readFeed(sluice.url, countsAllRefusals, admin);
     assert.equal(snapshot.policy.ids, 'hmac');
     for (const value of [OFFENDER, OTHER, SHADOWED, NICK, SECRET, ADMIN])
       assert.ok(!text.includes(value), value);
   });
 
   it('names a refused bucket by the start of its HMAC, the key sluice explain shows as stored', async () => {
-    const { snapshot } = await readFeed(sluice.url, settled, admin);
+    const { snapshot } = await readFeed(sluice.url, countsAllRefusals, admin);
     const id = snapshot.rules[0]!.limits[0]!.refused[0]!.id;
     assert.match(id, /^key:v1:[\w-]{22}$/);
     const explained = await runSluice(
@@ -218,7 +218,7 @@ ${rules}`;
     const session = { cookie: cookie.split(';')[0]! };
     const dashboard = await fetch(`${sluice.url}/dashboard`, { headers: session });
     assert.match(await dashboard.text(), /\/dashboard\/app\.js/);
-    await readFeed(sluice.url, settled, session);
+    await readFeed(sluice.url, countsAllRefusals, session);
     const forged = { cookie: session.cookie.replace(/.$/, (c) => (c === '0' ? '1' : '0')) };
     assert.equal((await fetch(`${sluice.url}/dashboard/events`, { headers: forged })).status, 401);
   });

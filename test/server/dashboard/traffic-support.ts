@@ -42,5 +42,5 @@ export async function sendTraffic(
 }
 
 /** True once a snapshot counts all of that traffic's refusals. */
-export const settled = (s: Snapshot) =>
+export const countsAllRefusals = (s: Snapshot) =>
   totalOf(s, 'login', 'refused') === 2 && totalOf(s, 'search', 'shadow-refused') === 2;

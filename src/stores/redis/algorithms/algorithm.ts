@@ -120,11 +120,11 @@ export interface RedisAlgorithmModule extends Partial<RedisCapabilities> {
   encoder(rule: Rule, name: string, tag: number): RuleEncoder;
 }
 
-/** A module with every capability settled: what the scripts and the store read. */
+/** A module with every capability filled in: what the scripts and the store read. */
 export type RedisAlgorithm = RedisAlgorithmModule & RedisCapabilities;
 
 /** The module with the capabilities it does not claim set to {@link defaultCapabilities}. */
-export function settledAlgorithm(module: RedisAlgorithmModule): RedisAlgorithm {
+export function withDefaultCapabilities(module: RedisAlgorithmModule): RedisAlgorithm {
   return { ...defaultCapabilities, ...module };
 }
 

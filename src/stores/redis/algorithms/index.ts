@@ -1,6 +1,6 @@
 import { optionError } from '../../../core/errors.js';
 import type { Rule } from '../../../core/rules/rule.js';
-import { settledAlgorithm, type RedisAlgorithm, type RuleEncoder } from './algorithm.js';
+import { withDefaultCapabilities, type RedisAlgorithm, type RuleEncoder } from './algorithm.js';
 import { calendarQuotaAlgorithm } from './calendar-quota.js';
 import { fixedWindowAlgorithm } from './fixed-window.js';
 import { slidingWindowAlgorithm } from './sliding-window.js';
@@ -20,7 +20,7 @@ export const redisAlgorithms: readonly RedisAlgorithm[] = [
   calendarQuotaAlgorithm,
   fixedWindowAlgorithm,
   slidingWindowAlgorithm,
-].map(settledAlgorithm);
+].map(withDefaultCapabilities);
 
 const byKind = new Map(redisAlgorithms.map((algorithm, i) => [algorithm.kind, { algorithm, tag: i + 1 }]));
 

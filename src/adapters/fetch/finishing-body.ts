@@ -1,27 +1,27 @@
 /**
  * When a Fetch response is over: a `Response` is only a promise of bytes, and the handler returns
- * it before the server has sent them. For `countOnly`, a request is settled once its body has
+ * it before the server has sent them. For `countOnly`, a request is finished once its body has
  * been read to the end (by its status) or cancelled (the client went away: failed).
  */
 
 /**
- * `response` with a body that calls `settle` once, when the server has read it all (with the
- * status) or cancelled it (with undefined). A response without a body is settled at once.
+ * `response` with a body that calls `finish` once, when the server has read it all (with the
+ * status) or cancelled it (with undefined). A response without a body is finished at once.
  *
  * @example
- * return settledBody(response, (status) => guard.settle(outcome, status));
+ * return finishingBody(response, (status) => guard.finish(outcome, status));
  */
-export function settledBody(response: Response, settle: (status: number | undefined) => void): Response {
+export function finishingBody(response: Response, finish: (status: number | undefined) => void): Response {
   const source = response.body;
   if (source === null) {
-    settle(response.status);
+    finish(response.status);
     return response;
   }
-  let settled = false;
+  let finished = false;
   const once = (status: number | undefined): void => {
-    if (settled) return;
-    settled = true;
-    settle(status);
+    if (finished) return;
+    finished = true;
+    finish(status);
   };
   const reader = source.getReader();
   const body = new ReadableStream<Uint8Array>({

@@ -9,39 +9,42 @@ import type { RequestRateLimit } from './guard-outcome.js';
 import { isSyncLimiter } from './maybe-sync.js';
 
 /**
- * True when an admitted request has something to settle once its response is done: receipts
+ * True when an admitted request has something to finish once its response is done: receipts
  * under `countOnly`, or a concurrency limit's lease. Adapters wait for the response's end only
  * then.
  *
  * @example
- * if (needsSettling(outcome)) settleOnClose(res, outcome, guard);
+ * if (needsFinishing(outcome)) finishOnClose(res, outcome, guard);
  */
-export function needsSettling(outcome: RequestRateLimit): boolean {
+export function needsFinishing(outcome: RequestRateLimit): boolean {
   return outcome.receipts.length > 0 || outcome.lease !== undefined;
 }
 
+/** @deprecated use {@link needsFinishing}, the same function under its new name */
+export const needsSettling: (outcome: RequestRateLimit) => boolean = needsFinishing;
+
 /**
- * A guard's settling: `settle` is the guard's own, `refund` gives one charge back (also to a
+ * A guard's finishing: `finish` is the guard's own, `refund` gives one charge back (also to a
  * request whose lease was refused). Neither throws: a failure is reported, not raised.
  *
  * @example
- * const settlement = guardSettlement(settings, report);
- * settlement.settle(outcome, res.statusCode);
+ * const finishing = guardFinishing(settings, report);
+ * finishing.finish(outcome, res.statusCode);
  */
-export interface GuardSettlement {
+export interface GuardFinishing {
   /** Gives back what a receipt charged, through the limiter that issued it. */
   readonly refund: (receipt: Receipt) => void;
-  /** Settles an admitted request once its response ended (`status`) or its connection closed. */
-  readonly settle: (outcome: RequestRateLimit, status: number | undefined) => void;
+  /** Finishes an admitted request once its response ended (`status`) or its connection closed. */
+  readonly finish: (outcome: RequestRateLimit, status: number | undefined) => void;
 }
 
 /**
- * The settling of the guard with these settings; failures go to `report`.
+ * The finishing of the guard with these settings; failures go to `report`.
  *
  * @example
- * const { refund, settle } = guardSettlement(settings, report);
+ * const { refund, finish } = guardFinishing(settings, report);
  */
-export function guardSettlement(settings: GuardSettings, report: (error: unknown) => void): GuardSettlement {
+export function guardFinishing(settings: GuardSettings, report: (error: unknown) => void): GuardFinishing {
   const { concurrency, countOnly } = settings;
   const limiterByName = new Map((settings.limiters ?? []).map((l) => [l.name, l]));
 
@@ -64,7 +67,7 @@ export function guardSettlement(settings: GuardSettings, report: (error: unknown
     limiter.refund(receipt).catch(refundFailed);
   };
 
-  const settle = (outcome: RequestRateLimit, status: number | undefined): void => {
+  const finish = (outcome: RequestRateLimit, status: number | undefined): void => {
     const lease = outcome.lease;
     if (lease !== undefined && concurrency !== undefined) concurrency.release(lease).catch(refundFailed);
     const receipts = outcome.receipts;
@@ -74,5 +77,5 @@ export function guardSettlement(settings: GuardSettings, report: (error: unknown
     for (const receipt of receipts) refund(receipt);
   };
 
-  return { refund, settle };
+  return { refund, finish };
 }
