@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { isSluiceError } from '../../core/errors.js';
 import { ruleEntries } from '../../core/rules/index.js';
+import type { Rule } from '../../core/rules/rule.js';
 import { tokenBucket } from '../../core/rules/token-bucket.js';
 import { allKinds, type StoreSuite } from './harness.js';
 
@@ -123,15 +124,7 @@ export function waitingTests(suite: StoreSuite): void {
       { ...needs(allKinds), ...waits },
       async () => {
         await fresh();
-        // Of every registered kind, one that keeps no schedule (a window, a quota), and one that
-        // does (a token bucket) under a lockout, which a reservation would jump.
-        const rules = ruleEntries.map((entry) => {
-          const rule = entry.create(entry.example);
-          return rule.reserve === undefined
-            ? rule
-            : entry.create({ ...entry.example, block: { duration: '1h' } });
-        });
-        for (const rule of rules) {
+        for (const rule of unreservable()) {
           const l = limiter(rule);
           await assert.rejects(l.takeOrWait('k', { maxWait: '1s' }), configError);
           await assert.rejects(l.buckets.reserve!('k', 1, suite.clock(), 1_000), configError);
@@ -139,5 +132,17 @@ export function waitingTests(suite: StoreSuite): void {
         }
       },
     );
+  });
+}
+
+/**
+ * A rule of every registered kind that cannot reserve: its example when the kind keeps no
+ * schedule (a window, a quota), and under a lockout, which a reservation would jump, when it does
+ * (a token bucket).
+ */
+function unreservable(): Rule[] {
+  return ruleEntries.map((entry) => {
+    const rule = entry.create(entry.example);
+    return rule.reserve === undefined ? rule : entry.create({ ...entry.example, block: { duration: '1h' } });
   });
 }
