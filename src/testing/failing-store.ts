@@ -5,6 +5,7 @@
  */
 import type { Decision } from '../core/decision.js';
 import type { Rule } from '../core/rules/rule.js';
+import { stepsOf, type MaybePromise } from '../stores/contract/bucket-steps.js';
 import type { RuleBuckets, SyncRuleBuckets, TakeEntry } from '../stores/contract/store.js';
 import { MemoryStore } from '../stores/memory/store.js';
 import type { LeaseBuckets, LeaseStore } from '../stores/contract/lease-store.js';
@@ -49,18 +50,23 @@ export class FailingStore implements LeaseStore {
   bind(name: string, rule: Rule): RuleBuckets {
     const buckets = this.inner.bind(name, rule);
     this.bound.set(name, buckets);
+    // The memory store's steps answer with values: each becomes a store call that fails on command.
+    const steps = stepsOf(buckets);
+    const failing =
+      <A extends unknown[], T>(step: (...args: A) => MaybePromise<T>) =>
+      (...args: A): Promise<T> =>
+        this.run(() => step.apply(steps, args));
     return {
       name,
       rule,
-      take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
-      reset: (key) => this.run(() => buckets.resetSync(key)),
-      adjust: (key, delta, now, takenAt, until, limit, generation) =>
-        this.run(() => buckets.adjustSync(key, delta, now, takenAt, until, limit, generation)),
+      take: failing(steps.take),
+      reset: failing(steps.reset),
+      adjust: failing(steps.adjust),
       // Read synchronously by the limiter, never failing: a generation is no store call.
       ...(buckets.resetGeneration === undefined
         ? {}
         : { resetGeneration: (key: string) => buckets.resetGeneration!(key) }),
-      reserve: (key, cost, now, maxWaitMs) => this.run(() => buckets.reserveSync!(key, cost, now, maxWaitMs)),
+      reserve: failing(steps.reserve!),
     };
   }
 
@@ -89,7 +95,7 @@ export class FailingStore implements LeaseStore {
     );
   }
 
-  private run<T>(fn: () => T): Promise<T> {
+  private run<T>(fn: () => MaybePromise<T>): Promise<T> {
     this.calls++;
     switch (this.mode) {
       case 'ok':

@@ -37,6 +37,11 @@ export interface RuleEntry<K extends string, O extends object> {
   readonly properties: { readonly [P in keyof Required<O>]: JsonSchema };
   /** The options with the factory's defaults written out, as `sluice check` shows a policy. */
   withDefaults(options: O): O;
+  /**
+   * What the limit is counted per, as the options write it (`"1m"`, `"day"`, a default filled
+   * in): what the dashboard shows after "10 per".
+   */
+  per(options: O): string;
   /** A typical rule's options (ten a minute, or thirty a day), for pictures and tests. */
   readonly example: O;
 }
@@ -86,6 +91,7 @@ export const ruleRegistry = {
     },
     // A period's worth may be spent at once.
     withDefaults: (options: TokenBucketOptions) => ({ ...options, burst: options.burst ?? options.limit }),
+    per: (options) => options.period,
     example: { limit: 10, period: '1m' },
   }),
   'fixed-window': defineRule({
@@ -93,12 +99,14 @@ export const ruleRegistry = {
     name: 'fixedWindow',
     create: fixedWindow,
     ...windowEntry,
+    per: (options) => options.window,
   }),
   'sliding-window': defineRule({
     kind: 'sliding-window',
     name: 'slidingWindow',
     create: slidingWindow,
     ...windowEntry,
+    per: (options) => options.window,
   }),
   'calendar-quota': defineRule({
     kind: 'calendar-quota',
@@ -119,6 +127,7 @@ export const ruleRegistry = {
       block,
     },
     withDefaults: (options: CalendarQuotaOptions) => ({ per: 'day' as const, ...options }),
+    per: (options) => options.per ?? 'day',
     example: { limit: 30, per: 'day' },
   }),
 };
@@ -141,6 +150,7 @@ export interface AnyRuleEntry {
   readonly required: readonly string[];
   readonly properties: Readonly<Record<string, JsonSchema>>;
   withDefaults(options: object): object;
+  per(options: object): string;
   readonly example: object;
 }
 

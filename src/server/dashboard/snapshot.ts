@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import { ruleEntry } from '../../core/rules/index.js';
 import type { DecisionOutcome } from '../../limiter/events.js';
 import type { LimitModel } from '../policy/model.js';
 import type { ReloadResult } from '../serve/metrics.js';
@@ -228,8 +229,7 @@ function ratio(now: OutcomeCounts, before: OutcomeCounts | undefined): number | 
   return refused + admitted === 0 ? null : refused / (refused + admitted);
 }
 
-/** A limit in a few words: `10 per 1m, token-bucket`. */
+/** A limit in a few words: `10 per 1m, token-bucket`; the rule registry says what it is counted per. */
 export function limitText(limit: LimitModel): string {
-  const per = 'period' in limit ? limit.period : 'window' in limit ? limit.window : (limit.per ?? 'day');
-  return `${limit.limit} per ${per}, ${limit.algorithm}`;
+  return `${limit.limit} per ${ruleEntry(limit.algorithm).per(limit)}, ${limit.algorithm}`;
 }

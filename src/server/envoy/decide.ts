@@ -8,13 +8,8 @@ import { tokenBucket } from '../../core/rules/token-bucket.js';
 import type { Logger } from '../../limiter/failure.js';
 import { createLimiter } from '../../limiter/limiter.js';
 import { decideOnFailure, storeAnswered, type LimiterInternals } from '../../limiter/limiter-internals.js';
-import {
-  isSyncStore,
-  type Store,
-  type SyncRuleBuckets,
-  type SyncStore,
-  type TakeEntry,
-} from '../../stores/contract/store.js';
+import { isPending, stepsOf, type BucketSteps } from '../../stores/contract/bucket-steps.js';
+import { isSyncStore, type Store, type SyncStore, type TakeEntry } from '../../stores/contract/store.js';
 import { withDeadline } from '../../stores/shared/deadline.js';
 import { ENVOY_UNITS, UNIT_SECONDS, type EnvoyUnit } from './units.js';
 
@@ -52,6 +47,8 @@ export class EnvoyBuckets {
   private readonly units = new Map<EnvoyUnit, LimiterInternals>();
   /** Token buckets by unit, rate and burst, bound when a rule first asks for one. */
   private readonly tokenBuckets = new Map<string, LimiterInternals>();
+  /** Each limiter's buckets as steps: a synchronous store's answer without a promise. */
+  private readonly steps = new Map<LimiterInternals, BucketSteps>();
   /** The store, when it decides synchronously (the memory store): no timer, no failure policy. */
   private readonly sync: SyncStore | undefined;
   /** What a deadline's error names: the store, never a key. */
@@ -108,12 +105,9 @@ export class EnvoyBuckets {
   async charge(ask: Ask, now: number): Promise<void> {
     const limiter = this.limiterOf(ask);
     const until = now + 1;
-    if (this.sync !== undefined) {
-      // A synchronous store's buckets are synchronous (SyncStore.bind).
-      (limiter.buckets as SyncRuleBuckets).adjustSync(ask.key, ask.cost, now, now, until);
-      return;
-    }
-    const adjusted = limiter.buckets.adjust(ask.key, ask.cost, now, now, until);
+    const adjusted = this.steps.get(limiter)!.adjust(ask.key, ask.cost, now, now, until);
+    // Settled already on a synchronous store: no timer, no failure policy.
+    if (!isPending(adjusted)) return;
     await withDeadline(adjusted, limiter.timeoutMs, this.what).then(
       () => limiter[storeAnswered](),
       (error: unknown) => failed(limiter, error, ask.key, ask.cost, now),
@@ -145,7 +139,16 @@ export class EnvoyBuckets {
 
   private limiter(name: string, rule: Rule): LimiterInternals {
     const { store, clock } = this;
-    return createLimiter({ name, rule, store, clock, failure: 'closed', logger: silent }) as LimiterInternals;
+    const limiter = createLimiter({
+      name,
+      rule,
+      store,
+      clock,
+      failure: 'closed',
+      logger: silent,
+    }) as LimiterInternals;
+    this.steps.set(limiter, stepsOf(limiter.buckets));
+    return limiter;
   }
 
   /**

@@ -142,15 +142,13 @@ export class PostgresLeaseBuckets implements LeaseBuckets {
     extra: readonly number[],
   ): Promise<readonly Record<string, unknown>[]> {
     const context = this.context;
-    if (!context.holds(this)) {
-      return Promise.reject(
-        new SluiceError(
+    try {
+      if (!context.holds(this)) {
+        throw new SluiceError(
           'SLUICE_CONFIG',
           `lease group ${JSON.stringify(this.name)} is not bound to this PostgresStore (never bound, or unbound since)`,
-        ),
-      );
-    }
-    try {
+        );
+      }
       checkLeaseCall('PostgresStore', key, id, now);
     } catch (error) {
       return Promise.reject(error);

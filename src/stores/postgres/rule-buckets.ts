@@ -83,13 +83,11 @@ export class PostgresRuleBuckets implements RuleBuckets {
   }
 
   take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
-    if (!this.bound) return Promise.reject(this.unboundError());
-    if (typeof limit === 'object') {
-      try {
-        limit = checkedCallLimit(this.rule, limit, 'PostgresStore take');
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    try {
+      if (!this.bound) throw this.unboundError();
+      if (typeof limit === 'object') limit = checkedCallLimit(this.rule, limit, 'PostgresStore take');
+    } catch (error) {
+      return Promise.reject(error);
     }
     const account = this.context.accountKeys?.parse(key);
     if (account !== undefined) {

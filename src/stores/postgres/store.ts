@@ -10,6 +10,7 @@ import { parseDuration, parseTimerDuration } from '../../core/duration.js';
 import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rules/rule.js';
+import { promised } from '../contract/bucket-steps.js';
 import { assertDistinctEntries, type RuleBuckets, type Store, type TakeEntry } from '../contract/store.js';
 import { PostgresAccounts, accountTarget, type AccountTakeOptions } from './accounts.js';
 import { BoundedClient } from './bounded-client.js';
@@ -258,12 +259,15 @@ export class PostgresStore implements Store, LeaseStore {
     limiter: { buckets: RuleBuckets; clock?: () => number } | RuleBuckets,
     options: AccountTakeOptions,
   ): Promise<AccountTakeResult> {
-    try {
-      const target = accountTarget(limiter);
-      return this.accounts.take(this.bucketsOf(target.buckets), target.clock, options);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return promised(this, this.takeForAccountTarget, limiter, options);
+  }
+
+  private takeForAccountTarget(
+    limiter: Parameters<typeof accountTarget>[0],
+    options: AccountTakeOptions,
+  ): Promise<AccountTakeResult> {
+    const target = accountTarget(limiter);
+    return this.accounts.take(this.bucketsOf(target.buckets), target.clock, options);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { BucketTier, CallLimit, Rule } from '../../core/rules/rule.js';
+import { promised } from '../contract/bucket-steps.js';
 import { type RuleBuckets } from '../contract/store.js';
 import { checkAdjustArguments, checkTakeArguments, checkTier } from './calls/take-arguments.js';
 import type { CallRule } from './calls/call-rule.js';
@@ -59,7 +60,7 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
 
   take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     try {
-      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
+      if (!this.store.holds(this)) throw notBound(this.name);
       checkTakeArguments(key, cost, limit, this.callLimit);
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
@@ -75,22 +76,22 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
    * refund of a take from before it then gives nothing back.
    */
   reset(key: string, now?: number): Promise<void> {
-    try {
-      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
-      checkTakeArguments(key, 0, undefined, false);
-      const bucketKey = this.redisKey(key);
-      const markerKey = this.markerKey(key);
-      let appNow: number | undefined;
-      if (this.store.timeSource === 'app') {
-        appNow = typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now();
-      }
-      const { client } = this.store;
-      return this.store
-        .command(() => sendReset(client, bucketKey, markerKey, this.horizonMs, appNow, APP_TIME_SLACK_MS))
-        .then(() => undefined);
-    } catch (error) {
-      return Promise.reject(error);
+    return promised(this, this.sendReset, key, now);
+  }
+
+  private sendReset(key: string, now: number | undefined): Promise<void> {
+    if (!this.store.holds(this)) throw notBound(this.name);
+    checkTakeArguments(key, 0, undefined, false);
+    const bucketKey = this.redisKey(key);
+    const markerKey = this.markerKey(key);
+    let appNow: number | undefined;
+    if (this.store.timeSource === 'app') {
+      appNow = typeof now === 'number' && Number.isFinite(now) ? Math.floor(now) : Date.now();
     }
+    const { client } = this.store;
+    return this.store
+      .command(() => sendReset(client, bucketKey, markerKey, this.horizonMs, appNow, APP_TIME_SLACK_MS))
+      .then(() => undefined);
   }
 
   /**
@@ -109,7 +110,7 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
     limit?: CallLimit,
   ): Promise<void> {
     try {
-      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
+      if (!this.store.holds(this)) throw notBound(this.name);
       checkAdjustArguments(key, delta, now, takenAt, until);
       const tier = this.tierOf(limit);
       if (delta === 0) return Promise.resolve();
@@ -140,7 +141,7 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
    */
   reserve(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Promise<Decision> {
     try {
-      if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
+      if (!this.store.holds(this)) throw notBound(this.name);
       reserverOf(this.rule);
       checkReservation(cost, maxWaitMs);
       checkTakeArguments(key, cost, undefined, false);

@@ -3,6 +3,7 @@ import { parseTimerDuration, type Duration } from '../../core/duration.js';
 import { SluiceError, optionError } from '../../core/errors.js';
 import { checkOptionKeys } from '../../core/options.js';
 import type { Rule } from '../../core/rules/rule.js';
+import { promised } from '../contract/bucket-steps.js';
 import { assertDistinctEntries, type Store, type TakeEntry } from '../contract/store.js';
 import { Pipeline } from './pipeline.js';
 import { queueGroup, type GroupEntry } from './calls/take.js';
@@ -195,33 +196,27 @@ export class RedisStore implements Store, LeaseStore {
   }
 
   takeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
-    try {
-      assertDistinctEntries(entries);
-      return this.takeAllUnchecked(entries, now);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return promised(this, this.queueTakeAll, entries, now);
   }
 
-  private takeAllUnchecked(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+  private queueTakeAll(entries: readonly TakeEntry[], now: number): Promise<Decision[]> {
+    assertDistinctEntries(entries);
     if (entries.length === 0) return Promise.resolve([]);
     const list: GroupEntry[] = [];
     let slot = -1;
     for (const entry of entries) {
       const buckets = entry.buckets;
       if (!(buckets instanceof RedisRuleBuckets) || !this.holds(buckets)) {
-        return Promise.reject(notBound(buckets.name));
+        throw notBound(buckets.name);
       }
       checkTakeArguments(entry.key, entry.cost, entry.limit, buckets.callLimit);
       const key = buckets.redisKey(entry.key);
       if (this.client.cluster) {
         const entrySlot = keySlot(key);
         if (slot !== -1 && entrySlot !== slot) {
-          return Promise.reject(
-            new SluiceError(
-              'SLUICE_CONFIG',
-              'an all-or-nothing take on a Redis Cluster needs keys of one hash slot: take one key for every limit, or set the RedisStore option hashTag so that these keys share a tag',
-            ),
+          throw new SluiceError(
+            'SLUICE_CONFIG',
+            'an all-or-nothing take on a Redis Cluster needs keys of one hash slot: take one key for every limit, or set the RedisStore option hashTag so that these keys share a tag',
           );
         }
         slot = entrySlot;

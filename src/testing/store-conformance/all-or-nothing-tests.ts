@@ -6,7 +6,7 @@ import { tokenBucket } from '../../core/rules/token-bucket.js';
 import { calendarQuota } from '../../core/rules/calendar-quota.js';
 import { slidingWindow } from '../../core/rules/sliding-window.js';
 import { createCascade } from '../../limiter/cascade.js';
-import { allKinds, type StoreSuite } from './harness.js';
+import { allKinds, exampleRules, type StoreSuite } from './harness.js';
 
 /** Registers the all-or-nothing tests. */
 export function allOrNothingTests(suite: StoreSuite): void {
@@ -25,11 +25,18 @@ export function allOrNothingTests(suite: StoreSuite): void {
         const weekly = limiter(calendarQuota({ limit: 10, per: 'week' }));
         const monthly = limiter(calendarQuota({ limit: 10, per: 'month', timeZone: 'Asia/Kolkata' }));
         const all = [bucket, fixed, sliding, hourly, weekly, monthly];
-        const cascade = createCascade(all, { mode: 'all-or-nothing' });
+        // A typical rule of every registered kind rides along: each admits the five takes below,
+        // and none may be charged for the refused one.
+        const examples = exampleRules().map((rule) => limiter(rule));
+        const remaining = async () =>
+          (await Promise.all(examples.map((l) => l.peek('k')))).map((d) => d.remaining);
+        const cascade = createCascade([...all, ...examples], { mode: 'all-or-nothing' });
         for (let i = 0; i < 3; i++) assert.equal((await cascade.take('k')).allowed, true);
+        const before = await remaining();
         const refused = await cascade.take('k');
         assert.equal(refused.allowed, false);
         assert.deepEqual(refused.refusedBy, [fixed.name]);
+        assert.deepEqual(await remaining(), before, 'the refusal charged no rule of any kind');
         const left = await Promise.all(all.map((l) => l.peek('k')));
         assert.deepEqual(
           left.map((d) => d.remaining),

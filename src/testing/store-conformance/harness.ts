@@ -8,6 +8,7 @@ import type { CalendarUnit } from '../../core/calendar.js';
 import { manualClock, type ManualClock } from '../../core/clock.js';
 import type { Decision } from '../../core/decision.js';
 import type { Duration } from '../../core/duration.js';
+import { ruleEntries, ruleKinds } from '../../core/rules/index.js';
 import type { Rule } from '../../core/rules/rule.js';
 import { createLimiter, type Limiter } from '../../limiter/limiter.js';
 import type { Store } from '../../stores/contract/store.js';
@@ -16,7 +17,7 @@ import type { Store } from '../../stores/contract/store.js';
  * What the suite needs from a store under test: how to make a fresh one, and which rules it
  * supports.
  *
- * @default every built-in rule kind and calendar period; no setup, teardown or release
+ * @default every registered rule kind and calendar period; no setup, teardown or release
  * @example
  * storeConformance({ name: 'my store', create: async () => new MyStore({ timeSource: 'app' }) });
  */
@@ -40,9 +41,9 @@ export interface ConformanceTarget {
    */
   readonly timeout?: Duration;
   /**
-   * The rule kinds the store supports (`rule.kind`: `'token-bucket'`, `'fixed-window'`,
-   * `'sliding-window'`, `'calendar-quota'`). Tests that need another kind are skipped, saying so.
-   * @default every built-in kind
+   * The rule kinds the store supports (`rule.kind`, as the rule registry names them). Tests that
+   * need another kind are skipped, saying so.
+   * @default every kind of the rule registry
    */
   readonly kinds?: readonly string[];
   /**
@@ -86,7 +87,16 @@ export interface ConformanceTarget {
 export const HOUR = 3_600_000;
 export const MINUTE = 60_000;
 export const DAY = 86_400_000;
-export const allKinds = ['token-bucket', 'fixed-window', 'sliding-window', 'calendar-quota'];
+/** Every kind of the rule registry: what a target supports unless it says otherwise. */
+export const allKinds: readonly string[] = ruleKinds;
+
+/**
+ * One typical rule of every registered kind (the registry's example: ten a minute or thirty a
+ * day), so that the tests of every kind alike reach a kind added later without naming it.
+ */
+export function exampleRules(): Rule[] {
+  return ruleEntries.map((entry) => entry.create(entry.example));
+}
 const allPeriods: readonly CalendarUnit[] = ['hour', 'day', 'week', 'month'];
 
 /** The `skip` option of a test (`false` to run it), or of a group of tests alike. */

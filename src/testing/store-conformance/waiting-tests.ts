@@ -2,10 +2,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { isSluiceError } from '../../core/errors.js';
-import { fixedWindow } from '../../core/rules/fixed-window.js';
+import { ruleEntries } from '../../core/rules/index.js';
+import type { Rule } from '../../core/rules/rule.js';
 import { tokenBucket } from '../../core/rules/token-bucket.js';
-import { calendarQuota } from '../../core/rules/calendar-quota.js';
-import { slidingWindow } from '../../core/rules/sliding-window.js';
 import { allKinds, type StoreSuite } from './harness.js';
 
 /** Registers the tests of waiting for a slot. */
@@ -125,18 +124,25 @@ export function waitingTests(suite: StoreSuite): void {
       { ...needs(allKinds), ...waits },
       async () => {
         await fresh();
-        for (const rule of [
-          fixedWindow({ limit: 5, window: '1m' }),
-          slidingWindow({ limit: 5, window: '1m' }),
-          calendarQuota({ limit: 5 }),
-          tokenBucket({ limit: 5, period: '1m', block: { duration: '1h' } }),
-        ]) {
+        for (const rule of unreservable()) {
           const l = limiter(rule);
           await assert.rejects(l.takeOrWait('k', { maxWait: '1s' }), configError);
           await assert.rejects(l.buckets.reserve!('k', 1, suite.clock(), 1_000), configError);
-          assert.equal((await l.peek('k')).remaining, 5, 'nothing charged');
+          assert.equal((await l.peek('k')).remaining, rule.limit, 'nothing charged');
         }
       },
     );
+  });
+}
+
+/**
+ * A rule of every registered kind that cannot reserve: its example when the kind keeps no
+ * schedule (a window, a quota), and under a lockout, which a reservation would jump, when it does
+ * (a token bucket).
+ */
+function unreservable(): Rule[] {
+  return ruleEntries.map((entry) => {
+    const rule = entry.create(entry.example);
+    return rule.reserve === undefined ? rule : entry.create({ ...entry.example, block: { duration: '1h' } });
   });
 }

@@ -5,11 +5,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Dashboard } from '../../../src/server/dashboard/dashboard.js';
-import { SnapshotMaker } from '../../../src/server/dashboard/snapshot.js';
+import { SnapshotMaker, limitText } from '../../../src/server/dashboard/snapshot.js';
 import { compilePolicy } from '../../../src/server/policy/compile.js';
 import { loadPolicyText } from '../../../src/server/policy/load.js';
 import { ServerMetrics } from '../../../src/server/serve/metrics.js';
 import type { ServedPolicy } from '../../../src/server/serve/server.js';
+import type { LimitModel } from '../../../src/server/policy/model.js';
 import { MemoryStore } from '../../../src/stores/memory/store.js';
 import { loginPolicy } from '../policy-support.js';
 
@@ -37,6 +38,18 @@ function setUp() {
 }
 
 describe('dashboard snapshots', () => {
+  it('a limit in a few words, whatever its kind says its limit is counted per', () => {
+    const text = (limit: object) => limitText({ name: 'l', ...limit } as LimitModel);
+    assert.equal(text({ algorithm: 'token-bucket', limit: 10, period: '10m' }), '10 per 10m, token-bucket');
+    assert.equal(text({ algorithm: 'fixed-window', limit: 5, window: '1h' }), '5 per 1h, fixed-window');
+    assert.equal(text({ algorithm: 'sliding-window', limit: 5, window: '30s' }), '5 per 30s, sliding-window');
+    assert.equal(
+      text({ algorithm: 'calendar-quota', limit: 30, per: 'month' }),
+      '30 per month, calendar-quota',
+    );
+    assert.equal(text({ algorithm: 'calendar-quota', limit: 30 }), '30 per day, calendar-quota');
+  });
+
   it('rates from the tick before, totals since the start, the refusal ratio and the top offender', async () => {
     const { compiled, maker, dashboard } = setUp();
     const first = await maker.make(1000);

@@ -2,6 +2,7 @@ import type { BlockPolicy } from '../../../core/rules/lockout.js';
 import { optionError } from '../../../core/errors.js';
 import type { BucketState } from '../../../core/state.js';
 import type { PostgresRow } from '../client.js';
+import { storeNow } from '../sql-clock.js';
 import type { AlgorithmBinding, RuleSql } from './algorithm-module.js';
 
 /**
@@ -130,8 +131,7 @@ export function lockoutBinding(binding: AlgorithmBinding, policy: BlockPolicy): 
     },
     prune: (names, batchSize) =>
       binding.prune?.(names, batchSize, {
-        sql: (first) =>
-          `(block_ms = 0 OR blocked_until + $${first}::bigint <= floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)`,
+        sql: (first) => `(block_ms = 0 OR blocked_until + $${first}::bigint <= ${storeNow})`,
         values: forget,
       }),
   };

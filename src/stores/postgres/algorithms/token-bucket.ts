@@ -5,6 +5,7 @@ import { MAX_MIGRATED_QUEUE, type TokenBucketRule } from '../../../core/rules/to
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
+import { storeNow } from '../sql-clock.js';
 import type { AdjustSql, AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
@@ -411,7 +412,7 @@ function bind(name: string, bound: Rule): AlgorithmBinding {
     prune: (names, batchSize, keep) => ({
       text: `WITH d AS (DELETE FROM ${names.tokenBuckets} WHERE ctid IN (
   SELECT ctid FROM ${names.tokenBuckets}
-  WHERE rule = $1 AND tat <= (floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint - ${SCALED_EPOCH_MS}) * COALESCE(tier_rate, $2::bigint)${keep === undefined ? '' : `\n    AND ${keep.sql(4)}`}
+  WHERE rule = $1 AND tat <= (${storeNow} - ${SCALED_EPOCH_MS}) * COALESCE(tier_rate, $2::bigint)${keep === undefined ? '' : `\n    AND ${keep.sql(4)}`}
   LIMIT $3) RETURNING 1)
 SELECT count(*)::float8 AS n FROM d`,
       values: keep === undefined ? [name, rate, batchSize] : [name, rate, batchSize, ...keep.values],

@@ -2,6 +2,7 @@ import { MAX_PENALTY_COUNT } from '../../../core/bounds.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
+import { storeNow } from '../sql-clock.js';
 import type { AdjustSql, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
@@ -153,7 +154,7 @@ export function readWindowRow(row: PostgresRow, state: BucketState): number {
 export function windowPruneText(names: SchemaNames): string {
   const T = names.windowCounters;
   return `WITH d AS (DELETE FROM ${T} WHERE ctid IN (
-  SELECT ctid FROM ${T} WHERE expires_at <= floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint LIMIT $1
+  SELECT ctid FROM ${T} WHERE expires_at <= ${storeNow} LIMIT $1
 ) RETURNING 1)
 SELECT count(*)::float8 AS n FROM d`;
 }
