@@ -47,4 +47,25 @@ describe('MemoryStore leases', () => {
     assert.ok(group.size <= 64);
     assert.equal(group.heldCount('k999', clock()), 1);
   });
+
+  it('a flood whose leases are over leaves nothing behind: a later key holding one lease does not bring the flood back', () => {
+    const clock = manualClock(Date.UTC(2026, 0, 1));
+    const store = new MemoryStore({ maxKeysPerGeneration: 100 });
+    const group = store.bindLeases('exports', 2, 1_000);
+    // A flood holding two leases a key, folded into the summary as it leaves the maps.
+    for (let i = 0; i < 5_000; i++) {
+      group.acquireSync(`flood-${i}`, `a${i}`, clock());
+      group.acquireSync(`flood-${i}`, `b${i}`, clock());
+    }
+    clock.advance('2s');
+    // Every one of those leases is over. Later keys hold one lease each and leave the maps too,
+    // folding into the same cells with a later expiry.
+    for (let i = 0; i < 5_000; i++) group.acquireSync(`later-${i}`, `c${i}`, clock());
+    clock.advance('500ms');
+    // Fewer new keys than a generation holds, so none of them is folded while they are counted:
+    // what they meet in the summary is the later keys' one lease, and a lease of their own fits.
+    let refused = 0;
+    for (let i = 0; i < 50; i++) if (!group.acquireSync(`new-${i}`, `d${i}`, clock()).acquired) refused++;
+    assert.equal(refused, 0);
+  });
 });

@@ -31,7 +31,12 @@ class LeaseSummary {
 
   constructor(private readonly hasher: KeyHasher) {}
 
-  fold(id: string, count: number, until: number): void {
+  /**
+   * Folds a key that leaves the maps holding `count` leases until `until` at most. A cell whose
+   * leases are all over by `now` starts again from this key: keeping its old count would hand a
+   * past flood's leases to every key folded there later, refusing new keys for nothing.
+   */
+  fold(id: string, count: number, until: number, now: number): void {
     if (this.counts === undefined) {
       this.counts = new Float64Array(SUMMARY_DEPTH * SUMMARY_WIDTH);
       this.untils = new Float64Array(SUMMARY_DEPTH * SUMMARY_WIDTH);
@@ -40,6 +45,11 @@ class LeaseSummary {
     this.hasher.hash(id);
     for (let row = 0; row < SUMMARY_DEPTH; row++) {
       const cell = this.cell(row);
+      if (untils[cell]! <= now) {
+        this.counts[cell] = count;
+        untils[cell] = until;
+        continue;
+      }
       if (this.counts[cell]! < count) this.counts[cell] = count;
       if (untils[cell]! < until) untils[cell] = until;
     }
@@ -197,7 +207,7 @@ export class MemoryLeaseBuckets implements LeaseBuckets {
         if (count === 0) continue;
         let until = gone.phantomUntil;
         for (const at of gone.expiries) if (at > until) until = at;
-        this.summary.fold(id, count, until);
+        this.summary.fold(id, count, until, now);
       }
     }
     this.current.set(bucket, held);
