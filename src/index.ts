@@ -12,7 +12,7 @@ export {
   type FixedWindowOptions,
 } from './core/rules/fixed-window.js';
 export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/rules/sliding-window.js';
-export type { Rule, BucketTier, CallLimit } from './core/rules/rule.js';
+export type { Rule, RuleAdjustment, RuleReservation, BucketTier, CallLimit } from './core/rules/rule.js';
 export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/rules/lockout.js';
 export type { BucketState } from './core/state.js';
 export type { Decision, AllowedDecision, RefusedDecision, DecisionSource } from './core/decision.js';

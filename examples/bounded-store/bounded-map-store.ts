@@ -179,7 +179,7 @@ class BoundedMapBuckets implements RuleBuckets {
     if (delta < 0 && generation !== undefined && generation !== this.resetGeneration(key)) return;
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
-    if (this.rule.adjust(state, now, this.epoch, delta, takenAt, until, limit) && !known) {
+    if (this.rule.adjust(state, { now, epoch: this.epoch, delta, takenAt, until, limit }) && !known) {
       this.makeRoom(1, now);
       this.states.set(key, state);
     }
@@ -196,7 +196,8 @@ class BoundedMapBuckets implements RuleBuckets {
     const reserve = reserverOf(this.rule);
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
-    const decision = reserve.call(this.rule, state, now, this.epoch, this.name, cost, maxWaitMs, limit);
+    const reservation = { now, epoch: this.epoch, name: this.name, cost, maxWaitMs, limit };
+    const decision = reserve.call(this.rule, state, reservation);
     if (decision.allowed && !known) {
       this.makeRoom(1, now);
       this.states.set(key, state);

@@ -125,17 +125,17 @@ export class RefusalCache {
     // Only a sliding window's retry can lie past its window's end; the next window ends windowMs later.
     if (resetMs <= 0)
       resetMs = entry.windowMs > 0 ? entry.windowMs - (-resetMs % entry.windowMs) : retryAfterMs;
-    return makeDecision(
-      false,
-      this.name,
-      entry.limit,
-      entry.capacity,
-      0,
+    return makeDecision({
+      allowed: false,
+      name: this.name,
+      limit: entry.limit,
+      capacity: entry.capacity,
+      remaining: 0,
       cost,
       retryAfterMs,
       resetMs,
-      entry.windowMs,
-    );
+      windowMs: entry.windowMs,
+    });
   }
 
   /**

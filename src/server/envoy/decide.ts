@@ -190,7 +190,17 @@ function nameOf(unit: EnvoyUnit): string {
 function refusedAtZero(ask: Ask, now: number): Decision {
   const windowMs = windowMsOf(ask.unit);
   const resetMs = windowMs - (now % windowMs);
-  return makeDecision(false, '', 0, 0, 0, ask.cost, resetMs, resetMs, windowMs);
+  return makeDecision({
+    allowed: false,
+    name: '',
+    limit: 0,
+    capacity: 0,
+    remaining: 0,
+    cost: ask.cost,
+    retryAfterMs: resetMs,
+    resetMs,
+    windowMs,
+  });
 }
 
 function windowMsOf(unit: EnvoyUnit): number {

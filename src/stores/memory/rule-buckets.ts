@@ -200,15 +200,16 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     if (delta < 0 && generation !== undefined && generation !== (this.resets.get(id) ?? this.resetFloor))
       return;
     if (this.epoch !== this.epoch) this.epoch = now;
+    const adjustment = { now, epoch: this.epoch, delta, takenAt, until, limit };
     const found = this.find(id, now);
     if (found !== undefined) {
-      this.rule.adjust(found, now, this.epoch, delta, takenAt, until, limit);
+      this.rule.adjust(found, adjustment);
       return;
     }
     // A key that left the maps settles on the state it would be decided on (never looser than
     // its own), and is kept only when that changed.
     const fresh = this.recall(id, now);
-    if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt, until, limit)) this.insert(id, fresh, now);
+    if (this.rule.adjust(fresh, adjustment)) this.insert(id, fresh, now);
   }
 
   reserveSync(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Decision {
@@ -217,12 +218,12 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     checkReservation(cost, maxWaitMs);
     const id = bucketId(key);
     if (this.epoch !== this.epoch) this.epoch = now;
+    const reservation = { now, epoch: this.epoch, name: this.name, cost, maxWaitMs, limit };
     const found = this.find(id, now);
-    if (found !== undefined)
-      return reserve.call(this.rule, found, now, this.epoch, this.name, cost, maxWaitMs, limit);
+    if (found !== undefined) return reserve.call(this.rule, found, reservation);
     const fresh = this.recall(id, now);
     const value = fresh.value;
-    const decision = reserve.call(this.rule, fresh, now, this.epoch, this.name, cost, maxWaitMs, limit);
+    const decision = reserve.call(this.rule, fresh, reservation);
     if (fresh.value !== value) this.insert(id, fresh, now);
     return decision;
   }

@@ -9,7 +9,7 @@ import { queueAdjustment } from './calls/adjust.js';
 import { queueReservation } from './calls/reserve.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
-import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
+import { redisCodecFor, type RuleEncoder, type ScriptDecision } from './algorithms/index.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { refundHorizonMs } from '../shared/refund-horizon.js';
 import { sendReset } from './calls/reset.js';
@@ -186,24 +186,8 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
   }
 
   /** @internal */
-  decision(
-    allowed: boolean,
-    remaining: number,
-    retryAfterMs: number,
-    resetMs: number,
-    windowMs: number,
-    cost: number,
-    limit: CallLimit | undefined,
-  ): Decision {
-    return (this.encoder as RuleEncoder).decision(
-      allowed,
-      remaining,
-      retryAfterMs,
-      resetMs,
-      windowMs,
-      cost,
-      limit,
-    );
+  decision(reply: ScriptDecision): Decision {
+    return (this.encoder as RuleEncoder).decision(reply);
   }
 
   /**
