@@ -291,11 +291,13 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const summary = this.summary;
     if (summary === undefined || summary.isEmpty) {
       const initial = this.rule.initialState(now, this.epoch);
-      return newBucket(this.blocking, initial.value, initial.window, initial.previous, -1, 1);
+      return newBucket(this.blocking, initial.value, initial.window, initial.previous);
     }
     const hasher = this.hasher;
     hasher.hash(id);
-    const bucket = newBucket(this.blocking, 0, 0, 0, hasher.first, hasher.second);
+    const bucket = newBucket(this.blocking, 0, 0, 0);
+    bucket.first = hasher.first;
+    bucket.second = hasher.second;
     if (!summary.estimate(hasher.first, hasher.second, this.floor(now), bucket)) {
       const initial = this.rule.initialState(now, this.epoch);
       bucket.value = initial.value;
