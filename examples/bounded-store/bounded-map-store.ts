@@ -16,6 +16,7 @@ import {
   SluiceError,
   assertDistinctEntries,
   reserverOf,
+  type BucketAdjustment,
   type BucketState,
   type CallLimit,
   type Decision,
@@ -169,12 +170,7 @@ class BoundedMapBuckets implements RuleBuckets {
 
   async adjust(
     key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
+    { delta, now, takenAt, until, limit, generation }: BucketAdjustment,
   ): Promise<void> {
     if (delta < 0 && generation !== undefined && generation !== this.resetGeneration(key)) return;
     const known = this.states.has(key);

@@ -54,8 +54,7 @@ export class FailingStore implements LeaseStore {
       rule,
       take: (key, cost, now, limit) => this.run(() => buckets.takeSync(key, cost, now, limit)),
       reset: (key) => this.run(() => buckets.resetSync(key)),
-      adjust: (key, delta, now, takenAt, until, limit, generation) =>
-        this.run(() => buckets.adjustSync(key, delta, now, takenAt, until, limit, generation)),
+      adjust: (key, adjustment) => this.run(() => buckets.adjustSync(key, adjustment)),
       // Read synchronously by the limiter, never failing: a generation is no store call.
       ...(buckets.resetGeneration === undefined
         ? {}

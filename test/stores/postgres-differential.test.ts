@@ -423,12 +423,14 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           if (delta < 0 && before !== take.stale) continue;
           const args = [
             `k${take.key}`,
-            delta,
-            now,
-            take.at,
-            take.until,
-            take.limit,
-            take.generation,
+            {
+              delta,
+              now,
+              takenAt: take.at,
+              until: take.until,
+              limit: take.limit,
+              generation: take.generation,
+            },
           ] as const;
           await (pgBuckets[take.rule] as RuleBuckets).adjust(...args);
           await (memBuckets[take.rule] as RuleBuckets).adjust(...args);

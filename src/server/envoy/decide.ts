@@ -110,10 +110,10 @@ export class EnvoyBuckets {
     const until = now + 1;
     if (this.sync !== undefined) {
       // A synchronous store's buckets are synchronous (SyncStore.bind).
-      (limiter.buckets as SyncRuleBuckets).adjustSync(ask.key, ask.cost, now, now, until);
+      (limiter.buckets as SyncRuleBuckets).adjustSync(ask.key, { delta: ask.cost, now, takenAt: now, until });
       return;
     }
-    const adjusted = limiter.buckets.adjust(ask.key, ask.cost, now, now, until);
+    const adjusted = limiter.buckets.adjust(ask.key, { delta: ask.cost, now, takenAt: now, until });
     await withDeadline(adjusted, limiter.timeoutMs, this.what).then(
       () => limiter[storeAnswered](),
       (error: unknown) => failed(limiter, error, ask.key, ask.cost, now),

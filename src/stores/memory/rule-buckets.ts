@@ -2,7 +2,7 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { CallLimit, Rule } from '../../core/rules/rule.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
-import type { SyncRuleBuckets } from '../contract/store.js';
+import type { BucketAdjustment, SyncRuleBuckets } from '../contract/store.js';
 import type { EvictedSummary } from './evicted-summary.js';
 import type { KeyHasher } from './key-hash.js';
 import { newBucket, resetBucket, type MemoryBucket } from './bucket.js';
@@ -184,15 +184,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     }
   }
 
-  adjustSync(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): void {
+  adjustSync(key: string, { delta, now, takenAt, until, limit, generation }: BucketAdjustment): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
     // A refund of a charge made before the key's last reset: the reset gave the key a new
@@ -241,16 +233,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     return this.reserveSync(key, cost, now, maxWaitMs, limit);
   }
 
-  async adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): Promise<void> {
-    this.adjustSync(key, delta, now, takenAt, until, limit, generation);
+  async adjust(key: string, adjustment: BucketAdjustment): Promise<void> {
+    this.adjustSync(key, adjustment);
   }
 
   async take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {

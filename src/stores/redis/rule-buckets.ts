@@ -1,7 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { BucketTier, CallLimit, Rule } from '../../core/rules/rule.js';
-import { type RuleBuckets } from '../contract/store.js';
+import { type BucketAdjustment, type RuleBuckets } from '../contract/store.js';
 import { checkAdjustArguments, checkTakeArguments, checkTier } from './calls/take-arguments.js';
 import type { CallRule } from './calls/call-rule.js';
 import { queueTake } from './calls/take.js';
@@ -100,14 +100,7 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
    * take, and the end of what it weighs) are translated to the server's time with the measured
    * offset. `limit`: the take's per-call tier, for a token bucket (a count is ignored).
    */
-  adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-  ): Promise<void> {
+  adjust(key: string, { delta, now, takenAt, until, limit }: BucketAdjustment): Promise<void> {
     try {
       if (!this.store.holds(this)) return Promise.reject(notBound(this.name));
       checkAdjustArguments(key, delta, now, takenAt, until);
@@ -115,19 +108,13 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
       if (delta === 0) return Promise.resolve();
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return queueAdjustment(
-        this.store.pipeline,
-        this,
-        redisKey,
+      return queueAdjustment(this.store.pipeline, this, redisKey, now, tier, slot, {
         delta,
-        now,
         takenAt,
         until,
-        tier,
-        slot,
-        this.markerKey(key),
-        this.horizonMs,
-      );
+        marker: this.markerKey(key),
+        horizonMs: this.horizonMs,
+      });
     } catch (error) {
       return Promise.reject(error);
     }
