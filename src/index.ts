@@ -12,7 +12,7 @@ export {
   type FixedWindowOptions,
 } from './core/rules/fixed-window.js';
 export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/rules/sliding-window.js';
-export type { Rule, BucketTier, CallLimit } from './core/rules/rule.js';
+export type { Rule, RuleAdjustment, RuleReservation, BucketTier, CallLimit } from './core/rules/rule.js';
 export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/rules/lockout.js';
 export type { BucketState } from './core/state.js';
 export type { Decision, AllowedDecision, RefusedDecision, DecisionSource } from './core/decision.js';
@@ -20,7 +20,14 @@ export { parseDuration, parseTimerDuration, type Duration, type DurationUnit } f
 export { MAX_COUNT, MAX_PENALTY_COUNT, MAX_TOKEN_RATE, MAX_TIMER_MS } from './core/bounds.js';
 export { systemClock, manualClock, type Clock, type ManualClock } from './core/clock.js';
 export { SluiceError, isSluiceError, errorCodes, type SluiceErrorCode } from './core/errors.js';
-export type { Store, SyncStore, RuleBuckets, SyncRuleBuckets, TakeEntry } from './stores/contract/store.js';
+export type {
+  Store,
+  SyncStore,
+  RuleBuckets,
+  SyncRuleBuckets,
+  TakeEntry,
+  BucketAdjustment,
+} from './stores/contract/store.js';
 export { assertDistinctEntries, isSyncStore } from './stores/contract/store.js';
 export type { BucketSteps, MaybePromise } from './stores/contract/bucket-steps.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory/store.js';

@@ -16,6 +16,7 @@ import {
   SluiceError,
   assertDistinctEntries,
   reserverOf,
+  type BucketAdjustment,
   type BucketState,
   type CallLimit,
   type Decision,
@@ -169,17 +170,12 @@ class BoundedMapBuckets implements RuleBuckets {
 
   async adjust(
     key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
+    { delta, now, takenAt, until, limit, generation }: BucketAdjustment,
   ): Promise<void> {
     if (delta < 0 && generation !== undefined && generation !== this.resetGeneration(key)) return;
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
-    if (this.rule.adjust(state, now, this.epoch, delta, takenAt, until, limit) && !known) {
+    if (this.rule.adjust(state, { now, epoch: this.epoch, delta, takenAt, until, limit }) && !known) {
       this.makeRoom(1, now);
       this.states.set(key, state);
     }
@@ -196,7 +192,8 @@ class BoundedMapBuckets implements RuleBuckets {
     const reserve = reserverOf(this.rule);
     const known = this.states.has(key);
     const state = this.stateOf(key, now);
-    const decision = reserve.call(this.rule, state, now, this.epoch, this.name, cost, maxWaitMs, limit);
+    const reservation = { now, epoch: this.epoch, name: this.name, cost, maxWaitMs, limit };
+    const decision = reserve.call(this.rule, state, reservation);
     if (decision.allowed && !known) {
       this.makeRoom(1, now);
       this.states.set(key, state);

@@ -77,31 +77,35 @@ export function retryAfterSecondsOf(allowed: boolean, retryAfterMs: number): num
 }
 
 /**
- * Builds a decision. Every decision has this one shape (same fields, same order), which keeps the
- * hot path monomorphic.
+ * What {@link makeDecision} builds a decision from: every field of a {@link Decision} but those
+ * it derives (`retryAfterSeconds` from `retryAfterMs`; `source`, always `store`), by name, so
+ * that two numbers cannot be swapped unnoticed.
  */
-export function makeDecision(
-  allowed: boolean,
-  name: string,
-  limit: number,
-  capacity: number,
-  remaining: number,
-  cost: number,
-  retryAfterMs: number,
-  resetMs: number,
-  windowMs = 0,
-): Decision {
+export interface DecisionParts extends Pick<
+  DecisionFields,
+  'name' | 'limit' | 'capacity' | 'remaining' | 'cost' | 'retryAfterMs' | 'resetMs' | 'windowMs'
+> {
+  /** Whether the take was admitted. */
+  readonly allowed: boolean;
+}
+
+/**
+ * Builds a decision. Every decision has this one shape (same fields, same order), which keeps the
+ * hot path monomorphic. The decision is written field by field from `parts`, never spread, so
+ * that it keeps that shape whatever else `parts` carries.
+ */
+export function makeDecision(parts: DecisionParts): Decision {
   return {
-    allowed,
-    name,
-    limit,
-    capacity,
-    remaining,
-    cost,
-    retryAfterMs,
-    retryAfterSeconds: retryAfterSecondsOf(allowed, retryAfterMs),
-    resetMs,
+    allowed: parts.allowed,
+    name: parts.name,
+    limit: parts.limit,
+    capacity: parts.capacity,
+    remaining: parts.remaining,
+    cost: parts.cost,
+    retryAfterMs: parts.retryAfterMs,
+    retryAfterSeconds: retryAfterSecondsOf(parts.allowed, parts.retryAfterMs),
+    resetMs: parts.resetMs,
     source: 'store',
-    windowMs,
+    windowMs: parts.windowMs,
   } as Decision;
 }

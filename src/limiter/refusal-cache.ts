@@ -32,22 +32,32 @@ const ROUNDING_MARGIN_MS = 1;
 
 /** What one remembered refusal holds; one fixed shape, updated in place when a key is refused again. */
 class RememberedRefusal {
-  constructor(
-    /** When the refusal was learnt, by the limiter's clock (read before the store was asked). */
-    public since: number,
-    /** When a take of `cost` may succeed: `since` + the store's retryAfterMs. */
-    public retryAt: number,
-    /** When the refusal's window ends or its bucket is full (`since` + its resetMs). */
-    public resetAt: number,
-    /** The smallest cost the refusal holds for: the cost that was refused. */
-    public cost: number,
-    /** The per-call limit it was refused under (undefined: the rule's own). */
-    public callLimit: CallLimit | undefined,
-    /** The refused decision's reported limit, capacity and window. */
-    public limit: number,
-    public capacity: number,
-    public windowMs: number,
-  ) {}
+  /** When the refusal was learnt, by the limiter's clock (read before the store was asked). */
+  since = 0;
+  /** When a take of `cost` may succeed: `since` + the store's retryAfterMs. */
+  retryAt = 0;
+  /** When the refusal's window ends or its bucket is full (`since` + its resetMs). */
+  resetAt = 0;
+  /** The smallest cost the refusal holds for: the cost that was refused. */
+  cost = 0;
+  /** The per-call limit it was refused under (undefined: the rule's own). */
+  callLimit: CallLimit | undefined = undefined;
+  /** The refused decision's reported limit, capacity and window. */
+  limit = 0;
+  capacity = 0;
+  windowMs = 0;
+
+  /** Holds `decision`, the refusal of a take of `cost` under `callLimit` learnt at `since`. */
+  learn(since: number, cost: number, callLimit: CallLimit | undefined, decision: Decision): void {
+    this.since = since;
+    this.retryAt = since + decision.retryAfterMs;
+    this.resetAt = since + decision.resetMs;
+    this.cost = cost;
+    this.callLimit = callLimit;
+    this.limit = decision.limit;
+    this.capacity = decision.capacity;
+    this.windowMs = decision.windowMs;
+  }
 }
 
 /**
@@ -125,17 +135,17 @@ export class RefusalCache {
     // Only a sliding window's retry can lie past its window's end; the next window ends windowMs later.
     if (resetMs <= 0)
       resetMs = entry.windowMs > 0 ? entry.windowMs - (-resetMs % entry.windowMs) : retryAfterMs;
-    return makeDecision(
-      false,
-      this.name,
-      entry.limit,
-      entry.capacity,
-      0,
+    return makeDecision({
+      allowed: false,
+      name: this.name,
+      limit: entry.limit,
+      capacity: entry.capacity,
+      remaining: 0,
       cost,
       retryAfterMs,
       resetMs,
-      entry.windowMs,
-    );
+      windowMs: entry.windowMs,
+    });
   }
 
   /**
@@ -155,34 +165,13 @@ export class RefusalCache {
     const retryAfterMs = decision.retryAfterMs;
     // Advice of a ms or less, after the margin, would answer nothing.
     if (!(retryAfterMs > ROUNDING_MARGIN_MS) || retryAfterMs === Infinity) return;
-    const retryAt = now + retryAfterMs;
-    const resetAt = now + decision.resetMs;
-    const entry = this.current.get(key);
-    if (entry !== undefined) {
-      entry.since = now;
-      entry.retryAt = retryAt;
-      entry.resetAt = resetAt;
-      entry.cost = cost;
-      entry.callLimit = callLimit;
-      entry.limit = decision.limit;
-      entry.capacity = decision.capacity;
-      entry.windowMs = decision.windowMs;
-      return;
+    let entry = this.current.get(key);
+    if (entry === undefined) {
+      this.previous.delete(key);
+      entry = new RememberedRefusal();
+      this.store(key, entry);
     }
-    this.previous.delete(key);
-    this.store(
-      key,
-      new RememberedRefusal(
-        now,
-        retryAt,
-        resetAt,
-        cost,
-        callLimit,
-        decision.limit,
-        decision.capacity,
-        decision.windowMs,
-      ),
-    );
+    entry.learn(now, cost, callLimit, decision);
   }
 
   /** Forgets `key` (a reset of it starts or ends) and stops remembering takes that overlap it. */

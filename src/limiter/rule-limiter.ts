@@ -181,7 +181,14 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     const { key, at, until } = receipt;
     let answer: MaybePromise<void>;
     try {
-      answer = this.steps.adjust(key, delta, now, at, until, receipt.limit, receipt.generation);
+      answer = this.steps.adjust(key, {
+        delta,
+        now,
+        takenAt: at,
+        until,
+        limit: receipt.limit,
+        generation: receipt.generation,
+      });
     } catch (error) {
       this.receipts.reopen(receipt);
       throw this.local ? error : this.handler.resetFailed(error, operation);

@@ -74,17 +74,17 @@ export function readWaitOptions(options: unknown): WaitRequest {
  */
 export function arrived(decision: Decision, waitedMs: number): Decision {
   const reset = decision.resetMs > waitedMs ? decision.resetMs - waitedMs : 0;
-  return makeDecision(
-    true,
-    decision.name,
-    decision.limit,
-    decision.capacity,
-    decision.remaining,
-    decision.cost,
-    0,
-    reset,
-    decision.windowMs,
-  );
+  return makeDecision({
+    allowed: true,
+    name: decision.name,
+    limit: decision.limit,
+    capacity: decision.capacity,
+    remaining: decision.remaining,
+    cost: decision.cost,
+    retryAfterMs: 0,
+    resetMs: reset,
+    windowMs: decision.windowMs,
+  });
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   slidingWindow,
   tokenBucket,
   type BucketState,
+  type Decision,
   type Rule,
 } from '../../src/index.js';
 
@@ -53,6 +54,16 @@ const peek = (rule: Rule, state: BucketState, now: number) => {
 const windowOf = (rule: Rule, t: number) =>
   rule.kind === 'calendar-quota' ? Math.floor(t / 3_600_000) : Math.floor(t / 60_000);
 
+/** Gives back at `at` all of `decision`, a take made at `takenAt`. */
+const refund = (rule: Rule, state: BucketState, at: number, takenAt: number, decision: Decision) =>
+  rule.adjust(state, {
+    now: at,
+    epoch: START,
+    delta: -decision.cost,
+    takenAt,
+    until: takenAt + decision.resetMs,
+  });
+
 for (const [title, make] of rules) {
   describe(`${title}: adjust`, () => {
     it('a refund decides as if the take never happened while its window counts, and changes no decision once it is over', () => {
@@ -69,7 +80,7 @@ for (const [title, make] of rules) {
             if (!decision.allowed) return;
             const taken = { ...state };
             const at = now + later;
-            rule.adjust(state, at, START, -cost, now, now + decision.resetMs);
+            refund(rule, state, at, now, decision);
             const sameWindow = windowOf(rule, at) === windowOf(rule, now);
             if (rule.kind === 'token-bucket' || sameWindow)
               assert.deepEqual(peek(rule, state, at), peek(rule, untouched, at));
@@ -106,7 +117,7 @@ for (const [title, make] of rules) {
             // Only histories where the later take is admitted in both worlds compare.
             if (!rule.decide(state, at, START, 'r', next, undefined, true).allowed) return;
             if (!rule.decide(without, at, START, 'r', next, undefined, true).allowed) return;
-            rule.adjust(state, at, START, -cost, now, now + decision.resetMs);
+            refund(rule, state, at, now, decision);
             const [, refunded] = peek(rule, state, at);
             const [, alone] = peek(rule, without, at);
             if (rule.kind === 'sliding-window') assert.ok((refunded as number) <= (alone as number));
@@ -129,7 +140,13 @@ for (const [title, make] of rules) {
             const direct = { ...state };
             const decision = rule.decide(state, now, START, 'r', estimate, undefined, true);
             if (!decision.allowed) return;
-            rule.adjust(state, now, START, actual - estimate, now, now + decision.resetMs);
+            rule.adjust(state, {
+              now,
+              epoch: START,
+              delta: actual - estimate,
+              takenAt: now,
+              until: now + decision.resetMs,
+            });
             const admitted =
               actual === 0 || rule.decide(direct, now, START, 'r', actual, undefined, true).allowed;
             if (admitted) assert.deepEqual(peek(rule, state, now), peek(rule, direct, now));

@@ -7,7 +7,18 @@ import assert from 'node:assert/strict';
 import { earlierCharge, rememberCharge } from '../../src/http/charged-once.js';
 import { makeDecision, type Decision } from '../../src/core/decision.js';
 
-const decision = (remaining: number): Decision => makeDecision(true, 'api', 10, 10, remaining, 1, 0, 1000, 0);
+const decision = (remaining: number): Decision =>
+  makeDecision({
+    allowed: true,
+    name: 'api',
+    limit: 10,
+    capacity: 10,
+    remaining,
+    cost: 1,
+    retryAfterMs: 0,
+    resetMs: 1000,
+    windowMs: 0,
+  });
 
 describe('charged once per request', () => {
   it('remembers per limit and per key, and the latest decision of each', () => {

@@ -14,7 +14,17 @@ export function decision(
   },
 ): Decision {
   const { allowed, limit, remaining, retryAfterMs = 0, resetMs, windowMs = 60_000 } = fields;
-  return makeDecision(allowed, name, limit, limit, remaining, 1, retryAfterMs, resetMs, windowMs);
+  return makeDecision({
+    allowed,
+    name,
+    limit,
+    capacity: limit,
+    remaining,
+    cost: 1,
+    retryAfterMs,
+    resetMs,
+    windowMs,
+  });
 }
 
 /** What a limiter under the `open` failure policy returns: admitted, and no bucket decided. */

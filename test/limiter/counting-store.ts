@@ -33,7 +33,7 @@ export class CountingStore implements Store {
         return answer.then((decision) => new Promise<Decision>((r) => held.push(() => r(decision))));
       },
       reset: (key) => buckets.reset(key),
-      adjust: (key, delta, now, takenAt, until) => buckets.adjust(key, delta, now, takenAt, until),
+      adjust: (key, { delta, now, takenAt, until }) => buckets.adjust(key, { delta, now, takenAt, until }),
     };
   }
 

@@ -171,7 +171,7 @@ describe('PostgreSQL refunds and settlements', { skip }, () => {
         bucket.name,
       ]);
       await assert.rejects(
-        bucket.buckets.adjust('k', -3, Date.now(), receipt.at, receipt.until),
+        bucket.buckets.adjust('k', { delta: -3, now: Date.now(), takenAt: receipt.at, until: receipt.until }),
         (e: unknown) => isSluiceError(e, 'SLUICE_STORE_TIMEOUT'),
       );
       await waitForLockWaiters(pool, 1);

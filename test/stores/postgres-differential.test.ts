@@ -423,18 +423,27 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
           if (delta < 0 && before !== take.stale) continue;
           const args = [
             `k${take.key}`,
-            delta,
-            now,
-            take.at,
-            take.until,
-            take.limit,
-            take.generation,
+            {
+              delta,
+              now,
+              takenAt: take.at,
+              until: take.until,
+              limit: take.limit,
+              generation: take.generation,
+            },
           ] as const;
           await (pgBuckets[take.rule] as RuleBuckets).adjust(...args);
           await (memBuckets[take.rule] as RuleBuckets).adjust(...args);
           if (!refundsNothing) {
             const state = shadow.get(id) ?? { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
-            (rules[take.rule] as Rule).adjust(state, now, 0, delta, take.at, take.until, take.limit);
+            (rules[take.rule] as Rule).adjust(state, {
+              now,
+              epoch: 0,
+              delta,
+              takenAt: take.at,
+              until: take.until,
+              limit: take.limit,
+            });
             shadow.set(id, state);
           }
           // Read under the take's tier: the refunded state as that tier sees it.

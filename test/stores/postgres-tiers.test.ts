@@ -111,7 +111,10 @@ describe('PostgreSQL token-bucket tiers: upgrades, arguments, coalescing', { ski
       for (const [tier, field, value] of bad) {
         await assert.rejects(buckets.take('k', 1, now, tier), refusal(field, value));
         await assert.rejects(buckets.reserve('k', 1, now, 1_000, tier), refusal(field, value));
-        await assert.rejects(buckets.adjust('k', -1, now, now, now + 1_000, tier), refusal(field, value));
+        await assert.rejects(
+          buckets.adjust('k', { delta: -1, now, takenAt: now, until: now + 1_000, limit: tier }),
+          refusal(field, value),
+        );
         await assert.rejects(
           store.takeAll([{ buckets, key: 'k', cost: 1, limit: tier }], now),
           refusal(field, value),

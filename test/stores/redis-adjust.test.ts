@@ -124,7 +124,7 @@ describe('Redis refunds and settlements', { skip }, () => {
       const stored = await redis.get(`${onServer.prefix}${name}:{k}`);
       // Two hours before the app's now: a window that ended, translated to the server's time.
       const takenAt = Date.now() - 2 * HOUR;
-      await buckets.adjust('k', -3, 0, takenAt, takenAt);
+      await buckets.adjust('k', { delta: -3, now: 0, takenAt, until: takenAt });
       assert.equal(await redis.get(`${onServer.prefix}${name}:{k}`), stored, name);
       assert.equal((await buckets.take('k', 0, 0, undefined)).remaining, 2, name);
     }
@@ -171,7 +171,7 @@ describe('Redis refunds and settlements', { skip }, () => {
     const bucket = app.bind('bucket', tokenBucket({ limit: 1, period: '1s', burst: 10 }));
     await bucket.take('k', 5, t, undefined);
     const refund = (delta: number, now: number, until: number) => () =>
-      bucket.adjust('k', delta, now, t, until);
+      bucket.adjust('k', { delta, now, takenAt: t, until });
     assertTtl(await ttl('bucket', refund(-2, t, t + 5000)), 3000 + APP_SLACK, 'refund');
     // A charge past the debt's cap (twice the burst) stops at it.
     assertTtl(await ttl('bucket', refund(30, t, t + 5000)), 20_000 + APP_SLACK, 'charge');
@@ -182,8 +182,16 @@ describe('Redis refunds and settlements', { skip }, () => {
     // A window's count lives until the window's end, a sliding window's until the next one's.
     const fixed = app.bind('fixed', fixedWindow({ limit: 10, window: '1m' }));
     await fixed.take('k', 4, t, undefined);
-    assertTtl(await ttl('fixed', () => fixed.adjust('k', 2, t + 30_000, t, t)), 15_000 + APP_SLACK, 'charge');
-    assertTtl(await ttl('fixed', () => fixed.adjust('k', -6, t + 35_000, t, t)), APP_SLACK, 'all refunded');
+    assertTtl(
+      await ttl('fixed', () => fixed.adjust('k', { delta: 2, now: t + 30_000, takenAt: t, until: t })),
+      15_000 + APP_SLACK,
+      'charge',
+    );
+    assertTtl(
+      await ttl('fixed', () => fixed.adjust('k', { delta: -6, now: t + 35_000, takenAt: t, until: t })),
+      APP_SLACK,
+      'all refunded',
+    );
 
     const sliding = app.bind('sliding', slidingWindow({ limit: 10, window: '1m' }));
     await sliding.take('k', 2, t, undefined);
@@ -191,20 +199,32 @@ describe('Redis refunds and settlements', { skip }, () => {
     await sliding.take('k', 1, next, undefined);
     // The current count refunded, the previous one still weighs until this window's end.
     assertTtl(
-      await ttl('sliding', () => sliding.adjust('k', -1, next + 10_000, next, next)),
+      await ttl('sliding', () =>
+        sliding.adjust('k', { delta: -1, now: next + 10_000, takenAt: next, until: next }),
+      ),
       40_000 + APP_SLACK,
       'current',
     );
     assertTtl(
-      await ttl('sliding', () => sliding.adjust('k', -2, next + 10_000, t, t)),
+      await ttl('sliding', () =>
+        sliding.adjust('k', { delta: -2, now: next + 10_000, takenAt: t, until: t }),
+      ),
       APP_SLACK,
       'previous',
     );
 
     const quota = app.bind('quota', calendarQuota({ limit: 10, per: 'hour' }));
     await quota.take('k', 3, t, undefined);
-    assertTtl(await ttl('quota', () => quota.adjust('k', 1, t, t, t)), HOUR - 15_000 + APP_SLACK, 'charge');
-    assertTtl(await ttl('quota', () => quota.adjust('k', -4, t, t, t)), APP_SLACK, 'all refunded');
+    assertTtl(
+      await ttl('quota', () => quota.adjust('k', { delta: 1, now: t, takenAt: t, until: t })),
+      HOUR - 15_000 + APP_SLACK,
+      'charge',
+    );
+    assertTtl(
+      await ttl('quota', () => quota.adjust('k', { delta: -4, now: t, takenAt: t, until: t })),
+      APP_SLACK,
+      'all refunded',
+    );
   });
 
   it("on the server's clock, the key expires when its state is as good as new, and a refund to full deletes it", async () => {
@@ -214,22 +234,22 @@ describe('Redis refunds and settlements', { skip }, () => {
     const at = Date.now();
     await bucket.take('k', 3, at, undefined);
     // The take's three tokens weigh until three hours after it.
-    await bucket.adjust('k', -1, at, at, at + 3 * HOUR);
+    await bucket.adjust('k', { delta: -1, now: at, takenAt: at, until: at + 3 * HOUR });
     // "<arrival ms>:0": the bucket is full at the arrival time, when the key expires.
     const [arrival, fraction] = (await redis.get(key))!.split(':').map(Number);
     assert.equal(fraction, 0);
     assert.equal(Number(await redis.pexpiretime(key)), arrival);
-    await bucket.adjust('k', -2, at, at, at + 3 * HOUR);
+    await bucket.adjust('k', { delta: -2, now: at, takenAt: at, until: at + 3 * HOUR });
     assert.equal(await redis.exists(key), 0, 'full: nothing to remember');
 
     const fixed = onServer.bind('fixed', fixedWindow({ limit: 5, window: '1h' }));
     const fixedKey = `${onServer.prefix}fixed:{k}`;
     await fixed.take('k', 2, at, undefined);
-    await fixed.adjust('k', 1, at, at, at);
+    await fixed.adjust('k', { delta: 1, now: at, takenAt: at, until: at });
     const [start, count] = (await redis.get(fixedKey))!.split(':').map(Number);
     assert.equal(count, 3);
     assert.equal(Number(await redis.pexpiretime(fixedKey)), start! + HOUR, 'until the window ends');
-    await fixed.adjust('k', -3, at, at, at);
+    await fixed.adjust('k', { delta: -3, now: at, takenAt: at, until: at });
     assert.equal(await redis.exists(fixedKey), 0);
   });
 
@@ -243,7 +263,7 @@ describe('Redis refunds and settlements', { skip }, () => {
     await buckets.take('k', 1, t, undefined);
     assert.equal((await buckets.take('k', 1, t, undefined)).retryAfterMs, HOUR);
     const refunded = await ttlWindow(redis, key, () =>
-      buckets.adjust('k', -1, t + MINUTE / 2, t, t + MINUTE),
+      buckets.adjust('k', { delta: -1, now: t + MINUTE / 2, takenAt: t, until: t + MINUTE }),
     );
     assertTtl(refunded, HOUR + DAY - MINUTE / 2 + APP_SLACK, 'the block is remembered');
     assert.match((await redis.get(key))!, new RegExp(`\\|${t + HOUR}:${HOUR}$`), 'the block is kept');
@@ -274,7 +294,12 @@ describe('Redis refunds and settlements', { skip }, () => {
       ];
       for (const [key, delta, now, takenAt, until] of bad) {
         await assert.rejects(
-          buckets.adjust(key as string, delta as number, now as number, takenAt as number, until as number),
+          buckets.adjust(key as string, {
+            delta: delta as number,
+            now: now as number,
+            takenAt: takenAt as number,
+            until: until as number,
+          }),
           (e: unknown) =>
             isSluiceError(e, 'SLUICE_ARGUMENT') &&
             /^RedisStore: an? (key|adjustment)/.test((e as Error).message) &&
@@ -282,12 +307,12 @@ describe('Redis refunds and settlements', { skip }, () => {
         );
       }
       // Nothing to settle: no call at all, so even a client that is not ready resolves.
-      await buckets.adjust('k', 0, 0, 0, 0);
-      await assert.rejects(buckets.adjust('k', -1, 0, 0, 0), (e: unknown) =>
+      await buckets.adjust('k', { delta: 0, now: 0, takenAt: 0, until: 0 });
+      await assert.rejects(buckets.adjust('k', { delta: -1, now: 0, takenAt: 0, until: 0 }), (e: unknown) =>
         isSluiceError(e, 'SLUICE_STORE_UNAVAILABLE'),
       );
       s.unbind('x');
-      await assert.rejects(buckets.adjust('k', -1, 0, 0, 0), (e: unknown) =>
+      await assert.rejects(buckets.adjust('k', { delta: -1, now: 0, takenAt: 0, until: 0 }), (e: unknown) =>
         isSluiceError(e, 'SLUICE_CONFIG'),
       );
     } finally {

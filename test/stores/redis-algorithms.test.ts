@@ -331,15 +331,14 @@ async function run(
         ? { at, until: at, limit: undefined, generation: undefined }
         : list[a.take % list.length]!;
     if (take.at <= (resetAt.get(`${a.rule}/${a.key}`) ?? -Infinity)) return 'adjusted';
-    await buckets[a.rule]!.adjust(
-      keys[a.key]!,
-      a.delta,
-      at,
-      take.at,
-      take.until,
-      take.limit,
-      take.generation,
-    );
+    await buckets[a.rule]!.adjust(keys[a.key]!, {
+      delta: a.delta,
+      now: at,
+      takenAt: take.at,
+      until: take.until,
+      limit: take.limit,
+      generation: take.generation,
+    });
     return 'adjusted';
   };
   for (const c of commands) {

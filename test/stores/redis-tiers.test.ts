@@ -106,10 +106,16 @@ describe("Redis keeps a token bucket's state across per-call tiers", { skip }, (
     assert.equal(await redis.get(key), `${T + 30_000}:0:100:6000000`);
     // 10 s later 33⅓ of 100 are in use; 20 of the take's 50 given back leaves 13⅓, at the
     // tier's rate 8 s to full.
-    await buckets.adjust('k', -20, T + 10_000, T, T + 30_000, pro);
+    await buckets.adjust('k', { delta: -20, now: T + 10_000, takenAt: T, until: T + 30_000, limit: pro });
     assert.equal(await redis.get(key), `${T + 18_000}:0:100:6000000`);
     // A refund under the rule's own parameters migrates first: 13⅓ of 100 is 1⅓ of 10, less 1.
-    await buckets.adjust('k', -1, T + 10_000, T, T + 30_000, undefined);
+    await buckets.adjust('k', {
+      delta: -1,
+      now: T + 10_000,
+      takenAt: T,
+      until: T + 30_000,
+      limit: undefined,
+    });
     assert.equal(await redis.get(key), `${T + 12_000}:0`);
   });
 
@@ -149,7 +155,8 @@ describe("Redis keeps a token bucket's state across per-call tiers", { skip }, (
       const calls = [
         () => buckets.take('k', 1, T, tier as BucketTier),
         () => buckets.reserve!('k', 1, T, 1_000, tier as BucketTier),
-        () => buckets.adjust('k', -1, T, T, T + 1_000, tier as BucketTier),
+        () =>
+          buckets.adjust('k', { delta: -1, now: T, takenAt: T, until: T + 1_000, limit: tier as BucketTier }),
       ];
       for (const call of calls) {
         await assert.rejects(call(), (e: unknown) => {

@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import type { Rule, StateShape } from './rule.js';
+import type { Rule, RuleAdjustment, StateShape } from './rule.js';
 import type { BucketState } from '../state.js';
 import { readWindowOptions } from './window-options.js';
 import { blockHorizonMs, decideWithBlock, type BlockPolicy } from './lockout.js';
@@ -81,14 +81,7 @@ export abstract class AlignedWindowRule implements Rule {
     return this.decideBucket(state, now, epoch, name, cost, limit, commit);
   }
 
-  abstract adjust(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    delta: number,
-    takenAt: number,
-    until: number,
-  ): boolean;
+  abstract adjust(state: BucketState, adjustment: RuleAdjustment): boolean;
 
   /** Milliseconds after `now` from which forgetting the counts changes no decision. */
   abstract bucketHorizonMs(state: BucketState, now: number): number;

@@ -3,7 +3,7 @@ import type { Decision } from '../decision.js';
 import { MAX_COUNT } from '../bounds.js';
 import { optionError } from '../errors.js';
 import { checkOptionKeys } from '../options.js';
-import type { Rule } from './rule.js';
+import type { Rule, RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
 import { adjustWindowCount, decideWindowCount } from './window-count.js';
 import {
@@ -144,14 +144,7 @@ export class CalendarQuotaRule implements Rule {
   }
 
   /** A refund comes off the take's period while it is the state's; a charge goes to the current one. */
-  adjust(
-    state: BucketState,
-    now: number,
-    _epoch: number,
-    delta: number,
-    takenAt: number,
-    _until: number,
-  ): boolean {
+  adjust(state: BucketState, { now, delta, takenAt }: RuleAdjustment): boolean {
     const current = this.periods.startOf(now);
     const start = state.window > current ? state.window : current;
     return adjustWindowCount(state, this.periods.startOf(takenAt), start, delta);
@@ -176,7 +169,16 @@ export class CalendarQuotaRule implements Rule {
     const behind = state.window > current;
     const start = behind ? state.window : current;
     const end = behind ? this.periods.endOf(start) : this.periods.endOf(now);
-    return decideWindowCount(state, start, end - now, end - start, name, cost, quota, commit, this.penalty);
+    return decideWindowCount(state, {
+      start,
+      resetMs: end - now,
+      windowMs: end - start,
+      name,
+      cost,
+      quota,
+      commit,
+      penalty: this.penalty,
+    });
   }
 }
 

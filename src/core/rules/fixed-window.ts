@@ -2,6 +2,7 @@ import type { Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
 import type { BlockOptions } from './lockout.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
+import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
 import { adjustWindowCount, decideWindowCount } from './window-count.js';
 
@@ -80,14 +81,7 @@ export class FixedWindowRule extends AlignedWindowRule {
   }
 
   /** A refund comes off the take's window while it is the state's; a charge goes to the current one. */
-  adjust(
-    state: BucketState,
-    now: number,
-    _epoch: number,
-    delta: number,
-    takenAt: number,
-    _until: number,
-  ): boolean {
+  adjust(state: BucketState, { now, delta, takenAt }: RuleAdjustment): boolean {
     const w = this.windowMs;
     const aligned = Math.floor(now / w) * w;
     const start = state.window > aligned ? state.window : aligned;
@@ -108,17 +102,16 @@ export class FixedWindowRule extends AlignedWindowRule {
     // A clock stepped back (or a node whose clock lags the one that wrote the state) counts
     // against the stored window, which never moves backwards.
     const start = state.window > aligned ? state.window : aligned;
-    return decideWindowCount(
-      state,
+    return decideWindowCount(state, {
       start,
-      start + windowMs - now,
+      resetMs: start + windowMs - now,
       windowMs,
       name,
       cost,
-      limit === undefined ? this.limit : limit,
+      quota: limit === undefined ? this.limit : limit,
       commit,
-      this.penalty,
-    );
+      penalty: this.penalty,
+    });
   }
 }
 

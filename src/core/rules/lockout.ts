@@ -162,7 +162,17 @@ export function decideWithBlock(
     const left = blockedUntil - now;
     const wait = bucket.retryAfterMs > left ? bucket.retryAfterMs : left;
     const reset = bucket.resetMs > left ? bucket.resetMs : left;
-    return makeDecision(false, name, bucket.limit, bucket.capacity, 0, cost, wait, reset, bucket.windowMs);
+    return makeDecision({
+      allowed: false,
+      name,
+      limit: bucket.limit,
+      capacity: bucket.capacity,
+      remaining: 0,
+      cost,
+      retryAfterMs: wait,
+      resetMs: reset,
+      windowMs: bucket.windowMs,
+    });
   }
   const decision = rule.decideBucket(state, now, epoch, name, cost, limit, commit);
   if (decision.allowed || !commit || cost === 0 || decision.retryAfterMs === Infinity) return decision;
@@ -171,15 +181,15 @@ export function decideWithBlock(
   state.blockMs = blockMs;
   const wait = decision.retryAfterMs > blockMs ? decision.retryAfterMs : blockMs;
   const reset = decision.resetMs > blockMs ? decision.resetMs : blockMs;
-  return makeDecision(
-    false,
+  return makeDecision({
+    allowed: false,
     name,
-    decision.limit,
-    decision.capacity,
-    0,
+    limit: decision.limit,
+    capacity: decision.capacity,
+    remaining: 0,
     cost,
-    wait,
-    reset,
-    decision.windowMs,
-  );
+    retryAfterMs: wait,
+    resetMs: reset,
+    windowMs: decision.windowMs,
+  });
 }

@@ -38,6 +38,47 @@ export interface BucketTier {
 export type CallLimit = number | BucketTier;
 
 /**
+ * A settlement of an admitted take, for {@link Rule.adjust}: its numbers by name, so that two of
+ * them cannot be swapped unnoticed.
+ */
+export interface RuleAdjustment {
+  /** The caller's clock at the settlement, in ms. */
+  readonly now: number;
+  /** The fixed origin the caller keeps for this state (see {@link Rule.decide}). */
+  readonly epoch: number;
+  /** Units to give back (negative) or to charge more (positive); 0 changes nothing. */
+  readonly delta: number;
+  /** The caller's clock when the take being settled was made, in ms. */
+  readonly takenAt: number;
+  /**
+   * When a token bucket had refilled the take's units, in ms: `takenAt` plus the take's
+   * decision's `resetMs`.
+   */
+  readonly until: number;
+  /** The per-call limit the take was made under; undefined: the rule's own. */
+  readonly limit?: CallLimit;
+}
+
+/**
+ * A reservation of the earliest slot for a take, for {@link Rule.reserve}: its numbers by name,
+ * so that two of them cannot be swapped unnoticed.
+ */
+export interface RuleReservation {
+  /** The caller's clock, in ms. */
+  readonly now: number;
+  /** The fixed origin the caller keeps for this state (see {@link Rule.decide}). */
+  readonly epoch: number;
+  /** The name of the limit, for the decision. Never holds the key. */
+  readonly name: string;
+  /** Units the take asks for (at least 1). */
+  readonly cost: number;
+  /** The furthest in the future, in ms from `now`, that a slot may be and still be reserved. */
+  readonly maxWaitMs: number;
+  /** The per-call limit, as for {@link Rule.decide}; undefined: the rule's own. */
+  readonly limit?: CallLimit;
+}
+
+/**
  * The algorithm contract: what every rule is. A rule is a value that decides, purely: it reads a
  * key's state at `now`, decides a take and (when `commit` is true) updates the state in place. No
  * I/O, no clock (`now` is passed in), no knowledge of stores.
@@ -133,15 +174,7 @@ export interface Rule {
    * A lockout is never touched: a refund does not lift a block. `limit` is the per-call limit
    * the take was made under (a token bucket settles in its tier's units).
    */
-  adjust(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    delta: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-  ): boolean;
+  adjust(state: BucketState, adjustment: RuleAdjustment): boolean;
   /**
    * Reserves the earliest slot the rule gives a take of `cost` (at least 1), charging it at once
    * even when the slot is up to `maxWaitMs` in the future (see `limiter.takeOrWait`): an admitted
@@ -150,15 +183,7 @@ export interface Rule {
    * bucket): a window counts its own window and cannot hold a place in the next one. `limit`
    * as for {@link decide}.
    */
-  reserve?(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    maxWaitMs: number,
-    limit?: CallLimit,
-  ): Decision;
+  reserve?(state: BucketState, reservation: RuleReservation): Decision;
   /**
    * Decides a take of `cost` units (0 = peek: report whether a take of 1 would succeed, change
    * nothing). With `commit`, an admitted take is charged (and a refused one too when the rule

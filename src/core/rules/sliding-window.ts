@@ -3,6 +3,7 @@ import { makeDecision, type Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
 import type { BlockOptions } from './lockout.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
+import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
 
 /** Options of {@link slidingWindow}. */
@@ -73,14 +74,7 @@ export class SlidingWindowRule extends AlignedWindowRule {
    * A refund comes off the take's window while it is the state's current one, or off the
    * previous count while it still weighs as that; a charge goes to the current window.
    */
-  adjust(
-    state: BucketState,
-    now: number,
-    _epoch: number,
-    delta: number,
-    takenAt: number,
-    _until: number,
-  ): boolean {
+  adjust(state: BucketState, { now, delta, takenAt }: RuleAdjustment): boolean {
     const w = this.windowMs;
     if (delta < 0) {
       const taken = Math.floor(takenAt / w) * w;
@@ -145,17 +139,52 @@ export class SlidingWindowRule extends AlignedWindowRule {
     const asked = cost === 0 ? 1 : cost;
     const resetMs = start + w - now;
 
-    if (asked > quota) return makeDecision(false, name, quota, quota, remaining, cost, Infinity, resetMs, w);
+    // One exit below, so that every outcome builds its decision in the one place.
+    let allowed = false;
+    let rest = remaining;
+    let retryAfterMs = Infinity;
     if (asked <= remaining) {
-      if (cost === 0) return makeDecision(true, name, quota, quota, remaining, 0, 0, resetMs, w);
-      if (commit) charge(state, start, w, cost);
-      return makeDecision(true, name, quota, quota, remaining - cost, cost, 0, resetMs, w);
+      allowed = true;
+      retryAfterMs = 0;
+      if (cost > 0) {
+        rest = remaining - cost;
+        if (commit) charge(state, start, w, cost);
+      }
+    } else if (asked <= quota) {
+      // The advice is for the state as it was before this take: a retry at now + retryAfterMs is
+      // admitted if nothing else is charged meanwhile (under penalty, this refusal is charged).
+      retryAfterMs = start + this.waitFrom(now > start ? now - start : 0, cur, prev, quota - asked) - now;
+      if (commit && this.penalty && cost > 0) charge(state, start, w, cost);
     }
-    // The advice is for the state as it was before this take: a retry at now + retryAfterMs is
-    // admitted if nothing else is charged meanwhile (under penalty, this refusal is charged).
-    const retryAfterMs = start + waitFrom(start, now, w, cur, prev, quota, asked) - now;
-    if (commit && this.penalty && cost > 0) charge(state, start, w, cost);
-    return makeDecision(false, name, quota, quota, remaining, cost, retryAfterMs, resetMs, w);
+    return makeDecision({
+      allowed,
+      name,
+      limit: quota,
+      capacity: quota,
+      remaining: rest,
+      cost,
+      retryAfterMs,
+      resetMs,
+      windowMs: w,
+    });
+  }
+
+  /**
+   * Milliseconds after the current window's start from which a take that leaves `room` of the
+   * quota (the quota less the take) is admitted if nothing else is charged, `from` ms into the
+   * window, `cur` counted in it and `prev` in the one before: the least whole number, found on
+   * the same double arithmetic as the decision so that it is exact for it. `room >= 0`.
+   */
+  private waitFrom(from: number, cur: number, prev: number, room: number): number {
+    const w = this.windowMs;
+    // Later in the current window: only the weight of the previous count falls.
+    const inCurrent = earliest(prev, w, room - cur, from);
+    if (inCurrent < w) return inCurrent;
+    // In the next window this window's count is the previous one, and nothing is current.
+    const inNext = earliest(cur, w, room, 0);
+    if (inNext < w) return w + inNext;
+    // Two windows on, nothing weighs any more.
+    return 2 * w;
   }
 }
 
@@ -175,31 +204,6 @@ function charge(state: BucketState, start: number, w: number, cost: number): voi
   state.previous = state.window === start - w ? state.value : 0;
   state.window = start;
   state.value = cost;
-}
-
-/**
- * Milliseconds after `start` (the current window's start) from which a take of `asked` is
- * admitted if nothing else is charged: the least whole number, found on the same double
- * arithmetic as the decision so that it is exact for it. `asked <= quota`.
- */
-function waitFrom(
-  start: number,
-  now: number,
-  w: number,
-  cur: number,
-  prev: number,
-  quota: number,
-  asked: number,
-): number {
-  const from = now > start ? now - start : 0;
-  // Later in the current window: only the weight of the previous count falls.
-  const inCurrent = earliest(prev, w, quota - cur - asked, from);
-  if (inCurrent < w) return inCurrent;
-  // In the next window this window's count is the previous one, and nothing is current.
-  const inNext = earliest(cur, w, quota - asked, 0);
-  if (inNext < w) return w + inNext;
-  // Two windows on, nothing weighs any more.
-  return 2 * w;
 }
 
 /**

@@ -2,7 +2,7 @@ import { makeDecision, type Decision } from '../decision.js';
 import { parseDuration, type Duration } from '../duration.js';
 import { MAX_COUNT, MAX_TOKEN_RATE } from '../bounds.js';
 import { SluiceError, configError } from '../errors.js';
-import type { CallLimit, Rule } from './rule.js';
+import type { CallLimit, Rule, RuleAdjustment, RuleReservation } from './rule.js';
 import { sameTier } from '../call-limit.js';
 import type { BucketState } from '../state.js';
 import { checkOptionKeys } from '../options.js';
@@ -214,15 +214,7 @@ export class TokenBucketRule implements Rule {
    * forward, the debt capped as a penalty's. Both in the units of the tier the take was made
    * under (`limit`), the state migrated to it first when it was kept under another.
    */
-  adjust(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    delta: number,
-    _takenAt: number,
-    until: number,
-    limit?: CallLimit,
-  ): boolean {
+  adjust(state: BucketState, { now, epoch, delta, until, limit }: RuleAdjustment): boolean {
     const scale = this.scaleFor(limit);
     const { rate, unit, tolerance } = scale;
     const queued = this.queuedUnder(state, now, epoch, scale);
@@ -247,15 +239,7 @@ export class TokenBucketRule implements Rule {
    * until that slot (0: now). A slot further than `maxWaitMs` is a refusal that charges nothing,
    * penalty or not. Not for a rule with a lockout (the limiter refuses it before).
    */
-  reserve(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    maxWaitMs: number,
-    limit?: CallLimit,
-  ): Decision {
+  reserve(state: BucketState, { now, epoch, name, cost, maxWaitMs, limit }: RuleReservation): Decision {
     const scale = this.scaleFor(limit);
     const { rate, unit, burst, tolerance } = scale;
     const queued = this.queuedUnder(state, now, epoch, scale);
@@ -265,7 +249,17 @@ export class TokenBucketRule implements Rule {
     this.charge(state, now, epoch, after, scale);
     const wait = after > tolerance ? Math.ceil((after - tolerance) / rate) : 0;
     const remaining = after < tolerance ? Math.floor((tolerance - after) / unit) : 0;
-    return makeDecision(true, name, rate, burst, remaining, cost, wait, Math.ceil(after / rate), unit);
+    return makeDecision({
+      allowed: true,
+      name,
+      limit: rate,
+      capacity: burst,
+      remaining,
+      cost,
+      retryAfterMs: wait,
+      resetMs: Math.ceil(after / rate),
+      windowMs: unit,
+    });
   }
 
   decide(
@@ -309,30 +303,40 @@ export class TokenBucketRule implements Rule {
         if (plain) state.value = (now - epoch) * rate + after;
         else this.charge(state, now, epoch, after, scale);
       }
-      return makeDecision(
-        true,
+      return makeDecision({
+        allowed: true,
         name,
-        rate,
-        burst,
-        Math.floor((tolerance - used) / unit),
+        limit: rate,
+        capacity: burst,
+        remaining: Math.floor((tolerance - used) / unit),
         cost,
-        0,
-        Math.ceil(used / rate),
-        unit,
-      );
+        retryAfterMs: 0,
+        resetMs: Math.ceil(used / rate),
+        windowMs: unit,
+      });
     }
     const remaining = queued >= tolerance ? 0 : Math.floor((tolerance - queued) / unit);
     const resetMs = Math.ceil(queued / rate);
-    if (asked > burst) {
-      // More than the bucket can ever hold: refuse without waiting advice that would never come true.
-      return makeDecision(false, name, rate, burst, remaining, cost, Infinity, resetMs, unit);
+    // More than the bucket can ever hold: refuse without waiting advice that would never come true.
+    let retryAfterMs = Infinity;
+    if (asked <= burst) {
+      if (commit && this.penalty && cost > 0) {
+        // Debt is capped at one extra full refill, so a penalty can never lock a key out for good.
+        this.charge(state, now, epoch, cappedDebt(after, queued, tolerance), scale);
+      }
+      retryAfterMs = Math.ceil((after - tolerance) / rate);
     }
-    if (commit && this.penalty && cost > 0) {
-      // Debt is capped at one extra full refill, so a penalty can never lock a key out for good.
-      this.charge(state, now, epoch, cappedDebt(after, queued, tolerance), scale);
-    }
-    const retryAfterMs = Math.ceil((after - tolerance) / rate);
-    return makeDecision(false, name, rate, burst, remaining, cost, retryAfterMs, resetMs, unit);
+    return makeDecision({
+      allowed: false,
+      name,
+      limit: rate,
+      capacity: burst,
+      remaining,
+      cost,
+      retryAfterMs,
+      resetMs,
+      windowMs: unit,
+    });
   }
 
   /** The hot path's {@link queuedUnder}: a state in the rule's own scale, read under it. */

@@ -3,42 +3,72 @@ import { makeDecision, type Decision } from '../decision.js';
 import type { BucketState } from '../state.js';
 
 /**
+ * What {@link decideWindowCount} decides: the take and the window that counts it, by name, so
+ * that two of its numbers cannot be swapped unnoticed.
+ */
+export interface WindowCountTake {
+  /** The start of the window that counts, in ms, never earlier than the state's (see below). */
+  readonly start: number;
+  /** Milliseconds from now until that window ends. */
+  readonly resetMs: number;
+  /** The window's length in ms (a calendar period's varies: 23, 24 or 25 hours for a day). */
+  readonly windowMs: number;
+  /** The name of the limit, for the decision. Never holds the key. */
+  readonly name: string;
+  /** Units the take asks for (0: a peek). */
+  readonly cost: number;
+  /** The count the window admits: the rule's limit or the per-call one. */
+  readonly quota: number;
+  /** Whether an admitted take is charged (and a refused one under `penalty`). */
+  readonly commit: boolean;
+  /** Whether a committed refusal is charged too. */
+  readonly penalty: boolean;
+}
+
+/**
  * Decides a take against a count per window (a fixed window, a calendar quota): the shared half
- * of both, once each has found the window that counts. `start` is that window's start, never
+ * of both, once each has found the window that counts. `take.start` is that window's start, never
  * earlier than `state.window` (windows never move backwards); a count of an earlier window is
  * spent. With `commit`, an admitted take is charged, and a refused one too under `penalty`
  * (saturating at {@link MAX_PENALTY_COUNT}).
  */
-export function decideWindowCount(
-  state: BucketState,
-  start: number,
-  resetMs: number,
-  windowMs: number,
-  name: string,
-  cost: number,
-  quota: number,
-  commit: boolean,
-  penalty: boolean,
-): Decision {
+export function decideWindowCount(state: BucketState, take: WindowCountTake): Decision {
+  const { start, resetMs, windowMs, name, cost, quota } = take;
   const used = state.window === start ? state.value : 0;
   const asked = cost === 0 ? 1 : cost;
   const left = used >= quota ? 0 : quota - used;
+  // One exit below, so that every outcome builds its decision in the one place.
+  let allowed = false;
+  let remaining = left;
+  let retryAfterMs = resetMs;
 
-  if (asked > quota) return makeDecision(false, name, quota, quota, left, cost, Infinity, resetMs, windowMs);
-  if (asked <= left) {
-    if (cost === 0) return makeDecision(true, name, quota, quota, left, 0, 0, resetMs, windowMs);
-    if (commit) {
-      state.value = used + cost;
-      state.window = start;
+  if (asked > quota) retryAfterMs = Infinity;
+  else if (asked <= left) {
+    allowed = true;
+    retryAfterMs = 0;
+    if (cost > 0) {
+      remaining = left - cost;
+      if (take.commit) {
+        state.value = used + cost;
+        state.window = start;
+      }
     }
-    return makeDecision(true, name, quota, quota, left - cost, cost, 0, resetMs, windowMs);
-  }
-  if (commit && penalty && cost > 0) {
+  } else if (take.commit && take.penalty && cost > 0) {
     const charged = used + cost;
     state.value = charged < MAX_PENALTY_COUNT ? charged : MAX_PENALTY_COUNT;
     state.window = start;
   }
-  return makeDecision(false, name, quota, quota, left, cost, resetMs, resetMs, windowMs);
+  return makeDecision({
+    allowed,
+    name,
+    limit: quota,
+    capacity: quota,
+    remaining,
+    cost,
+    retryAfterMs,
+    resetMs,
+    windowMs,
+  });
 }
 
 /**

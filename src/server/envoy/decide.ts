@@ -105,7 +105,7 @@ export class EnvoyBuckets {
   async charge(ask: Ask, now: number): Promise<void> {
     const limiter = this.limiterOf(ask);
     const until = now + 1;
-    const adjusted = this.steps.get(limiter)!.adjust(ask.key, ask.cost, now, now, until);
+    const adjusted = this.steps.get(limiter)!.adjust(ask.key, { delta: ask.cost, now, takenAt: now, until });
     // Settled already on a synchronous store: no timer, no failure policy.
     if (!isPending(adjusted)) return;
     await withDeadline(adjusted, limiter.timeoutMs, this.what).then(
@@ -193,7 +193,17 @@ function nameOf(unit: EnvoyUnit): string {
 function refusedAtZero(ask: Ask, now: number): Decision {
   const windowMs = windowMsOf(ask.unit);
   const resetMs = windowMs - (now % windowMs);
-  return makeDecision(false, '', 0, 0, 0, ask.cost, resetMs, resetMs, windowMs);
+  return makeDecision({
+    allowed: false,
+    name: '',
+    limit: 0,
+    capacity: 0,
+    remaining: 0,
+    cost: ask.cost,
+    retryAfterMs: resetMs,
+    resetMs,
+    windowMs,
+  });
 }
 
 function windowMsOf(unit: EnvoyUnit): number {

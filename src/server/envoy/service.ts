@@ -220,11 +220,31 @@ function inTurn(decision: Decision, total: number, upTo: number, cost: number, c
   if (upTo <= held)
     return decision.allowed
       ? { ...decision, remaining: held - upTo, cost }
-      : makeDecision(true, name, limit, capacity, held - upTo, cost, 0, resetMs, windowMs);
+      : makeDecision({
+          allowed: true,
+          name,
+          limit,
+          capacity,
+          remaining: held - upTo,
+          cost,
+          retryAfterMs: 0,
+          resetMs,
+          windowMs,
+        });
   if (!decision.allowed) return decision;
   // Looked at only (another descriptor is at limit 0) and more than the bucket holds: over until
   // its window resets (a token bucket is full by then).
-  return makeDecision(false, name, limit, capacity, held, cost, resetMs, resetMs, windowMs);
+  return makeDecision({
+    allowed: false,
+    name,
+    limit,
+    capacity,
+    remaining: held,
+    cost,
+    retryAfterMs: resetMs,
+    resetMs,
+    windowMs,
+  });
 }
 
 function askFor(plan: LimitPlan, keys: BucketKeys): Ask {

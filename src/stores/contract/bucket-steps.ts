@@ -7,7 +7,7 @@
  */
 import type { Decision } from '../../core/decision.js';
 import type { CallLimit, Rule } from '../../core/rules/rule.js';
-import type { RuleBuckets, SyncRuleBuckets } from './store.js';
+import type { BucketAdjustment, RuleBuckets, SyncRuleBuckets } from './store.js';
 
 /** A value, or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -27,15 +27,7 @@ export interface BucketSteps {
   /** {@link RuleBuckets.reset}, answered with a value or a promise. */
   reset(key: string, now?: number): MaybePromise<void>;
   /** {@link RuleBuckets.adjust}, answered with a value or a promise. */
-  adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): MaybePromise<void>;
+  adjust(key: string, adjustment: BucketAdjustment): MaybePromise<void>;
   /** {@link RuleBuckets.reserve}, answered with a value or a promise; absent when the store cannot reserve. */
   reserve?(
     key: string,
@@ -118,16 +110,8 @@ class SyncSteps implements BucketSteps {
     this.buckets.resetSync(key);
   }
 
-  adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): void {
-    this.buckets.adjustSync(key, delta, now, takenAt, until, limit, generation);
+  adjust(key: string, adjustment: BucketAdjustment): void {
+    this.buckets.adjustSync(key, adjustment);
   }
 
   private reserveSync(

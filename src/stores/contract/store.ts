@@ -17,8 +17,21 @@
  */
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
-import type { CallLimit, Rule } from '../../core/rules/rule.js';
+import type { CallLimit, Rule, RuleAdjustment } from '../../core/rules/rule.js';
 import type { BucketSteps } from './bucket-steps.js';
+
+/**
+ * A settlement of an admitted take of one key, for {@link RuleBuckets.adjust}: the rule's
+ * {@link RuleAdjustment} but the epoch (the store keeps its own), and the key's generation, by
+ * name, so that two of its numbers cannot be swapped unnoticed.
+ */
+export interface BucketAdjustment extends Omit<RuleAdjustment, 'epoch'> {
+  /**
+   * The key's {@link RuleBuckets.resetGeneration} read before the take; undefined when the store
+   * keeps none.
+   */
+  readonly generation?: number;
+}
 
 /**
  * One rule's buckets in one store, every step answered with a promise: the promise form of
@@ -54,15 +67,7 @@ export interface RuleBuckets extends BucketSteps {
    * {@link RuleBuckets.resetGeneration} read before the take; a store that keeps generations gives nothing
    * back (`delta < 0`) when the key was reset since, since the reset already gave it a new bucket.
    */
-  adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): Promise<void>;
+  adjust(key: string, adjustment: BucketAdjustment): Promise<void>;
   /**
    * Which reset of `key` its bucket belongs to: a number that changes whenever the key is reset.
    * Read (synchronously, before the take) for every receipt, and passed back to {@link RuleBuckets.adjust},
@@ -90,15 +95,7 @@ export interface SyncRuleBuckets extends RuleBuckets {
   /** Synchronous {@link RuleBuckets.reset}. */
   resetSync(key: string): void;
   /** Synchronous {@link RuleBuckets.adjust}. */
-  adjustSync(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): void;
+  adjustSync(key: string, adjustment: BucketAdjustment): void;
   /** Synchronous {@link RuleBuckets.reserve}. */
   reserveSync?(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Decision;
 }

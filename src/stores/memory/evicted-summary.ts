@@ -75,8 +75,8 @@ export class EvictedSummary {
       this.blockEndCells = ends;
       this.blockLengthCells = lengths;
     }
-    raise(ends, this.depth, this.width, first, second, state.blockedUntil);
-    raise(lengths, this.depth, this.width, first, second, state.blockMs);
+    this.raise(ends, first, second, state.blockedUntil);
+    this.raise(lengths, first, second, state.blockMs);
   }
 
   /**
@@ -88,9 +88,9 @@ export class EvictedSummary {
     const ends = this.blockEndCells;
     const lengths = this.blockLengthCells;
     if (ends === undefined || lengths === undefined) return false;
-    const length = least(lengths, this.depth, this.width, first, second);
+    const length = this.least(lengths, first, second);
     if (!(length > 0)) return false;
-    target.blockedUntil = least(ends, this.depth, this.width, first, second);
+    target.blockedUntil = this.least(ends, first, second);
     target.blockMs = length;
     return true;
   }
@@ -116,7 +116,7 @@ export class EvictedSummary {
       cells.fill(-Infinity);
       this.window = state.window;
     }
-    raise(cells, this.depth, this.width, first, second, value);
+    this.raise(cells, first, second, value);
   }
 
   /**
@@ -127,7 +127,7 @@ export class EvictedSummary {
   estimate(first: number, second: number, floor: number, target: BucketState): boolean {
     const cells = this.cells;
     if (cells === undefined) return false;
-    const value = least(cells, this.depth, this.width, first, second);
+    const value = this.least(cells, first, second);
     const previousCells = this.previousCells;
     if (previousCells === undefined) {
       if (!(value > floor)) return false;
@@ -135,7 +135,7 @@ export class EvictedSummary {
       target.window = this.window;
       return true;
     }
-    const previous = least(previousCells, this.depth, this.width, first, second);
+    const previous = this.least(previousCells, first, second);
     if (!(value > floor) && !(previous > floor)) return false;
     target.value = value > 0 ? value : 0;
     target.previous = previous > 0 ? previous : 0;
@@ -165,10 +165,10 @@ export class EvictedSummary {
       this.window = state.window;
     }
     if (state.window === this.window) {
-      raise(cells, this.depth, this.width, first, second, state.value);
-      raise(previousCells, this.depth, this.width, first, second, state.previous);
+      this.raise(cells, first, second, state.value);
+      this.raise(previousCells, first, second, state.previous);
     } else if (state.window === this.window - w) {
-      raise(previousCells, this.depth, this.width, first, second, state.value);
+      this.raise(previousCells, first, second, state.value);
     }
   }
 
@@ -176,31 +176,26 @@ export class EvictedSummary {
   get isEmpty(): boolean {
     return this.cells === undefined && this.blockEndCells === undefined;
   }
-}
 
-/** Keeps in each of a key's cells the larger of the cell and `value`. */
-function raise(
-  cells: Float64Array,
-  depth: number,
-  width: number,
-  first: number,
-  second: number,
-  value: number,
-): void {
-  const mask = width - 1;
-  for (let row = 0, offset = 0; row < depth; row++, offset += width) {
-    const index = offset + ((first + row * second) & mask);
-    if ((cells[index] as number) < value) cells[index] = value;
+  /** Keeps in each of a key's cells the larger of the cell and `value`. */
+  private raise(cells: Float64Array, first: number, second: number, value: number): void {
+    const { depth, width } = this;
+    const mask = width - 1;
+    for (let row = 0, offset = 0; row < depth; row++, offset += width) {
+      const index = offset + ((first + row * second) & mask);
+      if ((cells[index] as number) < value) cells[index] = value;
+    }
   }
-}
 
-/** The smallest of a key's cells. */
-function least(cells: Float64Array, depth: number, width: number, first: number, second: number): number {
-  const mask = width - 1;
-  let smallest = Infinity;
-  for (let row = 0, offset = 0; row < depth; row++, offset += width) {
-    const value = cells[offset + ((first + row * second) & mask)] as number;
-    if (value < smallest) smallest = value;
+  /** The smallest of a key's cells. */
+  private least(cells: Float64Array, first: number, second: number): number {
+    const { depth, width } = this;
+    const mask = width - 1;
+    let smallest = Infinity;
+    for (let row = 0, offset = 0; row < depth; row++, offset += width) {
+      const value = cells[offset + ((first + row * second) & mask)] as number;
+      if (value < smallest) smallest = value;
+    }
+    return smallest;
   }
-  return smallest;
 }

@@ -2,7 +2,7 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { CallLimit, Rule } from '../../core/rules/rule.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
-import type { SyncRuleBuckets } from '../contract/store.js';
+import type { BucketAdjustment, SyncRuleBuckets } from '../contract/store.js';
 import type { EvictedSummary } from './evicted-summary.js';
 import type { KeyHasher } from './key-hash.js';
 import { newBucket, resetBucket, type MemoryBucket } from './bucket.js';
@@ -184,15 +184,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     }
   }
 
-  adjustSync(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): void {
+  adjustSync(key: string, { delta, now, takenAt, until, limit, generation }: BucketAdjustment): void {
     if (this.freed) throw notBound(this.name);
     const id = bucketId(key);
     // A refund of a charge made before the key's last reset: the reset gave the key a new
@@ -200,15 +192,16 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     if (delta < 0 && generation !== undefined && generation !== (this.resets.get(id) ?? this.resetFloor))
       return;
     if (this.epoch !== this.epoch) this.epoch = now;
+    const adjustment = { now, epoch: this.epoch, delta, takenAt, until, limit };
     const found = this.find(id, now);
     if (found !== undefined) {
-      this.rule.adjust(found, now, this.epoch, delta, takenAt, until, limit);
+      this.rule.adjust(found, adjustment);
       return;
     }
     // A key that left the maps settles on the state it would be decided on (never looser than
     // its own), and is kept only when that changed.
     const fresh = this.recall(id, now);
-    if (this.rule.adjust(fresh, now, this.epoch, delta, takenAt, until, limit)) this.insert(id, fresh, now);
+    if (this.rule.adjust(fresh, adjustment)) this.insert(id, fresh, now);
   }
 
   reserveSync(key: string, cost: number, now: number, maxWaitMs: number, limit?: CallLimit): Decision {
@@ -217,12 +210,12 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     checkReservation(cost, maxWaitMs);
     const id = bucketId(key);
     if (this.epoch !== this.epoch) this.epoch = now;
+    const reservation = { now, epoch: this.epoch, name: this.name, cost, maxWaitMs, limit };
     const found = this.find(id, now);
-    if (found !== undefined)
-      return reserve.call(this.rule, found, now, this.epoch, this.name, cost, maxWaitMs, limit);
+    if (found !== undefined) return reserve.call(this.rule, found, reservation);
     const fresh = this.recall(id, now);
     const value = fresh.value;
-    const decision = reserve.call(this.rule, fresh, now, this.epoch, this.name, cost, maxWaitMs, limit);
+    const decision = reserve.call(this.rule, fresh, reservation);
     if (fresh.value !== value) this.insert(id, fresh, now);
     return decision;
   }
@@ -240,16 +233,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     return this.reserveSync(key, cost, now, maxWaitMs, limit);
   }
 
-  async adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-    generation?: number,
-  ): Promise<void> {
-    this.adjustSync(key, delta, now, takenAt, until, limit, generation);
+  async adjust(key: string, adjustment: BucketAdjustment): Promise<void> {
+    this.adjustSync(key, adjustment);
   }
 
   async take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
@@ -290,11 +275,13 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const summary = this.summary;
     if (summary === undefined || summary.isEmpty) {
       const initial = this.rule.initialState(now, this.epoch);
-      return newBucket(this.blocking, initial.value, initial.window, initial.previous, -1, 1);
+      return newBucket(this.blocking, initial.value, initial.window, initial.previous);
     }
     const hasher = this.hasher;
     hasher.hash(id);
-    const bucket = newBucket(this.blocking, 0, 0, 0, hasher.first, hasher.second);
+    const bucket = newBucket(this.blocking, 0, 0, 0);
+    bucket.first = hasher.first;
+    bucket.second = hasher.second;
     if (!summary.estimate(hasher.first, hasher.second, this.floor(now), bucket)) {
       const initial = this.rule.initialState(now, this.epoch);
       bucket.value = initial.value;

@@ -37,6 +37,13 @@ export class DecisionReplay {
 
   /** A reservation's decision (`reserve` of a rule that has it), as its statement made it. */
   reserve(cost: number, maxWaitMs: number, limit?: CallLimit): Decision {
-    return reserverOf(this.rule).call(this.rule, this.state, this.now, 0, this.name, cost, maxWaitMs, limit);
+    return reserverOf(this.rule).call(this.rule, this.state, {
+      now: this.now,
+      epoch: 0,
+      name: this.name,
+      cost,
+      maxWaitMs,
+      limit,
+    });
   }
 }

@@ -1,6 +1,6 @@
 import type { Decision } from '../../core/decision.js';
 import type { CallLimit, Rule } from '../../core/rules/rule.js';
-import type { RuleBuckets } from '../contract/store.js';
+import type { BucketAdjustment, RuleBuckets } from '../contract/store.js';
 import { bucketId } from '../shared/bucket-id.js';
 import type { PostgresClient, PostgresQueryable, PostgresRow } from './client.js';
 import { DecisionReplay } from './decisions.js';
@@ -123,14 +123,7 @@ export class PostgresRuleBuckets implements RuleBuckets {
    * in docs/postgres.md: a refund may give back less, never more). Bounded and checked against
    * its deadline as a take: a call answered as timed out never applies afterwards.
    */
-  async adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-  ): Promise<void> {
+  async adjust(key: string, { delta, now, takenAt, until, limit }: BucketAdjustment): Promise<void> {
     if (!this.bound) throw this.unboundError();
     const tier = checkedCallLimit(this.rule, limit, 'PostgresStore adjust');
     if (delta === 0) return;

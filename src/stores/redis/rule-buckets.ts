@@ -2,7 +2,7 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { BucketTier, CallLimit, Rule } from '../../core/rules/rule.js';
 import { promised } from '../contract/bucket-steps.js';
-import { type RuleBuckets } from '../contract/store.js';
+import { type BucketAdjustment, type RuleBuckets } from '../contract/store.js';
 import { checkAdjustArguments, checkTakeArguments, checkTier } from './calls/take-arguments.js';
 import type { CallRule } from './calls/call-rule.js';
 import { queueTake } from './calls/take.js';
@@ -10,7 +10,7 @@ import { queueAdjustment } from './calls/adjust.js';
 import { queueReservation } from './calls/reserve.js';
 import { keySlot } from './key-slot.js';
 import { bucketId } from '../shared/bucket-id.js';
-import { redisCodecFor, type RuleEncoder } from './algorithms/index.js';
+import { redisCodecFor, type RuleEncoder, type ScriptDecision } from './algorithms/index.js';
 import { checkReservation, reserverOf } from '../../core/reservation.js';
 import { refundHorizonMs } from '../shared/refund-horizon.js';
 import { sendReset } from './calls/reset.js';
@@ -101,14 +101,7 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
    * take, and the end of what it weighs) are translated to the server's time with the measured
    * offset. `limit`: the take's per-call tier, for a token bucket (a count is ignored).
    */
-  adjust(
-    key: string,
-    delta: number,
-    now: number,
-    takenAt: number,
-    until: number,
-    limit?: CallLimit,
-  ): Promise<void> {
+  adjust(key: string, { delta, now, takenAt, until, limit }: BucketAdjustment): Promise<void> {
     try {
       if (!this.store.holds(this)) throw notBound(this.name);
       checkAdjustArguments(key, delta, now, takenAt, until);
@@ -116,19 +109,13 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
       if (delta === 0) return Promise.resolve();
       const redisKey = this.redisKey(key);
       const slot = this.store.client.cluster ? keySlot(redisKey) : 0;
-      return queueAdjustment(
-        this.store.pipeline,
-        this,
-        redisKey,
+      return queueAdjustment(this.store.pipeline, this, redisKey, now, tier, slot, {
         delta,
-        now,
         takenAt,
         until,
-        tier,
-        slot,
-        this.markerKey(key),
-        this.horizonMs,
-      );
+        marker: this.markerKey(key),
+        horizonMs: this.horizonMs,
+      });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -187,24 +174,8 @@ export class RedisRuleBuckets implements RuleBuckets, CallRule {
   }
 
   /** @internal */
-  decision(
-    allowed: boolean,
-    remaining: number,
-    retryAfterMs: number,
-    resetMs: number,
-    windowMs: number,
-    cost: number,
-    limit: CallLimit | undefined,
-  ): Decision {
-    return (this.encoder as RuleEncoder).decision(
-      allowed,
-      remaining,
-      retryAfterMs,
-      resetMs,
-      windowMs,
-      cost,
-      limit,
-    );
+  decision(reply: ScriptDecision): Decision {
+    return (this.encoder as RuleEncoder).decision(reply);
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { Decision } from '../../../core/decision.js';
+import type { Decision, DecisionParts } from '../../../core/decision.js';
 import type { BucketTier, CallLimit, Rule } from '../../../core/rules/rule.js';
 
 /**
@@ -150,14 +150,19 @@ export interface RuleEncoder {
    * without windows. Computed in Node: Lua has no time-zone database.
    */
   windowOf(at: number): number;
-  /** The decision from the script's numbers (`windowMs` 0 when the reply has no window). */
-  decision(
-    allowed: boolean,
-    remaining: number,
-    retryAfterMs: number,
-    resetMs: number,
-    windowMs: number,
-    cost: number,
-    limit: CallLimit | undefined,
-  ): Decision;
+  /** The decision from the script's numbers. */
+  decision(reply: ScriptDecision): Decision;
+}
+
+/**
+ * A decision's numbers as a script replied them, with the call they answer, for
+ * {@link RuleEncoder.decision}: by name, so that two of them cannot be swapped unnoticed.
+ * `windowMs` is 0 when the reply has no window (the encoder knows it then).
+ */
+export interface ScriptDecision extends Pick<
+  DecisionParts,
+  'allowed' | 'remaining' | 'cost' | 'retryAfterMs' | 'resetMs' | 'windowMs'
+> {
+  /** The per-call limit the call was made under; undefined: the rule's own. */
+  readonly limit: CallLimit | undefined;
 }

@@ -1,6 +1,6 @@
-import { makeDecision, type Decision } from '../../../core/decision.js';
 import type { Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithmModule, RuleEncoder } from './algorithm.js';
+import { countDecision } from './count-decision.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 
 /** What a window aligned to the Unix epoch brings of its own: its kind and its Lua. */
@@ -26,9 +26,6 @@ function windowEncoder(rule: Rule, name: string, tag: number): RuleEncoder {
     timed: false,
     spec: () => spec,
     windowOf: (at) => Math.floor(at / windowMs) * windowMs,
-    decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, limit): Decision {
-      const quota = typeof limit === 'number' ? limit : ruleLimit;
-      return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
-    },
+    decision: (reply) => countDecision(reply, name, ruleLimit, windowMs),
   };
 }

@@ -1,7 +1,7 @@
 import { CalendarPeriods, type CalendarUnit, type IsoWeekday } from '../../../core/calendar.js';
-import { makeDecision, type Decision } from '../../../core/decision.js';
 import type { Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithmModule, RuleEncoder } from './algorithm.js';
+import { countDecision } from './count-decision.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
 
 /**
@@ -151,10 +151,7 @@ end
         return spec;
       },
       windowOf: (at) => periods.startOf(at),
-      decision(allowed, remaining, retryAfterMs, resetMs, windowMs, cost, limit): Decision {
-        const quota = typeof limit === 'number' ? limit : ruleLimit;
-        return makeDecision(allowed, name, quota, quota, remaining, cost, retryAfterMs, resetMs, windowMs);
-      },
+      decision: (reply) => countDecision(reply, name, ruleLimit, reply.windowMs),
     };
   },
 };

@@ -7,7 +7,13 @@ import { slidingWindowAlgorithm } from './sliding-window.js';
 import { tokenBucketAlgorithm } from './token-bucket.js';
 import { withLockout } from '../lockout.js';
 
-export type { RedisAlgorithm, RedisAlgorithmModule, RedisCapabilities, RuleEncoder } from './algorithm.js';
+export type {
+  RedisAlgorithm,
+  RedisAlgorithmModule,
+  RedisCapabilities,
+  RuleEncoder,
+  ScriptDecision,
+} from './algorithm.js';
 
 /**
  * The algorithms the Redis store decides, one module each. An algorithm's tag in the scripts is

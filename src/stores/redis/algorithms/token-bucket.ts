@@ -182,6 +182,7 @@ ${READ_QUEUED}  local q = false
     const periodMs = wholeField(rule, 'periodMs');
     const burst = wholeField(rule, 'burst');
     const spec = [String(tag), String(limit), String(periodMs), String(burst), penaltyFlag(rule)];
+    const own: BucketTier = { limit, periodMs, burst };
     return {
       timed: false,
       spec: () => spec,
@@ -193,21 +194,20 @@ ${READ_QUEUED}  local q = false
         if (call.limit === limit && call.periodMs === periodMs && call.burst === burst) return undefined;
         return call;
       },
-      decision(allowed, remaining, retryAfterMs, resetMs, _windowMs, cost, call): Decision {
-        if (typeof call === 'object') {
-          return makeDecision(
-            allowed,
-            name,
-            call.limit,
-            call.burst,
-            remaining,
-            cost,
-            retryAfterMs,
-            resetMs,
-            call.periodMs,
-          );
-        }
-        return makeDecision(allowed, name, limit, burst, remaining, cost, retryAfterMs, resetMs, periodMs);
+      decision(reply): Decision {
+        // A tier decides in its own numbers; a count is no tier (see tierOf).
+        const tier = typeof reply.limit === 'object' ? reply.limit : own;
+        return makeDecision({
+          allowed: reply.allowed,
+          name,
+          limit: tier.limit,
+          capacity: tier.burst,
+          remaining: reply.remaining,
+          cost: reply.cost,
+          retryAfterMs: reply.retryAfterMs,
+          resetMs: reply.resetMs,
+          windowMs: tier.periodMs,
+        });
       },
     };
   },

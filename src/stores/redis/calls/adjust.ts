@@ -15,7 +15,8 @@ import type { Pipeline } from '../pipeline.js';
  * What an adjustment settles: `delta` units (a refund below 0) of a take made at `takenAt`,
  * whose units a token bucket had refilled by `until`.
  */
-interface Adjustment {
+export interface Adjustment {
+  /** Units to give back (below 0) or to charge more. */
   readonly delta: number;
   /** The app's clock at the take (ms since the Unix epoch). */
   readonly takenAt: number;
@@ -32,25 +33,20 @@ const ADJUSTMENT: Script = { source: adjustScript, sha: adjustScriptSha };
 const ADJUST: ScriptCall = { alone: true, encode, decode };
 
 /**
- * Settles `delta` units of a take of `key` made at `takenAt` and weighing until `until`, both
- * on the app's clock (see `RuleBuckets.adjust`), under the take's tier (undefined: none): one
- * call of its own, with the deadline and the failures of a take. `now` is ignored on the
- * server's clock.
+ * Settles `adjustment` of a take of `key`, its times on the app's clock (see
+ * `RuleBuckets.adjust`), under the take's tier (undefined: none): one call of its own, with the
+ * deadline and the failures of a take. `now` is ignored on the server's clock; `slot` is the
+ * key's Cluster slot (0 without a cluster).
  */
 export function queueAdjustment(
   pipeline: Pipeline,
   rule: CallRule,
   key: string,
-  delta: number,
   now: number,
-  takenAt: number,
-  until: number,
   tier: BucketTier | undefined,
   slot: number,
-  marker: string,
-  horizonMs: number,
+  adjustment: Adjustment,
 ): Promise<void> {
-  const adjustment: Adjustment = { delta, takenAt, until, marker, horizonMs };
   return pipeline.enqueue(ADJUST, key, 1, now, slot, rule, 0, tier, adjustment);
 }
 

@@ -52,14 +52,14 @@ function decode(requests: readonly Pending[], reply: readonly unknown[]): void {
   const request = requests[0]!;
   const rule = request.subject as CallRule;
   const retry = Number(reply[1]);
-  const decision = rule.decision(
-    retry === 0,
-    Number(reply[2]),
-    retry === 0 ? Number(reply[4]) : retry < 0 ? Infinity : retry,
-    Number(reply[3]),
-    0,
-    request.cost,
-    request.limit as BucketTier | undefined,
-  );
+  const decision = rule.decision({
+    allowed: retry === 0,
+    remaining: Number(reply[2]),
+    retryAfterMs: retry === 0 ? Number(reply[4]) : retry < 0 ? Infinity : retry,
+    resetMs: Number(reply[3]),
+    windowMs: 0,
+    cost: request.cost,
+    limit: request.limit as BucketTier | undefined,
+  });
   request.resolve(decision as never);
 }

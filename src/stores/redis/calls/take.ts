@@ -177,15 +177,15 @@ function decisionAt(
   limit: CallLimit | undefined,
 ): Decision {
   const retry = Number(reply[o]);
-  return rule.decision(
-    retry === 0,
-    Number(reply[o + 1]),
-    retry < 0 ? Infinity : retry,
-    Number(reply[o + 2]),
-    rule.replyWidth === 4 ? Number(reply[o + 3]) : 0,
+  return rule.decision({
+    allowed: retry === 0,
+    remaining: Number(reply[o + 1]),
+    retryAfterMs: retry < 0 ? Infinity : retry,
+    resetMs: Number(reply[o + 2]),
+    windowMs: rule.replyWidth === 4 ? Number(reply[o + 3]) : 0,
     cost,
     limit,
-  );
+  });
 }
 
 /** The index in ARGV of `rule`'s parameters, adding them to `args` the first time. */
