@@ -44,7 +44,7 @@ export function alignedWindowModule(kind: string, slides: boolean): AlgorithmMod
     entryTypes: ['bigint'],
     entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
     ${alignedStart('n.now_ms', 'x.w')} AS a_start, ${alignedStart('n.now_ms', 'x.w')} + x.w AS a_end,
-    x.w, ${String(slides)} AS slides, ${slides ? 'x.w' : '0::bigint'} AS tail
+    x.w, ${String(slides)} AS slides, false AS anchored, ${slides ? 'x.w' : '0::bigint'} AS tail
   FROM unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],
     $${first + 4}::bigint[], $${first + 5}::bigint[]) AS x(ord, rule, bucket, cost, quota, w) CROSS JOIN n`,
   };
