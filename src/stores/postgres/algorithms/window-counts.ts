@@ -3,7 +3,7 @@ import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
 import { storeNow } from '../sql-clock.js';
-import type { AdjustSql, RuleSql } from './algorithm-module.js';
+import type { AdjustSql, AlgorithmBinding, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
 
@@ -175,6 +175,33 @@ export function alignedPrelude(slides: boolean): (now: string) => string {
 /** The start of the aligned window of length `w` holding `now` (SQL, both bigint), as Math.floor. */
 export function alignedStart(now: string, w: string): string {
   return `(${now} - ((${now} % ${w}) + ${w}) % ${w})`;
+}
+
+/**
+ * The binding of a window kind whose one parameter is its length in ms: rule parameters $1
+ * rule, $2 the length, $3 penalty; a refund's $1 and $2; an all-or-nothing entry's the length
+ * (see {@link lengthEntries}).
+ */
+export function lengthBinding(name: string, lengthMs: number, penalty: boolean): AlgorithmBinding {
+  const params = [name, lengthMs, penalty];
+  const entry = [lengthMs];
+  const adjusting = [name, lengthMs];
+  return {
+    ruleParams: () => params,
+    adjustParams: () => adjusting,
+    entryParams: () => entry,
+    read: readWindowRow,
+  };
+}
+
+/**
+ * The all-or-nothing entries of a kind bound by {@link lengthBinding}, from parameter `first`:
+ * rows `x` of ord, rule, bucket, cost, quota and `w` (the length), beside the statement's time
+ * `n`.
+ */
+export function lengthEntries(first: number): string {
+  return `unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],
+    $${first + 4}::bigint[], $${first + 5}::bigint[]) AS x(ord, rule, bucket, cost, quota, w) CROSS JOIN n`;
 }
 
 /** Reads a returned row into the core's state; answers the statement's time. */
