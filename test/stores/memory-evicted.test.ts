@@ -20,6 +20,7 @@ import {
   type Rule,
 } from '../../src/index.js';
 import fc from 'fast-check';
+import { EvictedSummary } from '../../src/stores/memory/evicted-summary.js';
 
 /** A store whose every rule used here remembers its forgotten buckets. */
 function rememberingStore(options: MemoryStoreOptions): MemoryStore {
@@ -205,4 +206,32 @@ describe('MemoryStore: evicted buckets stay strict', () => {
       );
     });
   }
+});
+
+describe("EvictedSummary: windows that start at each key's own time", () => {
+  const state = (value: number, window: number) => ({
+    value,
+    window,
+    previous: 0,
+    blockedUntil: 0,
+    blockMs: 0,
+  });
+  const read = (summary: EvictedSummary, first: number) => {
+    const target = state(0, 0);
+    return summary.estimate(first, 1, 0, target) ? target : undefined;
+  };
+
+  it("a later window of another key keeps an earlier key's count, running until the latest start plus a window", () => {
+    const summary = new EvictedSummary(2, 16, 0, 60_000);
+    summary.fold(1, 1, state(5, 1_000), 0);
+    summary.fold(2, 1, state(2, 30_000), 0);
+    // The next generation of windows moves the first one's counts aside, still read.
+    summary.fold(3, 1, state(1, 70_000), 0);
+    assert.deepEqual(read(summary, 1), state(5, 70_000));
+    assert.deepEqual(read(summary, 2), state(2, 70_000));
+    // Two generations on, every window of the first has ended before the folded one started.
+    summary.fold(4, 1, state(1, 150_000), 0);
+    assert.equal(read(summary, 1), undefined);
+    assert.deepEqual(read(summary, 3), state(1, 150_000));
+  });
 });
