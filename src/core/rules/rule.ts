@@ -89,7 +89,8 @@ export interface RuleReservation {
  * it finds by {@link kind}, and rejects a rule whose kind it has no module for when it is bound.
  * Those translations are held to this one by differential property tests.
  *
- * Built-in rules: `tokenBucket()`, `fixedWindow()`, `slidingWindow()`, `calendarQuota()`.
+ * Built-in rules: `tokenBucket()`, `fixedWindow()`, `slidingWindow()`, `calendarQuota()`,
+ * `anchoredWindow()`.
  */
 export interface Rule {
   /**
