@@ -12,6 +12,11 @@ export {
   type FixedWindowOptions,
 } from './core/rules/fixed-window.js';
 export { slidingWindow, SlidingWindowRule, type SlidingWindowOptions } from './core/rules/sliding-window.js';
+export {
+  anchoredWindow,
+  AnchoredWindowRule,
+  type AnchoredWindowOptions,
+} from './core/rules/anchored-window.js';
 export type { Rule, RuleAdjustment, RuleReservation, BucketTier, CallLimit } from './core/rules/rule.js';
 export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/rules/lockout.js';
 export type { BucketState } from './core/state.js';

@@ -19,7 +19,13 @@ function acceptedKeys(create: (options: object) => unknown): string[] {
 
 describe('the rule registry', () => {
   it('lists each kind once, under its own kind', () => {
-    assert.deepEqual(ruleKinds, ['token-bucket', 'fixed-window', 'sliding-window', 'calendar-quota']);
+    assert.deepEqual(ruleKinds, [
+      'token-bucket',
+      'fixed-window',
+      'sliding-window',
+      'calendar-quota',
+      'anchored-window',
+    ]);
     for (const [kind, entry] of Object.entries(ruleRegistry)) assert.equal(entry.kind, kind);
     assert.equal(new Set(ruleEntries.map((e) => e.name)).size, ruleEntries.length);
   });
@@ -60,5 +66,6 @@ describe('the rule registry', () => {
     const window = { limit: 5, window: '1m' } as const;
     assert.deepEqual(ruleRegistry['fixed-window'].withDefaults(window), window);
     assert.deepEqual(ruleRegistry['sliding-window'].withDefaults(window), window);
+    assert.deepEqual(ruleRegistry['anchored-window'].withDefaults(window), window);
   });
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 
-import { fixedWindow, slidingWindow, tokenBucket } from '../../src/index.js';
+import { anchoredWindow, fixedWindow, slidingWindow, tokenBucket } from '../../src/index.js';
 import { admit, algorithmPictures, traffic, trailing } from '../../scripts/algorithm-pictures.js';
 
 describe('algorithm pictures', () => {
@@ -31,5 +31,10 @@ describe('algorithm pictures', () => {
     assert.ok(peak(trailing(admit(slidingWindow({ limit: 10, window: '1m' }), times))) < 20);
     // A token bucket lets its burst through, then its rate: more than the limit in a minute too.
     assert.ok(peak(trailing(admit(tokenBucket({ limit: 10, period: '1m' }), times))) > 10);
+    // An anchored window's boundary is the client's: the burst meets the window its steady
+    // requests started, spent until 1:05.
+    const anchored = admit(anchoredWindow({ limit: 10, window: '1m' }), times);
+    assert.ok(anchored.filter((o) => o.at >= 575 && o.at < 625).every((o) => !o.allowed));
+    assert.ok(peak(trailing(anchored)) < 20);
   });
 });

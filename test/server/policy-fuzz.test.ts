@@ -20,6 +20,7 @@ const words = [
   'fixed-window',
   'calendar-quota',
   'sliding-window',
+  'anchored-window',
   'limit',
   'limits',
   'period',

@@ -2,7 +2,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadPolicyText } from '../../src/server/policy/load.js';
-import { SECRET, loginPolicy } from './policy-support.js';
+import { AnchoredWindowRule } from '../../src/index.js';
+import { SECRET, compiled, issuesOf, loginPolicy } from './policy-support.js';
 
 /** What a rule that says nothing of them gets. */
 const enforced = {
@@ -62,6 +63,39 @@ describe('policy loading', () => {
         },
       ],
     });
+  });
+
+  it('accepts an anchored window, builds it as the library does, and names its options in errors', () => {
+    const text = loginPolicy(`  - name: reset
+    algorithm: anchored-window
+    limit: 5
+    window: 15m
+    penalty: true
+    block: { duration: 1h }
+`);
+    const { policy } = loadPolicyText(text, { env: {} });
+    assert.deepEqual(JSON.parse(JSON.stringify(policy.rules[1]?.limits)), [
+      {
+        name: 'reset',
+        algorithm: 'anchored-window',
+        limit: 5,
+        window: '15m',
+        penalty: true,
+        block: { duration: '1h' },
+      },
+    ]);
+    const built = compiled(text);
+    try {
+      const rule = built.rule('reset')?.limiters[0]?.rule;
+      assert.ok(rule instanceof AnchoredWindowRule);
+      assert.deepEqual([rule.periodMs, rule.limit, rule.penalty], [900_000, 5, true]);
+    } finally {
+      built.close();
+    }
+    assert.deepEqual(issuesOf(text.replace('window: 15m', 'window: 15 minutes')), [
+      '10:13: rules[1].window must be a duration such as "10m": a whole number with ms, s, m, h or d',
+    ]);
+    assert.deepEqual(issuesOf(text.replace('    window: 15m\n', '')), ['7:5: rules[1] needs "window"']);
   });
 
   it('prints values read from the environment as written and hides secrets written in the file', () => {

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   MemoryStore,
+  anchoredWindow,
   calendarQuota,
   compositeKey,
   createLimiter,
@@ -20,10 +21,11 @@ import {
   type Rule,
 } from '../../src/index.js';
 import fc from 'fast-check';
+import { EvictedSummary } from '../../src/stores/memory/evicted-summary.js';
 
 /** A store whose every rule used here remembers its forgotten buckets. */
 function rememberingStore(options: MemoryStoreOptions): MemoryStore {
-  const rememberForgotten = ['login', 'api', 'reports', 'tb', 'r', 's', 'fw', 'sw', 'l'];
+  const rememberForgotten = ['login', 'api', 'reports', 'tb', 'r', 's', 'fw', 'sw', 'aw', 'l'];
   return new MemoryStore({ ...options, rememberForgotten });
 }
 
@@ -162,9 +164,29 @@ describe('MemoryStore: evicted buckets stay strict', () => {
     assert.equal(api.peekSync('acct').remaining, 10);
   });
 
+  it("an anchored window that left the maps keeps its count until its own window ends, whatever other keys' windows", () => {
+    const start = Date.UTC(2026, 0, 1, 9);
+    const clock = manualClock(start);
+    const store = rememberingStore({ maxKeysPerGeneration: 16 });
+    const api = createLimiter({ name: 'aw', rule: anchoredWindow({ limit: 3, window: '1m' }), store, clock });
+    for (let i = 0; i < 3; i++) assert.equal(api.takeSync('acct').allowed, true);
+    // Other keys start their windows later, and push 'acct' out of the maps.
+    clock.advance('10s');
+    for (let i = 0; i < 40; i++) api.takeSync(`other${i}`);
+    assert.equal(api.takeSync('acct').allowed, false, 'evicted, but its window is spent');
+    clock.advance('20s');
+    for (let i = 40; i < 80; i++) api.takeSync(`other${i}`);
+    assert.equal(api.takeSync('acct').allowed, false, 'evicted again, its window still spent');
+    // The summary may hold a key a little longer than its own window, never shorter; once every
+    // window folded has ended, the key is new again.
+    clock.set(start + 200_000);
+    assert.equal(api.peekSync('acct').remaining, 3);
+  });
+
   for (const [title, make] of [
     ['fixed window', (limit: number) => fixedWindow({ limit, window: '10s' })],
     ['sliding window', (limit: number) => slidingWindow({ limit, window: '10s' })],
+    ['anchored window', (limit: number) => anchoredWindow({ limit, window: '10s' })],
   ] as const) {
     it(`${title}: a key that comes back from the summary is never looser than one never evicted`, () => {
       fc.assert(
@@ -198,6 +220,10 @@ describe('MemoryStore: evicted buckets stay strict', () => {
               // Once the evicted key is refused where the exact one is not, their histories part.
               if (strict.allowed !== truth.allowed) return;
               assert.ok(strict.remaining <= truth.remaining);
+              // An anchored window that came back from the summary runs on a window of its own
+              // (its count kept, its end no earlier than its own): from then on the two keys'
+              // windows start at different times, and neither history bounds the other.
+              if (rule.kind === 'anchored-window' && strict.resetMs !== truth.resetMs) return;
             }
           },
         ),
@@ -205,4 +231,32 @@ describe('MemoryStore: evicted buckets stay strict', () => {
       );
     });
   }
+});
+
+describe("EvictedSummary: windows that start at each key's own time", () => {
+  const state = (value: number, window: number) => ({
+    value,
+    window,
+    previous: 0,
+    blockedUntil: 0,
+    blockMs: 0,
+  });
+  const read = (summary: EvictedSummary, first: number) => {
+    const target = state(0, 0);
+    return summary.estimate(first, 1, 0, target) ? target : undefined;
+  };
+
+  it("a later window of another key keeps an earlier key's count, running until the latest start plus a window", () => {
+    const summary = new EvictedSummary(2, 16, 0, 60_000);
+    summary.fold(1, 1, state(5, 1_000), 0);
+    summary.fold(2, 1, state(2, 30_000), 0);
+    // The next generation of windows moves the first one's counts aside, still read.
+    summary.fold(3, 1, state(1, 70_000), 0);
+    assert.deepEqual(read(summary, 1), state(5, 70_000));
+    assert.deepEqual(read(summary, 2), state(2, 70_000));
+    // Two generations on, every window of the first has ended before the folded one started.
+    summary.fold(4, 1, state(1, 150_000), 0);
+    assert.equal(read(summary, 1), undefined);
+    assert.deepEqual(read(summary, 3), state(1, 150_000));
+  });
 });

@@ -20,6 +20,7 @@ import {
   MemoryStore,
   isSluiceError,
   calendarQuota,
+  anchoredWindow,
   fixedWindow,
   slidingWindow,
   tokenBucket,
@@ -121,7 +122,10 @@ const lockout: fc.Arbitrary<BlockOptions> = fc
 const someLockout: MaybeBlock = fc.option(lockout, { nil: undefined, freq: 4 });
 const withBlock = <T extends object>(options: T, block: BlockOptions | undefined) =>
   block === undefined ? options : { ...options, block };
-const windowRule = (make: typeof fixedWindow | typeof slidingWindow, block = noBlock) =>
+const windowRule = (
+  make: typeof fixedWindow | typeof slidingWindow | typeof anchoredWindow,
+  block = noBlock,
+) =>
   fc
     .record({ limit: small, window: fc.constantFrom('1s', '10s', '1m', '1h'), penalty, block })
     .map(({ block: b, ...o }) => make(withBlock(o, b)) as Rule);
@@ -486,13 +490,23 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
     await fc.assert(property(fc.array(windowRule(slidingWindow), { minLength: 1, maxLength: 2 })), runs);
   });
 
+  it('anchored windows', async () => {
+    await fc.assert(property(fc.array(windowRule(anchoredWindow), { minLength: 1, maxLength: 2 })), runs);
+  });
+
   it('calendar quotas of every period in zones with DST, half-hour and 45-minute offsets', async () => {
     await fc.assert(property(fc.array(quotaRule(), { minLength: 1, maxLength: 2 })), runs);
   });
 
   it('all-or-nothing takes mixing every kind', async () => {
     const mixed = fc
-      .tuple(bucketRule(), windowRule(fixedWindow), windowRule(slidingWindow), quotaRule())
+      .tuple(
+        bucketRule(),
+        windowRule(fixedWindow),
+        windowRule(slidingWindow),
+        quotaRule(),
+        windowRule(anchoredWindow),
+      )
       .map((list) => [...list]);
     await fc.assert(property(mixed), runs);
   });
@@ -503,6 +517,7 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
       windowRule(fixedWindow, someLockout),
       windowRule(slidingWindow, someLockout),
       quotaRule(someLockout),
+      windowRule(anchoredWindow, someLockout),
     );
     await fc.assert(property(fc.array(rule, { minLength: 1, maxLength: 3 }), lockoutOps), runs);
   });
@@ -513,6 +528,7 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
       windowRule(fixedWindow, fc.option(lockout, { nil: undefined })),
       windowRule(slidingWindow, fc.option(lockout, { nil: undefined })),
       quotaRule(fc.option(lockout, { nil: undefined })),
+      windowRule(anchoredWindow, fc.option(lockout, { nil: undefined })),
     );
     await fc.assert(
       property(fc.array(rule, { minLength: 1, maxLength: 3 }), { ...lockoutOps, adjusts: 5 }),
@@ -568,6 +584,7 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
         windowRule(fixedWindow, lockout),
         windowRule(slidingWindow, lockout),
         quotaRule(lockout),
+        windowRule(anchoredWindow, lockout),
       )
       .map((list) => [...list]);
     let takes = 0;

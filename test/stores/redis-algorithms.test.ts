@@ -15,6 +15,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import {
   MemoryStore,
+  anchoredWindow,
   calendarQuota,
   fixedWindow,
   isSluiceError,
@@ -50,6 +51,8 @@ function rules(): Record<string, Rule> {
     qd: calendarQuota({ limit: 6, per: 'day', timeZone: 'Europe/Berlin', penalty: true }),
     qw: calendarQuota({ limit: 7, per: 'week', weekStart: 7, timeZone: 'America/New_York' }),
     qm: calendarQuota({ limit: 8, per: 'month', timeZone: 'Asia/Kathmandu' }),
+    aw: anchoredWindow({ limit: 5, window: '10s' }),
+    awp: anchoredWindow({ limit: 4, window: '7s', penalty: true }),
   };
 }
 /**
@@ -104,6 +107,12 @@ function lockoutRules(): Record<string, Rule> {
       timeZone: 'Europe/Berlin',
       penalty: true,
       block: { duration: '5s' },
+    }),
+    awl: anchoredWindow({
+      limit: 3,
+      window: '4s',
+      penalty: true,
+      block: { duration: '1500ms', factor: 2, max: '5s', forgetAfter: '6s' },
     }),
   };
 }
@@ -432,7 +441,7 @@ describe('Redis algorithm modules', () => {
         () => store.bind('x', rule),
         (e: unknown) =>
           isSluiceError(e, 'SLUICE_CONFIG') &&
-          /RedisStore rule must be a rule of a kind this store decides \(token-bucket, calendar-quota, fixed-window, sliding-window\)/.test(
+          /RedisStore rule must be a rule of a kind this store decides \(token-bucket, calendar-quota, fixed-window, sliding-window, anchored-window\)/.test(
             (e as Error).message,
           ) &&
           !(e as Error).message.includes('leaky-secret-kind'),

@@ -3,16 +3,11 @@ import type { Decision } from '../decision.js';
 import { MAX_COUNT } from '../bounds.js';
 import { optionError } from '../errors.js';
 import { checkOptionKeys } from '../options.js';
-import type { Rule, RuleAdjustment } from './rule.js';
+import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
-import { adjustWindowCount, decideWindowCount } from './window-count.js';
-import {
-  blockHorizonMs,
-  decideWithBlock,
-  readBlockOptions,
-  type BlockOptions,
-  type BlockPolicy,
-} from './lockout.js';
+import { adjustWindowCount } from './window-count.js';
+import { WindowCountRule } from './window-count-rule.js';
+import { readBlockOptions, type BlockOptions } from './lockout.js';
 
 /** Options of {@link calendarQuota}. */
 export interface CalendarQuotaOptions {
@@ -59,23 +54,15 @@ const calendarQuotaKeys = ['limit', 'per', 'timeZone', 'weekStart', 'penalty', '
  * const rule: CalendarQuotaRule = calendarQuota({ limit: 10, per: 'month', timeZone: 'Asia/Kolkata' });
  * rule.periods.endOf(Date.now()); // the first instant of next month in Kolkata
  */
-export class CalendarQuotaRule implements Rule {
+export class CalendarQuotaRule extends WindowCountRule {
   readonly kind = 'calendar-quota' as const;
   readonly shape = 'window-count' as const;
-  /** A take may pass its own limit (a per-key limit from data). */
-  readonly acceptsCallLimit = true;
-  /** The default units per period (a take may pass its own). */
-  readonly limit: number;
   /** What one period is. */
   readonly per: CalendarUnit;
   /** The time zone whose calendar counts. */
   readonly timeZone: string;
   /** The ISO weekday weeks start on (1 unless `per` is `'week'`). */
   readonly weekStart: IsoWeekday;
-  /** Whether refusals are counted. */
-  readonly penalty: boolean;
-  /** The lockout, if any. */
-  readonly block: BlockPolicy | undefined;
   /** Period boundaries of `timeZone`: what a store needs to find the period of an instant. */
   readonly periods: CalendarPeriods;
 
@@ -87,23 +74,12 @@ export class CalendarQuotaRule implements Rule {
     if (typeof penalty !== 'boolean') throw optionError('calendarQuota penalty', 'a boolean');
     if (weekStart !== undefined && per !== 'week')
       throw optionError('calendarQuota weekStart', 'left out unless per is "week"');
-    this.periods = new CalendarPeriods(timeZone, per, weekStart ?? 1);
-    this.limit = limit;
-    this.per = this.periods.per;
-    this.timeZone = this.periods.timeZone;
-    this.weekStart = this.periods.weekStart;
-    this.penalty = penalty;
-    this.block = readBlockOptions('calendarQuota', options.block);
-  }
-
-  /** The per-call limit, or the rule's. */
-  limitFor(limit: number | undefined): number {
-    return limit === undefined ? this.limit : limit;
-  }
-
-  /** The most one take can ever get: the per-call limit, or the rule's. */
-  capacityFor(limit: number | undefined): number {
-    return limit === undefined ? this.limit : limit;
+    const periods = new CalendarPeriods(timeZone, per, weekStart ?? 1);
+    super({ limit, penalty, block: readBlockOptions('calendarQuota', options.block) });
+    this.periods = periods;
+    this.per = periods.per;
+    this.timeZone = periods.timeZone;
+    this.weekStart = periods.weekStart;
   }
 
   /** An untouched quota. */
@@ -111,36 +87,10 @@ export class CalendarQuotaRule implements Rule {
     return { value: 0, window: this.periods.startOf(now), previous: 0, blockedUntil: 0, blockMs: 0 };
   }
 
-  /** A quota with no count has nothing to remember. */
-  floorValue(): number {
-    return 0;
-  }
-
-  /**
-   * Time until the end of the period the count belongs to: after it, the count is spent; with a
-   * lockout, at least until the key's last block is forgotten.
-   */
-  horizonMs(state: BucketState, now: number): number {
+  /** Time until the end of the period the count belongs to: after it, the count is spent. */
+  bucketHorizonMs(state: BucketState, now: number): number {
     const end = state.value > 0 ? this.periods.endOf(state.window) : now;
-    const counted = end > now ? end - now : 0;
-    if (this.block === undefined) return counted;
-    const blocked = blockHorizonMs(this.block, state, now);
-    return blocked > counted ? blocked : counted;
-  }
-
-  decide(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
-    commit: boolean,
-  ): Decision {
-    const block = this.block;
-    if (block !== undefined)
-      return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
-    return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+    return end > now ? end - now : 0;
   }
 
   /** A refund comes off the take's period while it is the state's; a charge goes to the current one. */
@@ -160,7 +110,6 @@ export class CalendarQuotaRule implements Rule {
     limit: number | undefined,
     commit: boolean,
   ): Decision {
-    const quota = limit === undefined ? this.limit : limit;
     const current = this.periods.startOf(now);
     // A clock stepped back (or a node whose clock lags the one that wrote the state) lands in a
     // period earlier than the stored one: that take counts against the stored period, which
@@ -169,16 +118,7 @@ export class CalendarQuotaRule implements Rule {
     const behind = state.window > current;
     const start = behind ? state.window : current;
     const end = behind ? this.periods.endOf(start) : this.periods.endOf(now);
-    return decideWindowCount(state, {
-      start,
-      resetMs: end - now,
-      windowMs: end - start,
-      name,
-      cost,
-      quota,
-      commit,
-      penalty: this.penalty,
-    });
+    return this.countIn(state, start, end, now, name, cost, limit, commit);
   }
 }
 

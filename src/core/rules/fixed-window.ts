@@ -1,32 +1,18 @@
 import type { Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
-import type { BlockOptions } from './lockout.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
-import { adjustWindowCount, decideWindowCount } from './window-count.js';
+import { adjustWindowCount } from './window-count.js';
+import type { WindowCountOptions } from './window-count-rule.js';
 
 /** Options of {@link fixedWindow}. */
-export interface FixedWindowOptions {
-  /**
-   * Units per window. A whole number from 1 to {@link MAX_COUNT} (10^12). A take may pass its
-   * own limit instead (a per-key limit from data).
-   */
-  limit: number;
+export interface FixedWindowOptions extends WindowCountOptions {
   /**
    * The window's length, a duration string from `"1ms"` to `"366d"`. Windows are aligned to the
    * Unix epoch: a `"1m"` window runs from :00 to :59 of every UTC minute, on every node alike.
    */
   window: Duration;
-  /**
-   * When true, refused takes are counted too (a count saturates at 2 × {@link MAX_COUNT}), so a
-   * client that keeps hammering stays refused until the window ends. Off by default: a refusal
-   * consumes nothing.
-   * @default false
-   */
-  penalty?: boolean;
-  /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
-  block?: BlockOptions;
 }
 
 /**
@@ -102,16 +88,7 @@ export class FixedWindowRule extends AlignedWindowRule {
     // A clock stepped back (or a node whose clock lags the one that wrote the state) counts
     // against the stored window, which never moves backwards.
     const start = state.window > aligned ? state.window : aligned;
-    return decideWindowCount(state, {
-      start,
-      resetMs: start + windowMs - now,
-      windowMs,
-      name,
-      cost,
-      quota: limit === undefined ? this.limit : limit,
-      commit,
-      penalty: this.penalty,
-    });
+    return this.countIn(state, start, start + windowMs, now, name, cost, limit, commit);
   }
 }
 

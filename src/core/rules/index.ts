@@ -1,4 +1,5 @@
 import type { Rule } from './rule.js';
+import { anchoredWindow } from './anchored-window.js';
 import { calendarQuota, type CalendarQuotaOptions } from './calendar-quota.js';
 import { fixedWindow } from './fixed-window.js';
 import { slidingWindow } from './sliding-window.js';
@@ -64,7 +65,7 @@ const duration = { $ref: '#/$defs/duration' };
 const block = { $ref: '#/$defs/block' };
 const penalty = { type: 'boolean' };
 
-/** The fixed and the sliding window take the same options. */
+/** The fixed, the sliding and the anchored window take the same options. */
 const windowEntry = {
   required: ['limit', 'window'],
   properties: { limit: count, window: duration, penalty, block },
@@ -129,6 +130,13 @@ export const ruleRegistry = {
     withDefaults: (options: CalendarQuotaOptions) => ({ per: 'day' as const, ...options }),
     per: (options) => options.per ?? 'day',
     example: { limit: 30, per: 'day' },
+  }),
+  'anchored-window': defineRule({
+    kind: 'anchored-window',
+    name: 'anchoredWindow',
+    create: anchoredWindow,
+    ...windowEntry,
+    per: (options) => options.window,
   }),
 };
 

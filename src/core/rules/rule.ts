@@ -12,7 +12,8 @@ import type { BucketState } from '../state.js';
  *   the rate its `value` is scaled by and its tolerance (see `tokenBucket`), and only the rule
  *   (its `normalize`) can bring it back to the rule's own scale.
  * - `'window-count'`: `value` is the count spent in the window that starts at `window` (ms since
- *   the Unix epoch); a later window starts from zero; `previous` is unused (0).
+ *   the Unix epoch); a later window starts from zero; `previous` is unused (0). Windows are on a
+ *   grid every key shares unless the rule has `periodMs` (then each key's start is its own).
  * - `'sliding-count'`: as `'window-count'`, and `previous` is the count of the window just
  *   before `window` (which still weighs on decisions while the current window runs).
  *
@@ -88,7 +89,8 @@ export interface RuleReservation {
  * it finds by {@link kind}, and rejects a rule whose kind it has no module for when it is bound.
  * Those translations are held to this one by differential property tests.
  *
- * Built-in rules: `tokenBucket()`, `fixedWindow()`, `slidingWindow()`, `calendarQuota()`.
+ * Built-in rules: `tokenBucket()`, `fixedWindow()`, `slidingWindow()`, `calendarQuota()`,
+ * `anchoredWindow()`.
  */
 export interface Rule {
   /**
@@ -105,6 +107,15 @@ export interface Rule {
    * states without knowing the algorithm (the memory store's summary) ages them by it.
    */
   readonly windowMs?: number;
+  /**
+   * The length of the rule's period in ms, where it has one of a single length: a token bucket's
+   * refill period; for a `'window-count'` rule, present exactly when its windows start at each
+   * key's own time rather than on a grid every key shares (the anchored window), each lasting
+   * this long. Code that keeps states of many keys without knowing the algorithm (the memory
+   * store's summary) cannot then tell from one key's later window that another's is over, and
+   * ages counts by this length instead.
+   */
+  readonly periodMs?: number;
   /** The rule's own limit: units per period or window (what headers call the limit). */
   readonly limit: number;
   /** When true, a refused take is charged too; off by default (a refusal consumes nothing). */

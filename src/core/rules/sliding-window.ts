@@ -1,32 +1,19 @@
 import { MAX_PENALTY_COUNT } from '../bounds.js';
 import { makeDecision, type Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
-import type { BlockOptions } from './lockout.js';
+import type { WindowCountOptions } from './window-count-rule.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
 
 /** Options of {@link slidingWindow}. */
-export interface SlidingWindowOptions {
-  /**
-   * Units per window. A whole number from 1 to {@link MAX_COUNT} (10^12). A take may pass its
-   * own limit instead (a per-key limit from data).
-   */
-  limit: number;
+export interface SlidingWindowOptions extends WindowCountOptions {
   /**
    * The window's length, a duration string from `"1ms"` to `"366d"`. Counts are kept per window
    * aligned to the Unix epoch, and the previous window's count weighs on a decision by the part
    * of it that a window ending now still covers.
    */
   window: Duration;
-  /**
-   * When true, refused takes are counted too (a count saturates at 2 × {@link MAX_COUNT}), so a
-   * client that keeps hammering keeps itself refused. Off by default: a refusal consumes nothing.
-   * @default false
-   */
-  penalty?: boolean;
-  /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
-  block?: BlockOptions;
 }
 
 /**

@@ -20,6 +20,14 @@ import type { BucketState } from '../../core/state.js';
  * and when the summary moves on by exactly one window, the current counts become the previous
  * ones instead of being cleared.
  *
+ * A window that starts at each key's own time (an anchored window, `anchoredMs` its length)
+ * shares no grid with other keys: a later window says nothing of an earlier key's. Its counts are
+ * kept by the generation (a grid of the windows' length) their window started in, the current one
+ * and the one before: a window that started earlier has ended before any window of the current
+ * generation started. A key reads the larger of its two cells in each row (the least over the
+ * rows), running until the latest window start folded plus one window: never shorter than its
+ * own window, at most two windows longer.
+ *
  * A rule with a lockout has two more sets of cells, for the end and the length of a key's last
  * block (see {@link foldBlock}), allocated the first time a bucket leaves while its block matters.
  *
@@ -31,7 +39,7 @@ export class EvictedSummary {
   readonly depth: number;
   readonly width: number;
   private cells: Float64Array | undefined;
-  /** Previous-window counts of a sliding window; undefined for the other shapes. */
+  /** Previous-window counts of a sliding window, previous-generation counts of an anchored one. */
   private previousCells: Float64Array | undefined;
   /** A lockout's block ends (`blockedUntil`), once a blocked bucket was folded. */
   private blockEndCells: Float64Array | undefined;
@@ -41,15 +49,22 @@ export class EvictedSummary {
   private window = -Infinity;
   /** A sliding window's length in ms; 0 for the other shapes. */
   private readonly slidingMs: number;
+  /** An anchored window's length in ms; 0 for the other shapes. */
+  private readonly anchoredMs: number;
+  /** The latest window start folded, for an anchored window. */
+  private latestStart = -Infinity;
 
   /**
    * @param width a power of two, so that a cell index is a mask, not a division
    * @param slidingMs for a `'sliding-count'` rule, its window length; otherwise 0
+   * @param anchoredMs for a `'window-count'` rule whose windows start at each key's own time, their
+   *   length; otherwise 0
    */
-  constructor(depth: number, width: number, slidingMs = 0) {
+  constructor(depth: number, width: number, slidingMs = 0, anchoredMs = 0) {
     this.depth = depth;
     this.width = width;
     this.slidingMs = slidingMs;
+    this.anchoredMs = anchoredMs;
   }
 
   /** Bytes the cells take (0 until the first fold). */
@@ -70,10 +85,8 @@ export class EvictedSummary {
     let ends = this.blockEndCells;
     let lengths = this.blockLengthCells;
     if (ends === undefined || lengths === undefined) {
-      ends = new Float64Array(this.depth * this.width).fill(-Infinity);
-      lengths = new Float64Array(this.depth * this.width).fill(-Infinity);
-      this.blockEndCells = ends;
-      this.blockLengthCells = lengths;
+      this.blockEndCells = ends = this.emptyCells();
+      this.blockLengthCells = lengths = this.emptyCells();
     }
     this.raise(ends, first, second, state.blockedUntil);
     this.raise(lengths, first, second, state.blockMs);
@@ -105,13 +118,14 @@ export class EvictedSummary {
       this.foldSliding(first, second, state);
       return;
     }
+    if (this.anchoredMs > 0) {
+      this.foldAnchored(first, second, state);
+      return;
+    }
     const value = state.value;
     if (!(value > floor) || state.window < this.window) return;
     let cells = this.cells;
-    if (cells === undefined) {
-      cells = new Float64Array(this.depth * this.width).fill(-Infinity);
-      this.cells = cells;
-    }
+    if (cells === undefined) this.cells = cells = this.emptyCells();
     if (state.window > this.window) {
       cells.fill(-Infinity);
       this.window = state.window;
@@ -127,6 +141,7 @@ export class EvictedSummary {
   estimate(first: number, second: number, floor: number, target: BucketState): boolean {
     const cells = this.cells;
     if (cells === undefined) return false;
+    if (this.anchoredMs > 0) return this.estimateAnchored(first, second, floor, target);
     const value = this.least(cells, first, second);
     const previousCells = this.previousCells;
     if (previousCells === undefined) {
@@ -150,14 +165,7 @@ export class EvictedSummary {
   private foldSliding(first: number, second: number, state: BucketState): void {
     if (!(state.value > 0) && !(state.previous > 0)) return;
     const w = this.slidingMs;
-    let cells = this.cells;
-    let previousCells = this.previousCells;
-    if (cells === undefined || previousCells === undefined) {
-      cells = new Float64Array(this.depth * this.width).fill(-Infinity);
-      previousCells = new Float64Array(this.depth * this.width).fill(-Infinity);
-      this.cells = cells;
-      this.previousCells = previousCells;
-    }
+    const [cells, previousCells] = this.pairedCells();
     if (state.window > this.window) {
       if (state.window === this.window + w) previousCells.set(cells);
       else previousCells.fill(-Infinity);
@@ -170,6 +178,62 @@ export class EvictedSummary {
     } else if (state.window === this.window - w) {
       this.raise(previousCells, first, second, state.value);
     }
+  }
+
+  /**
+   * An anchored window's count, in the cells of the generation its window started in: a
+   * generation later than the summary's moves the current cells to the previous ones (or clears
+   * both when it is further on); a window of a generation older than the previous one is over.
+   */
+  private foldAnchored(first: number, second: number, state: BucketState): void {
+    if (!(state.value > 0)) return;
+    const length = this.anchoredMs;
+    const generation = Math.floor(state.window / length) * length;
+    const [cells, previousCells] = this.pairedCells();
+    if (generation > this.window) {
+      if (generation === this.window + length) previousCells.set(cells);
+      else previousCells.fill(-Infinity);
+      cells.fill(-Infinity);
+      this.window = generation;
+    }
+    if (generation === this.window) this.raise(cells, first, second, state.value);
+    else if (generation === this.window - length) this.raise(previousCells, first, second, state.value);
+    else return;
+    if (state.window > this.latestStart) this.latestStart = state.window;
+  }
+
+  /** An anchored window's estimate: see the class comment. */
+  private estimateAnchored(first: number, second: number, floor: number, target: BucketState): boolean {
+    const [cells, previousCells] = this.pairedCells();
+    const mask = this.width - 1;
+    let value = Infinity;
+    for (let row = 0, offset = 0; row < this.depth; row++, offset += this.width) {
+      const index = offset + ((first + row * second) & mask);
+      const current = cells[index] as number;
+      const previous = previousCells[index] as number;
+      const larger = current > previous ? current : previous;
+      if (larger < value) value = larger;
+    }
+    if (!(value > floor)) return false;
+    target.value = value;
+    target.window = this.latestStart;
+    return true;
+  }
+
+  /** The current and previous cells, allocated on first use. */
+  private pairedCells(): [Float64Array, Float64Array] {
+    let cells = this.cells;
+    let previousCells = this.previousCells;
+    if (cells === undefined || previousCells === undefined) {
+      this.cells = cells = this.emptyCells();
+      this.previousCells = previousCells = this.emptyCells();
+    }
+    return [cells, previousCells];
+  }
+
+  /** A set of cells holding nothing yet. */
+  private emptyCells(): Float64Array {
+    return new Float64Array(this.depth * this.width).fill(-Infinity);
   }
 
   /** True once something was folded: before that, no key needs hashing to be looked up. */

@@ -137,8 +137,15 @@ export class MemoryStore implements SyncStore, LeaseStore {
         'MemoryStore bind rule windowMs',
         "a positive whole number for a 'sliding-count' rule",
       );
+    // Windows that start at each key's own time share no grid: the summary ages them by length.
+    const anchoredMs = rule.shape === 'window-count' ? (rule.periodMs ?? 0) : 0;
+    if (anchoredMs !== 0 && (!Number.isSafeInteger(anchoredMs) || anchoredMs < 1))
+      throw optionError(
+        'MemoryStore bind rule periodMs',
+        "a positive whole number or absent for a 'window-count' rule",
+      );
     const summary = this.rememberForgotten.has(name)
-      ? new EvictedSummary(this.summaryDepth, this.summaryWidth, slidingMs)
+      ? new EvictedSummary(this.summaryDepth, this.summaryWidth, slidingMs, anchoredMs)
       : undefined;
     const buckets = new MemoryRuleBuckets(name, rule, this.maxKeysPerGeneration, summary, this.hasher);
     this.rules.set(name, buckets);

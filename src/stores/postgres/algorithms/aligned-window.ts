@@ -3,7 +3,8 @@ import type { AlgorithmModule } from './algorithm-module.js';
 import {
   alignedPrelude,
   alignedStart,
-  readWindowRow,
+  lengthBinding,
+  lengthEntries,
   windowAdjustSql,
   windowFamily,
   windowRuleSql,
@@ -29,23 +30,14 @@ export function alignedWindowModule(kind: string, slides: boolean): AlgorithmMod
     kind,
     bind(name: string, bound: Rule) {
       const rule = bound as AlignedWindowRule;
-      const params = [name, rule.windowMs, rule.penalty];
-      const entry = [rule.windowMs];
-      const adjusting = [name, rule.windowMs];
-      return {
-        ruleParams: () => params,
-        adjustParams: () => adjusting,
-        entryParams: () => entry,
-        read: readWindowRow,
-      };
+      return lengthBinding(name, rule.windowMs, rule.penalty);
     },
     ruleSql: (names) => windowRuleSql(names, prelude, adjust),
     family: windowFamily,
     entryTypes: ['bigint'],
     entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
     ${alignedStart('n.now_ms', 'x.w')} AS a_start, ${alignedStart('n.now_ms', 'x.w')} + x.w AS a_end,
-    x.w, ${String(slides)} AS slides, ${slides ? 'x.w' : '0::bigint'} AS tail
-  FROM unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],
-    $${first + 4}::bigint[], $${first + 5}::bigint[]) AS x(ord, rule, bucket, cost, quota, w) CROSS JOIN n`,
+    x.w, ${String(slides)} AS slides, false AS anchored, ${slides ? 'x.w' : '0::bigint'} AS tail
+  FROM ${lengthEntries(first)}`,
   };
 }

@@ -90,7 +90,7 @@ export const calendarQuotaModule: AlgorithmModule = {
     const prelude = (now: string) => `SELECT a.now_ms,
     CASE WHEN a.now_ms < a.b[2] THEN a.b[1] WHEN a.now_ms < a.b[3] THEN a.b[2] ELSE a.b[3] END AS a_start,
     CASE WHEN a.now_ms < a.b[2] THEN a.b[2] WHEN a.now_ms < a.b[3] THEN a.b[3] ELSE a.b[4] END AS a_end,
-    0::bigint AS w, false AS slides, 0::bigint AS tail
+    0::bigint AS w, false AS slides, false AS anchored, 0::bigint AS tail
   FROM (SELECT ${names.schema}.period_now(${now}, $2::bigint[]) AS now_ms, $2::bigint[] AS b) a`;
     return windowRuleSql(names, prelude, windowAdjustSql(prelude, 3, takenPeriod));
   },
@@ -99,7 +99,7 @@ export const calendarQuotaModule: AlgorithmModule = {
   entrySource: (first, names) => `SELECT y.ord, y.rule, y.bucket, y.cost, y.quota, y.now_ms,
     CASE WHEN y.now_ms < y.b1 THEN y.b0 WHEN y.now_ms < y.b2 THEN y.b1 ELSE y.b2 END AS a_start,
     CASE WHEN y.now_ms < y.b1 THEN y.b1 WHEN y.now_ms < y.b2 THEN y.b2 ELSE y.b3 END AS a_end,
-    0::bigint AS w, false AS slides, 0::bigint AS tail
+    0::bigint AS w, false AS slides, false AS anchored, 0::bigint AS tail
   FROM (
     SELECT x.*, ${names.schema}.period_now(n.now_ms, ARRAY[x.b0, x.b1, x.b2, x.b3]) AS now_ms
     FROM unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],

@@ -1,6 +1,7 @@
 import type { Rule } from '../../../core/rules/rule.js';
 import { optionError } from '../../../core/errors.js';
 import type { AlgorithmModule } from './algorithm-module.js';
+import { anchoredWindowModule } from './anchored-window.js';
 import { calendarQuotaModule } from './calendar-quota.js';
 import { fixedWindowModule } from './fixed-window.js';
 import { slidingWindowModule } from './sliding-window.js';
@@ -17,7 +18,9 @@ export { lockoutBinding, lockoutRuleSql, takeAllLockout } from './lockout.js';
  * algorithm adds its module here.
  */
 const modules: ReadonlyMap<string, AlgorithmModule> = new Map(
-  [tokenBucketModule, fixedWindowModule, slidingWindowModule, calendarQuotaModule].map((m) => [m.kind, m]),
+  [tokenBucketModule, fixedWindowModule, slidingWindowModule, calendarQuotaModule, anchoredWindowModule].map(
+    (m) => [m.kind, m],
+  ),
 );
 
 /**

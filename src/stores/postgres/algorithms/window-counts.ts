@@ -3,7 +3,7 @@ import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
 import { storeNow } from '../sql-clock.js';
-import type { AdjustSql, RuleSql } from './algorithm-module.js';
+import type { AdjustSql, AlgorithmBinding, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
 
@@ -17,7 +17,8 @@ import { takeAllLockout } from './lockout.js';
  *
  * - the counted window is the later of the stored one and the current one: a clock stepped back
  *   counts against the stored window, which never moves backwards (for a sliding window, as if
- *   at its first instant);
+ *   at its first instant); an anchored window's is the stored one while it runs, else one
+ *   starting now (see {@link countedStart});
  * - a stored count of another window is spent (a sliding window's count of the window just
  *   before the current one becomes its previous count);
  * - the previous count weighs `ceil((previous × (w − elapsed)) / w)` on float8, the core's
@@ -26,14 +27,43 @@ import { takeAllLockout } from './lockout.js';
  *   nothing unless the rule has `penalty` (then counts stop at MAX_PENALTY_COUNT).
  *
  * The columns every kind's rows carry (per statement or per all-or-nothing entry): `quota`,
- * `now_ms`, `a_start` and `a_end` (the current window), `w` (the window's length; sliding only),
- * `slides`, and `tail` (how long a count outlives its window: one window for a sliding one).
+ * `now_ms`, `a_start` and `a_end` (the current window), `w` (the window's length; sliding and
+ * anchored windows only), `slides`, `anchored` (where the counted window starts: see
+ * {@link countedStart}), and `tail` (how long a count outlives its window: one window for a
+ * sliding one). The all-or-nothing statement mixes every kind's entries in one CTE, so each kind
+ * says these per row, in this order, and the SQL is one.
  */
 
-/** The derived values of a stored state (`W`, `C`, `P`, `X`: start, count, previous, expiry) for row `e`. */
-export function windowDerive([W, C, P, X]: readonly string[], e: string): string {
+/** A window row's state columns (or expressions): start, count, previous count, expiry. */
+type StateColumns = [string, string, string, string];
+
+/**
+ * The start of the window a take of row `e` counts in (SQL, bigint), from the stored start `W`
+ * and count `C` (NULL when the bucket has no row):
+ * - windows on a grid every key shares (aligned to the Unix epoch, a calendar's periods): the
+ *   later of the stored window and the current one (`a_start`), since windows never move
+ *   backwards;
+ * - `anchored` windows, which start at a key's first take: the stored window while it runs (a
+ *   count above 0 and the statement's time before its end, `W + w`), else a new one starting
+ *   at the statement's time (`a_start`).
+ */
+function countedStart(W: string, C: string, e: string): string {
+  return `CASE WHEN ${e}.anchored
+    THEN CASE WHEN ${C} > 0 AND ${e}.now_ms < ${W} + ${e}.w THEN ${W} ELSE ${e}.a_start END
+    ELSE GREATEST(${W}, ${e}.a_start) END`;
+}
+
+/**
+ * The derived values of a stored state (`W`, `C`, `P`, `X`: start, count, previous, expiry) for
+ * row `e`. A row whose window goes on keeps its expiry (a window later than the current one, an
+ * anchored window still running: both were given their end when they started); a new window
+ * gets the current one's end.
+ */
+export function windowDerive(old: readonly string[], e: string): string {
+  const [W, C, P, X] = old as StateColumns;
   return `SELECT z.st, z.cur, z.pv, z.wt, GREATEST(${e}.quota - z.cur - z.wt, 0) AS lft,
-    CASE WHEN ${W} > ${e}.a_start THEN ${X} ELSE ${e}.a_end + ${e}.tail END AS exp
+    CASE WHEN ${W} > ${e}.a_start OR (${e}.anchored AND ${W} = z.st) THEN ${X}
+      ELSE ${e}.a_end + ${e}.tail END AS exp
   FROM (
     SELECT y.*, CASE WHEN y.pv = 0 THEN 0::bigint
       ELSE ceil((y.pv::float8 * (${e}.w - y.el)::float8) / ${e}.w::float8)::bigint END AS wt
@@ -43,38 +73,42 @@ export function windowDerive([W, C, P, X]: readonly string[], e: string): string
         CASE WHEN NOT ${e}.slides THEN 0::bigint WHEN ${W} = x.st THEN ${P}
           WHEN ${W} = x.st - ${e}.w THEN ${C} ELSE 0::bigint END AS pv,
         CASE WHEN ${W} > ${e}.a_start THEN 0::bigint ELSE ${e}.now_ms - ${e}.a_start END AS el
-      FROM (SELECT GREATEST(${W}, ${e}.a_start) AS st) x
+      FROM (SELECT ${countedStart(W, C, e)} AS st) x
     ) y
   ) z`;
 }
 
 /**
  * A refund or settlement of a window kind, as the core's (`adjustWindowCount`, and the sliding
- * window's own): `takenStart` is the start of the take's window from its time (a SQL expression;
- * NULL when unknown, which gives nothing back). A refund comes off the count while the take's
+ * window's own): `takenStart` is the start of the take's window from its time and the stored
+ * window's start (SQL expressions, the latter NULL when the bucket has no row; NULL when unknown,
+ * which gives nothing back). A refund comes off the count while the take's
  * window is the row's, for a sliding window off the previous count while the row's window is
  * the one after the take's, never below 0; a charge goes to the later of the row's window and
- * the current one, rolling the row into it as a take would (counts stop at MAX_PENALTY_COUNT),
+ * the current one (for an anchored window, the running one or one starting now), rolling the row into it as a take would (counts stop at MAX_PENALTY_COUNT),
  * and keeps the row at least until that window's horizon. Rule parameters: $1 rule, $2 the
  * kind's own, then `params − 2` more (a calendar quota's periods around the take).
  */
 export function windowAdjustSql(
   prelude: (now: string) => string,
   params: number,
-  takenStart: (taken: string) => string,
+  takenStart: (taken: string, stored: string) => string,
 ): AdjustSql {
   return {
     params,
     prelude,
     columns: ['window_start', 'count', 'previous', 'expires_at'],
-    derive: ([W, C, P, X]) => `SELECT CASE WHEN x.charges AND NOT x.same THEN x.st ELSE x.w0 END AS n0,
+    derive: (old) => {
+      const [W, C, P, X] = old as StateColumns;
+      return `SELECT CASE WHEN x.charges AND NOT x.same THEN x.st ELSE x.w0 END AS n0,
     CASE WHEN x.cur THEN GREATEST(x.c0 + s.delta, 0)
       WHEN x.charges THEN LEAST(CASE WHEN x.same THEN x.c0 ELSE 0 END + s.delta, ${MAX_PENALTY_COUNT})
       ELSE x.c0 END AS n1,
     CASE WHEN x.prv THEN GREATEST(x.p0 + s.delta, 0)
       WHEN x.charges AND s.slides AND NOT x.same THEN CASE WHEN x.w0 = x.st - s.w THEN x.c0 ELSE 0 END
       ELSE x.p0 END AS n2,
-    CASE WHEN x.charges THEN GREATEST(x.x0, s.a_end + s.tail) ELSE x.x0 END AS n3,
+    CASE WHEN x.charges THEN GREATEST(x.x0,
+      CASE WHEN s.anchored AND x.same THEN x.st + s.w ELSE s.a_end + s.tail END) ELSE x.x0 END AS n3,
     x.cur OR x.prv OR x.charges AS changed
   FROM (
     SELECT y.*, y.w0 = y.st AS same, s.delta > 0 AS charges,
@@ -82,16 +116,17 @@ export function windowAdjustSql(
       COALESCE(s.delta < 0 AND s.slides AND NOT (y.w0 = y.tk AND y.c0 > 0) AND y.w0 = y.tk + s.w AND y.p0 > 0, false) AS prv
     FROM (
       SELECT COALESCE(${W}, s.a_start) AS w0, COALESCE(${C}, 0) AS c0, COALESCE(${P}, 0) AS p0,
-        COALESCE(${X}, s.a_end + s.tail) AS x0, GREATEST(COALESCE(${W}, s.a_start), s.a_start) AS st,
-        ${takenStart('s.taken_ms')} AS tk
+        COALESCE(${X}, s.a_end + s.tail) AS x0, ${countedStart(W, C, 's')} AS st,
+        ${takenStart('s.taken_ms', W)} AS tk
     ) y
-  ) x`,
+  ) x`;
+    },
   };
 }
 
 /**
  * The rule statements' SQL of a window kind, given its prelude: per-statement columns `now_ms`,
- * `a_start`, `a_end`, `w`, `slides`, `tail`. Rule parameters: $1 rule, $2 the kind's own, $3
+ * `a_start`, `a_end`, `w`, `slides`, `anchored`, `tail`. Rule parameters: $1 rule, $2 the kind's own, $3
  * penalty. Answers the state the take saw and the statement's time. Refunds and settlements
  * are `adjust`, made by the kind with {@link windowAdjustSql}.
  */
@@ -133,13 +168,40 @@ export function windowRuleSql(
 export function alignedPrelude(slides: boolean): (now: string) => string {
   return (now) => `SELECT a.now_ms, ${alignedStart('a.now_ms', '$2::bigint')} AS a_start,
     ${alignedStart('a.now_ms', '$2::bigint')} + $2::bigint AS a_end,
-    $2::bigint AS w, ${String(slides)} AS slides, ${slides ? '$2::bigint' : '0::bigint'} AS tail
+    $2::bigint AS w, ${String(slides)} AS slides, false AS anchored, ${slides ? '$2::bigint' : '0::bigint'} AS tail
   FROM (SELECT ${now} AS now_ms) a`;
 }
 
 /** The start of the aligned window of length `w` holding `now` (SQL, both bigint), as Math.floor. */
 export function alignedStart(now: string, w: string): string {
   return `(${now} - ((${now} % ${w}) + ${w}) % ${w})`;
+}
+
+/**
+ * The binding of a window kind whose one parameter is its length in ms: rule parameters $1
+ * rule, $2 the length, $3 penalty; a refund's $1 and $2; an all-or-nothing entry's the length
+ * (see {@link lengthEntries}).
+ */
+export function lengthBinding(name: string, lengthMs: number, penalty: boolean): AlgorithmBinding {
+  const params = [name, lengthMs, penalty];
+  const entry = [lengthMs];
+  const adjusting = [name, lengthMs];
+  return {
+    ruleParams: () => params,
+    adjustParams: () => adjusting,
+    entryParams: () => entry,
+    read: readWindowRow,
+  };
+}
+
+/**
+ * The all-or-nothing entries of a kind bound by {@link lengthBinding}, from parameter `first`:
+ * rows `x` of ord, rule, bucket, cost, quota and `w` (the length), beside the statement's time
+ * `n`.
+ */
+export function lengthEntries(first: number): string {
+  return `unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::bigint[],
+    $${first + 4}::bigint[], $${first + 5}::bigint[]) AS x(ord, rule, bucket, cost, quota, w) CROSS JOIN n`;
 }
 
 /** Reads a returned row into the core's state; answers the statement's time. */

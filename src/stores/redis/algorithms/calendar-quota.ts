@@ -3,6 +3,7 @@ import type { Rule } from '../../../core/rules/rule.js';
 import type { RedisAlgorithmModule, RuleEncoder } from './algorithm.js';
 import { countDecision } from './count-decision.js';
 import { penaltyFlag, wholeField } from './rule-fields.js';
+import { countInWindowLua } from './window-count.js';
 
 /**
  * The calendar quota (`core/rules/calendar-quota.ts`) in Redis, per local hour, day, week or month.
@@ -49,23 +50,8 @@ export const calendarQuotaAlgorithm: RedisAlgorithmModule = {
     end
     reset = f - now
     window = f - s
-    if used < q then remaining = q - used end
-    if asked > q then
-      retry = -1
-    elseif asked <= remaining then
-      retry = 0
-      if cost > 0 then
-        remaining = remaining - cost
-        na, nb, nc, ttl = s, used + cost, f, reset
-      end
-    else
-      retry = reset
-      if single and penalty == 1 and cost > 0 then
-        local charged = used + cost
-        if charged > MAX_PENALTY then charged = MAX_PENALTY end
-        na, nb, nc, ttl = s, charged, f, reset
-      end
-    end
+${countInWindowLua}    -- The period's end is stored with its count.
+    if na then nc = f end
   end
 `,
   // A refusal means a count in the period, spent when the period ends, after reset.

@@ -1,4 +1,5 @@
 import { alignedWindowAlgorithm } from './aligned-window.js';
+import { countInWindowLua, windowEndTtlLua } from './window-count.js';
 
 /**
  * The fixed window (`core/fixed-window.ts`) in Redis: a count per window of `w` ms, windows
@@ -18,26 +19,8 @@ export const fixedWindowAlgorithm = alignedWindowAlgorithm({
   if sa and sa > s then s = sa end
   local used = 0
   if sa == s then used = sb end
-  remaining = 0
-  if used < q then remaining = q - used end
   reset = s + w - now
-  if asked > q then
-    retry = -1
-  elseif asked <= remaining then
-    retry = 0
-    if cost > 0 then
-      remaining = remaining - cost
-      na, nb, ttl = s, used + cost, reset
-    end
-  else
-    retry = reset
-    if single and penalty == 1 and cost > 0 then
-      local charged = used + cost
-      if charged > MAX_PENALTY then charged = MAX_PENALTY end
-      na, nb, ttl = s, charged, reset
-    end
-  end
-`,
+${countInWindowLua}`,
   // A refusal means a count in the window, spent when the window ends, after reset.
   held: 'reset',
   adjustLua: `  -- core/fixed-window.ts, adjust(), and core/rules/window-count.ts: a refund comes off the count
@@ -57,9 +40,5 @@ export const fixedWindowAlgorithm = alignedWindowAlgorithm({
     if charged > MAX_PENALTY then charged = MAX_PENALTY end
     na, nb = s, charged
   end
-  if na then
-    ttl = 0
-    if nb > 0 and na + w > now then ttl = na + w - now end
-  end
-`,
+${windowEndTtlLua}`,
 });

@@ -1,6 +1,7 @@
 import { optionError } from '../../../core/errors.js';
 import type { Rule } from '../../../core/rules/rule.js';
 import { withDefaultCapabilities, type RedisAlgorithm, type RuleEncoder } from './algorithm.js';
+import { anchoredWindowAlgorithm } from './anchored-window.js';
 import { calendarQuotaAlgorithm } from './calendar-quota.js';
 import { fixedWindowAlgorithm } from './fixed-window.js';
 import { slidingWindowAlgorithm } from './sliding-window.js';
@@ -26,6 +27,7 @@ export const redisAlgorithms: readonly RedisAlgorithm[] = [
   calendarQuotaAlgorithm,
   fixedWindowAlgorithm,
   slidingWindowAlgorithm,
+  anchoredWindowAlgorithm,
 ].map(withDefaultCapabilities);
 
 const byKind = new Map(redisAlgorithms.map((algorithm, i) => [algorithm.kind, { algorithm, tag: i + 1 }]));
