@@ -18,9 +18,8 @@ export default {
   },
   intentionallyNotExported: [
     'AlgorithmBinding',
-    'Batcher',
-    'BatchRule',
     'BucketsContext',
+    'CallRule',
     'CalendarPeriods',
     'DriverFailure',
     'EvictedSummary',
@@ -28,9 +27,11 @@ export default {
     'MaybePromise',
     'MemoryLeaseBuckets',
     'MemoryBucket',
+    'Pipeline',
     'PostgresLeaseBuckets',
     'RedisLeaseBuckets',
     'RuleStatements',
+    'ScriptDecision',
     'StateShape',
   ],
 };
