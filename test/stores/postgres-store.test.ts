@@ -589,7 +589,7 @@ describe('PostgresStore', { skip }, () => {
           (e: unknown) =>
             isSluiceError(e, 'SLUICE_CONFIG') &&
             (e as Error).message ===
-              'PostgresStore rule must be a rule of a kind this store decides (token-bucket, fixed-window, sliding-window, calendar-quota)',
+              'PostgresStore rule must be a rule of a kind this store decides (token-bucket, fixed-window, sliding-window, calendar-quota, anchored-window)',
         );
       }
     });
