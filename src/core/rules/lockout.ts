@@ -3,7 +3,7 @@ import { parseDuration, type Duration } from '../duration.js';
 import { optionError } from '../errors.js';
 import { checkOptionKeys } from '../options.js';
 import type { BucketState } from '../state.js';
-import type { CallLimit } from './rule.js';
+import type { RuleTake } from './rule.js';
 
 /**
  * Options of a rule's lockout (the `block` option of every built-in rule): a refusal locks the
@@ -119,17 +119,16 @@ export function blockHorizonMs(policy: BlockPolicy, state: BucketState, now: num
   return end > now ? end - now : 0;
 }
 
+/**
+ * A take as a rule's own decision reads it: a {@link RuleTake} whose `commit` is given apart,
+ * since a lockout asks a blocked key's bucket without charging it, and a reservation asks it with
+ * its own numbers; neither allocates a take for that.
+ */
+export type BucketTake = Omit<RuleTake, 'commit'>;
+
 /** A rule's own decision, before any lockout: what {@link decideWithBlock} wraps. */
 export interface BucketDecider {
-  decideBucket(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: CallLimit | undefined,
-    commit: boolean,
-  ): Decision;
+  decideBucket(state: BucketState, take: BucketTake, commit: boolean): Decision;
 }
 
 /**
@@ -149,16 +148,12 @@ export function decideWithBlock(
   rule: BucketDecider,
   policy: BlockPolicy,
   state: BucketState,
-  now: number,
-  epoch: number,
-  name: string,
-  cost: number,
-  limit: CallLimit | undefined,
-  commit: boolean,
+  take: RuleTake,
 ): Decision {
+  const { now, name, cost, commit } = take;
   const blockedUntil = state.blockedUntil;
   if (now < blockedUntil) {
-    const bucket = rule.decideBucket(state, now, epoch, name, cost, limit, false);
+    const bucket = rule.decideBucket(state, take, false);
     const left = blockedUntil - now;
     const wait = bucket.retryAfterMs > left ? bucket.retryAfterMs : left;
     const reset = bucket.resetMs > left ? bucket.resetMs : left;
@@ -174,7 +169,7 @@ export function decideWithBlock(
       windowMs: bucket.windowMs,
     });
   }
-  const decision = rule.decideBucket(state, now, epoch, name, cost, limit, commit);
+  const decision = rule.decideBucket(state, take, commit);
   if (decision.allowed || !commit || cost === 0 || decision.retryAfterMs === Infinity) return decision;
   const blockMs = nextBlockMs(policy, state, now);
   state.blockedUntil = now + blockMs;
