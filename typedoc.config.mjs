@@ -18,6 +18,7 @@ export default {
   },
   intentionallyNotExported: [
     'AlgorithmBinding',
+    'BucketTake',
     'BucketsContext',
     'CallRule',
     'CalendarPeriods',
@@ -33,5 +34,7 @@ export default {
     'RuleStatements',
     'ScriptDecision',
     'StateShape',
+    'WindowBucketTake',
+    'WindowRuleTake',
   ],
 };

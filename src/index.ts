@@ -17,7 +17,14 @@ export {
   AnchoredWindowRule,
   type AnchoredWindowOptions,
 } from './core/rules/anchored-window.js';
-export type { Rule, RuleAdjustment, RuleReservation, BucketTier, CallLimit } from './core/rules/rule.js';
+export type {
+  Rule,
+  RuleAdjustment,
+  RuleReservation,
+  RuleTake,
+  BucketTier,
+  CallLimit,
+} from './core/rules/rule.js';
 export { MAX_BLOCK_FACTOR, MAX_BLOCK_MS, type BlockOptions, type BlockPolicy } from './core/rules/lockout.js';
 export type { BucketState } from './core/state.js';
 export type { Decision, AllowedDecision, RefusedDecision, DecisionSource } from './core/decision.js';

@@ -133,9 +133,16 @@ class BoundedMapBuckets implements RuleBuckets {
   async take(key: string, cost: number, now: number, limit: CallLimit | undefined): Promise<Decision> {
     const state = this.stateOf(key, now);
     if (cost === 0 || this.states.has(key))
-      return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
+      return this.rule.decide(state, { now, epoch: this.epoch, name: this.name, cost, limit, commit: true });
     const { value, window, previous, blockedUntil } = state;
-    const decision = this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
+    const decision = this.rule.decide(state, {
+      now,
+      epoch: this.epoch,
+      name: this.name,
+      cost,
+      limit,
+      commit: true,
+    });
     // A take that changed nothing (a refusal without penalty or lockout) needs no bucket, and
     // takes no room.
     if (
@@ -209,7 +216,14 @@ class BoundedMapBuckets implements RuleBuckets {
   }
 
   decide(state: BucketState, entry: TakeEntry, now: number, commit: boolean): Decision {
-    return this.rule.decide(state, now, this.epoch, this.name, entry.cost, entry.limit, commit);
+    return this.rule.decide(state, {
+      now,
+      epoch: this.epoch,
+      name: this.name,
+      cost: entry.cost,
+      limit: entry.limit,
+      commit,
+    });
   }
 
   holds(key: string): boolean {

@@ -1,5 +1,5 @@
 import { MAX_TIMER_MS } from './bounds.js';
-import { SluiceError, describeValue } from './errors.js';
+import { SluiceError, describeValue, optionError } from './errors.js';
 
 /**
  * A duration: a string of a whole number and a unit: `ms`, `s`, `m`, `h`, `d`
@@ -76,6 +76,24 @@ export function parseTimerDuration(value: unknown, option: string): number {
       `${option} must be at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest a timer can wait`,
     );
   }
+  return ms;
+}
+
+/**
+ * Reads a rule's duration option, at most `maxMs`: a duration string, never a bare number (whose
+ * unit would be a guess).
+ * @throws SluiceError `SLUICE_CONFIG` naming `option` and `expected` (a phrase like `'a duration
+ *   string from "1ms" to "366d"'`), never the value
+ */
+export function parseRuleDuration(value: unknown, option: string, expected: string, maxMs: number): number {
+  if (typeof value === 'number') throw optionError(option, `${expected}; a bare number has no unit`);
+  let ms: number;
+  try {
+    ms = parseDuration(value, option);
+  } catch {
+    throw optionError(option, expected);
+  }
+  if (ms > maxMs) throw optionError(option, expected);
   return ms;
 }
 

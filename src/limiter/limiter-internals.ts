@@ -65,7 +65,14 @@ export function refusedForGood(
   now: number,
   limit: CallLimit | undefined,
 ): Decision {
-  const untouched = rule.decide(rule.initialState(now, now), now, now, name, cost, limit, false);
+  const untouched = rule.decide(rule.initialState(now, now), {
+    now,
+    epoch: now,
+    name,
+    cost,
+    limit,
+    commit: false,
+  });
   return { ...untouched, remaining: 0 };
 }
 

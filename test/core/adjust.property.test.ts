@@ -36,7 +36,7 @@ function history(
   const state = rule.initialState(now, START);
   for (const step of steps) {
     now += step.wait;
-    rule.decide(state, now, START, 'r', step.cost, undefined, true);
+    rule.decide(state, { now, epoch: START, name: 'r', cost: step.cost, limit: undefined, commit: true });
   }
   return { state, now };
 }
@@ -48,7 +48,10 @@ const steps = fc.array(
   },
 );
 const peek = (rule: Rule, state: BucketState, now: number) => {
-  const d = rule.decide({ ...state }, now, START, 'r', 0, undefined, false);
+  const d = rule.decide(
+    { ...state },
+    { now, epoch: START, name: 'r', cost: 0, limit: undefined, commit: false },
+  );
   return [d.allowed, d.remaining, d.retryAfterMs];
 };
 const windowOf = (rule: Rule, t: number) =>
@@ -76,7 +79,14 @@ for (const [title, make] of rules) {
             const rule = make();
             const { state, now } = history(rule, before);
             const untouched = { ...state };
-            const decision = rule.decide(state, now, START, 'r', cost, undefined, true);
+            const decision = rule.decide(state, {
+              now,
+              epoch: START,
+              name: 'r',
+              cost,
+              limit: undefined,
+              commit: true,
+            });
             if (!decision.allowed) return;
             const taken = { ...state };
             const at = now + later;
@@ -111,12 +121,39 @@ for (const [title, make] of rules) {
             const rule = make();
             const { state, now } = history(rule, before);
             const without = { ...state };
-            const decision = rule.decide(state, now, START, 'r', cost, undefined, true);
+            const decision = rule.decide(state, {
+              now,
+              epoch: START,
+              name: 'r',
+              cost,
+              limit: undefined,
+              commit: true,
+            });
             if (!decision.allowed) return;
             const at = now + later;
             // Only histories where the later take is admitted in both worlds compare.
-            if (!rule.decide(state, at, START, 'r', next, undefined, true).allowed) return;
-            if (!rule.decide(without, at, START, 'r', next, undefined, true).allowed) return;
+            if (
+              !rule.decide(state, {
+                now: at,
+                epoch: START,
+                name: 'r',
+                cost: next,
+                limit: undefined,
+                commit: true,
+              }).allowed
+            )
+              return;
+            if (
+              !rule.decide(without, {
+                now: at,
+                epoch: START,
+                name: 'r',
+                cost: next,
+                limit: undefined,
+                commit: true,
+              }).allowed
+            )
+              return;
             refund(rule, state, at, now, decision);
             const [, refunded] = peek(rule, state, at);
             const [, alone] = peek(rule, without, at);
@@ -138,7 +175,14 @@ for (const [title, make] of rules) {
             const rule = make();
             const { state, now } = history(rule, before);
             const direct = { ...state };
-            const decision = rule.decide(state, now, START, 'r', estimate, undefined, true);
+            const decision = rule.decide(state, {
+              now,
+              epoch: START,
+              name: 'r',
+              cost: estimate,
+              limit: undefined,
+              commit: true,
+            });
             if (!decision.allowed) return;
             rule.adjust(state, {
               now,
@@ -148,7 +192,15 @@ for (const [title, make] of rules) {
               until: now + decision.resetMs,
             });
             const admitted =
-              actual === 0 || rule.decide(direct, now, START, 'r', actual, undefined, true).allowed;
+              actual === 0 ||
+              rule.decide(direct, {
+                now,
+                epoch: START,
+                name: 'r',
+                cost: actual,
+                limit: undefined,
+                commit: true,
+              }).allowed;
             if (admitted) assert.deepEqual(peek(rule, state, now), peek(rule, direct, now));
             // A real cost beyond what was left is charged anyway (the work is done): nothing is left.
             else assert.equal(peek(rule, state, now)[1], 0);

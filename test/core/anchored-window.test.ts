@@ -57,31 +57,70 @@ describe('anchored window: decisions on a manual clock', () => {
   it('a peek and a refusal start no window; a take of more than the limit is refused for good', () => {
     const rule = anchoredWindow({ limit: 2, window: '10s' });
     const state = rule.initialState(START);
-    const peek = rule.decide(state, START + 5, 0, 'r', 0, undefined, true);
+    const peek = rule.decide(state, {
+      now: START + 5,
+      epoch: 0,
+      name: 'r',
+      cost: 0,
+      limit: undefined,
+      commit: true,
+    });
     assert.deepEqual([peek.allowed, peek.remaining, peek.resetMs], [true, 2, 10_000]);
     assert.deepEqual(state, fresh(START));
-    const tooMuch = rule.decide(state, START + 9, 0, 'r', 3, undefined, true);
+    const tooMuch = rule.decide(state, {
+      now: START + 9,
+      epoch: 0,
+      name: 'r',
+      cost: 3,
+      limit: undefined,
+      commit: true,
+    });
     assert.deepEqual([tooMuch.allowed, tooMuch.retryAfterMs, tooMuch.resetMs], [false, Infinity, 10_000]);
     assert.deepEqual(state, fresh(START));
-    assert.equal(rule.decide(state, START + 20, 0, 'r', 2, undefined, true).resetMs, 10_000);
+    assert.equal(
+      rule.decide(state, { now: START + 20, epoch: 0, name: 'r', cost: 2, limit: undefined, commit: true })
+        .resetMs,
+      10_000,
+    );
     assert.deepEqual([state.window, state.value], [START + 20, 2]);
   });
 
   it('under penalty counts refusals in the running window without moving its end', () => {
     const rule = anchoredWindow({ limit: 2, window: '10s', penalty: true });
     const state = rule.initialState(START);
-    rule.decide(state, START, 0, 'r', 2, undefined, true);
-    const refused = rule.decide(state, START + 4_000, 0, 'r', 1, undefined, true);
+    rule.decide(state, { now: START, epoch: 0, name: 'r', cost: 2, limit: undefined, commit: true });
+    const refused = rule.decide(state, {
+      now: START + 4_000,
+      epoch: 0,
+      name: 'r',
+      cost: 1,
+      limit: undefined,
+      commit: true,
+    });
     assert.deepEqual([refused.allowed, refused.retryAfterMs, refused.remaining], [false, 6_000, 0]);
     assert.deepEqual([state.window, state.value], [START, 3]);
     // Without penalty the same refusal charges nothing.
     const lenient = anchoredWindow({ limit: 2, window: '10s' });
     const kept = lenient.initialState(START);
-    lenient.decide(kept, START, 0, 'r', 2, undefined, true);
-    lenient.decide(kept, START + 4_000, 0, 'r', 1, undefined, true);
+    lenient.decide(kept, { now: START, epoch: 0, name: 'r', cost: 2, limit: undefined, commit: true });
+    lenient.decide(kept, {
+      now: START + 4_000,
+      epoch: 0,
+      name: 'r',
+      cost: 1,
+      limit: undefined,
+      commit: true,
+    });
     assert.deepEqual([kept.window, kept.value], [START, 2]);
     // The window ends where it started plus its length, and the count with it.
-    const after = rule.decide(state, START + 10_000, 0, 'r', 1, undefined, true);
+    const after = rule.decide(state, {
+      now: START + 10_000,
+      epoch: 0,
+      name: 'r',
+      cost: 1,
+      limit: undefined,
+      commit: true,
+    });
     assert.deepEqual(
       [after.allowed, after.remaining, state.window, state.value],
       [true, 1, START + 10_000, 1],
@@ -91,9 +130,19 @@ describe('anchored window: decisions on a manual clock', () => {
   it('a per-call limit replaces the rule’s, the count already spent staying spent', () => {
     const rule = anchoredWindow({ limit: 5, window: '1m' });
     const state = rule.initialState(START);
-    rule.decide(state, START, 0, 'r', 4, undefined, true);
-    assert.equal(rule.decide(state, START + 1, 0, 'r', 1, 10, true).remaining, 5);
-    const lower = rule.decide(state, START + 2, 0, 'r', 1, 5, true);
+    rule.decide(state, { now: START, epoch: 0, name: 'r', cost: 4, limit: undefined, commit: true });
+    assert.equal(
+      rule.decide(state, { now: START + 1, epoch: 0, name: 'r', cost: 1, limit: 10, commit: true }).remaining,
+      5,
+    );
+    const lower = rule.decide(state, {
+      now: START + 2,
+      epoch: 0,
+      name: 'r',
+      cost: 1,
+      limit: 5,
+      commit: true,
+    });
     assert.deepEqual([lower.allowed, lower.limit, lower.remaining], [false, 5, 0]);
     assert.equal(rule.limitFor(7), 7);
     assert.equal(rule.capacityFor(undefined), 5);
@@ -102,8 +151,15 @@ describe('anchored window: decisions on a manual clock', () => {
   it('a clock stepped back inside the window counts against it, which ends where it did', () => {
     const rule = anchoredWindow({ limit: 2, window: '10s' });
     const state = rule.initialState(START);
-    rule.decide(state, START, 0, 'r', 1, undefined, true);
-    const behind = rule.decide(state, START - 3_000, 0, 'r', 1, undefined, true);
+    rule.decide(state, { now: START, epoch: 0, name: 'r', cost: 1, limit: undefined, commit: true });
+    const behind = rule.decide(state, {
+      now: START - 3_000,
+      epoch: 0,
+      name: 'r',
+      cost: 1,
+      limit: undefined,
+      commit: true,
+    });
     assert.deepEqual([behind.allowed, behind.remaining, behind.resetMs], [true, 0, 13_000]);
     assert.deepEqual([state.window, state.value], [START, 2]);
   });
@@ -112,7 +168,7 @@ describe('anchored window: decisions on a manual clock', () => {
     const rule = anchoredWindow({ limit: 3, window: '10s' });
     const state = rule.initialState(START);
     assert.equal(rule.horizonMs(state, START), 0);
-    rule.decide(state, START, 0, 'r', 2, undefined, true);
+    rule.decide(state, { now: START, epoch: 0, name: 'r', cost: 2, limit: undefined, commit: true });
     assert.equal(rule.horizonMs(state, START + 4_000), 6_000);
     assert.equal(rule.horizonMs(state, START + 10_000), 0);
     rule.adjust(state, { now: START + 5_000, epoch: 0, delta: -2, takenAt: START, until: START + 10_000 });
@@ -126,7 +182,7 @@ describe('anchored window: refunds and charges', () => {
   const rule = anchoredWindow({ limit: 5, window: '10s' });
   const running = (): BucketState => {
     const state = rule.initialState(START);
-    rule.decide(state, START, 0, 'r', 3, undefined, true);
+    rule.decide(state, { now: START, epoch: 0, name: 'r', cost: 3, limit: undefined, commit: true });
     return state;
   };
 
@@ -174,7 +230,7 @@ describe('anchored window: refunds and charges', () => {
     );
     // A take of an earlier window of the key, refunded in the next one.
     const later = running();
-    rule.decide(later, START + 12_000, 0, 'r', 1, undefined, true);
+    rule.decide(later, { now: START + 12_000, epoch: 0, name: 'r', cost: 1, limit: undefined, commit: true });
     assert.equal(
       rule.adjust(later, {
         now: START + 13_000,
@@ -212,8 +268,15 @@ describe('anchored window: lockout and options', () => {
   it('a refusal under a lockout blocks the key, and waits for the later of the block and the window', () => {
     const rule = anchoredWindow({ limit: 1, window: '10s', block: { duration: '3s' } });
     const state = rule.initialState(START);
-    rule.decide(state, START, 0, 'r', 1, undefined, true);
-    const refused = rule.decide(state, START + 1_000, 0, 'r', 1, undefined, true);
+    rule.decide(state, { now: START, epoch: 0, name: 'r', cost: 1, limit: undefined, commit: true });
+    const refused = rule.decide(state, {
+      now: START + 1_000,
+      epoch: 0,
+      name: 'r',
+      cost: 1,
+      limit: undefined,
+      commit: true,
+    });
     assert.deepEqual([refused.allowed, refused.retryAfterMs], [false, 9_000]);
     assert.deepEqual([state.blockedUntil, state.blockMs], [START + 4_000, 3_000]);
     // The horizon keeps the block until it is forgotten (its default memory: its length).
@@ -221,10 +284,40 @@ describe('anchored window: lockout and options', () => {
     assert.equal(rule.horizonMs(state, START + 5_000), 5_000);
     const blocked = anchoredWindow({ limit: 1, window: '1s', block: { duration: '3s' } });
     const short = blocked.initialState(START);
-    blocked.decide(short, START, 0, 'r', 1, undefined, true);
-    assert.equal(blocked.decide(short, START + 500, 0, 'r', 1, undefined, true).retryAfterMs, 3_000);
-    assert.equal(blocked.decide(short, START + 2_000, 0, 'r', 1, undefined, true).allowed, false);
-    assert.equal(blocked.decide(short, START + 3_500, 0, 'r', 1, undefined, true).allowed, true);
+    blocked.decide(short, { now: START, epoch: 0, name: 'r', cost: 1, limit: undefined, commit: true });
+    assert.equal(
+      blocked.decide(short, {
+        now: START + 500,
+        epoch: 0,
+        name: 'r',
+        cost: 1,
+        limit: undefined,
+        commit: true,
+      }).retryAfterMs,
+      3_000,
+    );
+    assert.equal(
+      blocked.decide(short, {
+        now: START + 2_000,
+        epoch: 0,
+        name: 'r',
+        cost: 1,
+        limit: undefined,
+        commit: true,
+      }).allowed,
+      false,
+    );
+    assert.equal(
+      blocked.decide(short, {
+        now: START + 3_500,
+        epoch: 0,
+        name: 'r',
+        cost: 1,
+        limit: undefined,
+        commit: true,
+      }).allowed,
+      true,
+    );
   });
 
   it('has no windowMs (kept for windows on the epoch grid) and says its kind and shape', () => {
@@ -304,7 +397,7 @@ describe('anchored window against a log of charged takes', () => {
           const state = rule.initialState(now);
           for (const { wait, cost } of steps) {
             now += wait;
-            const d = rule.decide(state, now, 0, 'r', cost, undefined, true);
+            const d = rule.decide(state, { now, epoch: 0, name: 'r', cost, limit: undefined, commit: true });
             const want = model.take(now, cost);
             assert.deepEqual({ allowed: d.allowed, remaining: d.remaining, resetMs: d.resetMs }, want);
             if (!d.allowed) assert.equal(d.retryAfterMs, cost > limit ? Infinity : want.resetMs);

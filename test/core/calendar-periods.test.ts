@@ -134,7 +134,14 @@ describe('calendar periods against brute-force boundaries', () => {
           if (per === 'hour' || per === 'day') {
             const i = boundaries.findLastIndex((b) => b <= change);
             assert.equal(
-              rule.decide(rule.initialState(change), change, 0, 'q', 0, undefined, false).windowMs,
+              rule.decide(rule.initialState(change), {
+                now: change,
+                epoch: 0,
+                name: 'q',
+                cost: 0,
+                limit: undefined,
+                commit: false,
+              }).windowMs,
               boundaries[i + 1]! - boundaries[i]!,
             );
           }
@@ -159,9 +166,21 @@ describe('calendar periods: stated cases', () => {
     assert.equal(rule.periods.startOf(first), Date.UTC(2026, 9, 25, 0));
     assert.equal(rule.periods.startOf(second), Date.UTC(2026, 9, 25, 1));
     const state = rule.initialState(first);
-    assert.equal(rule.decide(state, first, 0, 'q', 1, undefined, true).allowed, true);
-    assert.equal(rule.decide(state, first + 1, 0, 'q', 1, undefined, true).allowed, false);
-    assert.equal(rule.decide(state, second, 0, 'q', 1, undefined, true).allowed, true);
+    assert.equal(
+      rule.decide(state, { now: first, epoch: 0, name: 'q', cost: 1, limit: undefined, commit: true })
+        .allowed,
+      true,
+    );
+    assert.equal(
+      rule.decide(state, { now: first + 1, epoch: 0, name: 'q', cost: 1, limit: undefined, commit: true })
+        .allowed,
+      false,
+    );
+    assert.equal(
+      rule.decide(state, { now: second, epoch: 0, name: 'q', cost: 1, limit: undefined, commit: true })
+        .allowed,
+      true,
+    );
   });
 
   it('Australia/Lord_Howe: the hour clocks jump into by 30 minutes is 30 minutes long', () => {

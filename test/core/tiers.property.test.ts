@@ -50,7 +50,7 @@ describe('token bucket: per-call tiers', () => {
         let now = START;
         for (const step of steps) {
           now += step.wait;
-          rule.decide(state, now, START, 'r', step.cost, a, true);
+          rule.decide(state, { now, epoch: START, name: 'r', cost: step.cost, limit: a, commit: true });
         }
         const tagged = state.window !== 0;
         const rate = tagged ? state.window : 7;
@@ -90,20 +90,40 @@ describe('token bucket: per-call tiers', () => {
       fc.property(tier, tier, fc.integer({ min: 0, max: 10_000 }), (a, b, later) => {
         const rule = tokenBucket({ limit: 5, period: '10s', burst: 9 });
         const state: BucketState = rule.initialState(START, START);
-        const full = rule.decide(state, START, START, 'r', 0, b, false);
+        const full = rule.decide(state, {
+          now: START,
+          epoch: START,
+          name: 'r',
+          cost: 0,
+          limit: b,
+          commit: false,
+        });
         assert.deepEqual([full.allowed, full.remaining], [true, b.burst], 'a new key is full under any tier');
-        assert.equal(rule.decide(state, START, START, 'r', a.burst, a, true).allowed, true);
-        const spent = rule.decide({ ...state }, START, START, 'r', 0, b, false);
+        assert.equal(
+          rule.decide(state, { now: START, epoch: START, name: 'r', cost: a.burst, limit: a, commit: true })
+            .allowed,
+          true,
+        );
+        const spent = rule.decide(
+          { ...state },
+          { now: START, epoch: START, name: 'r', cost: 0, limit: b, commit: false },
+        );
         assert.deepEqual([spent.allowed, spent.remaining], [false, 0], 'spent under A is spent under B');
         // Full again under A once A's time to full has passed: full under B too.
         const refilled = START + Math.ceil((a.burst * a.periodMs) / a.limit) + later;
-        const again = rule.decide({ ...state }, refilled, START, 'r', 0, b, false);
+        const again = rule.decide(
+          { ...state },
+          { now: refilled, epoch: START, name: 'r', cost: 0, limit: b, commit: false },
+        );
         assert.deepEqual([again.allowed, again.remaining], [true, b.burst]);
         const same = { limit: 5, periodMs: 10_000, burst: 9 };
         const copy = { ...state };
         assert.deepEqual(
-          rule.decide(copy, START, START, 'r', 1, same, true),
-          rule.decide({ ...state }, START, START, 'r', 1, undefined, true),
+          rule.decide(copy, { now: START, epoch: START, name: 'r', cost: 1, limit: same, commit: true }),
+          rule.decide(
+            { ...state },
+            { now: START, epoch: START, name: 'r', cost: 1, limit: undefined, commit: true },
+          ),
         );
       }),
       { numRuns: 300 },

@@ -277,12 +277,27 @@ describe('sliding window: what it promises', () => {
     fc.assert(
       fc.property(slidingCase, ({ limit, windowMs, state, now, asked }) => {
         const rule = slidingWindow({ limit, window: `${windowMs}ms` });
-        const refused = rule.decide({ ...state }, now, 0, 's', asked, undefined, false);
+        const refused = rule.decide(
+          { ...state },
+          { now, epoch: 0, name: 's', cost: asked, limit: undefined, commit: false },
+        );
         if (refused.allowed) return;
         const d = refused.retryAfterMs;
         assert.ok(Number.isSafeInteger(d) && d > 0, `a finite positive wait, got ${d}`);
-        assert.equal(rule.decide({ ...state }, now + d, 0, 's', asked, undefined, false).allowed, true);
-        assert.equal(rule.decide({ ...state }, now + d - 1, 0, 's', asked, undefined, false).allowed, false);
+        assert.equal(
+          rule.decide(
+            { ...state },
+            { now: now + d, epoch: 0, name: 's', cost: asked, limit: undefined, commit: false },
+          ).allowed,
+          true,
+        );
+        assert.equal(
+          rule.decide(
+            { ...state },
+            { now: now + d - 1, epoch: 0, name: 's', cost: asked, limit: undefined, commit: false },
+          ).allowed,
+          false,
+        );
       }),
       { numRuns: 3000 },
     );
@@ -333,7 +348,10 @@ describe('sliding window: what it promises', () => {
     fc.assert(
       fc.property(slidingCase, ({ limit, windowMs, state, now, asked }) => {
         const rule = slidingWindow({ limit, window: `${windowMs}ms` });
-        const d = rule.decide({ ...state }, now, 0, 's', asked, undefined, false);
+        const d = rule.decide(
+          { ...state },
+          { now, epoch: 0, name: 's', cost: asked, limit: undefined, commit: false },
+        );
         const w = windowMs;
         const aligned = Math.floor(now / w) * w;
         let cur = 0;
@@ -358,23 +376,47 @@ describe('fixed and sliding windows: charges', () => {
       const rule = make({ limit: 3, window: '1m' });
       const state = rule.initialState(60_000);
       for (let i = 0; i < 3; i++)
-        assert.equal(rule.decide(state, 60_000, 0, 'w', 1, undefined, true).allowed, true);
+        assert.equal(
+          rule.decide(state, { now: 60_000, epoch: 0, name: 'w', cost: 1, limit: undefined, commit: true })
+            .allowed,
+          true,
+        );
       const before = { ...state };
-      assert.equal(rule.decide(state, 60_001, 0, 'w', 1, undefined, true).allowed, false);
-      assert.equal(rule.decide(state, 60_002, 0, 'w', 0, undefined, true).allowed, false);
+      assert.equal(
+        rule.decide(state, { now: 60_001, epoch: 0, name: 'w', cost: 1, limit: undefined, commit: true })
+          .allowed,
+        false,
+      );
+      assert.equal(
+        rule.decide(state, { now: 60_002, epoch: 0, name: 'w', cost: 0, limit: undefined, commit: true })
+          .allowed,
+        false,
+      );
       assert.deepEqual({ ...state }, before);
       const fresh = rule.initialState(0);
       const untouched = { ...fresh };
-      assert.equal(rule.decide(fresh, 5, 0, 'w', 0, undefined, true).remaining, 3);
+      assert.equal(
+        rule.decide(fresh, { now: 5, epoch: 0, name: 'w', cost: 0, limit: undefined, commit: true })
+          .remaining,
+        3,
+      );
       assert.deepEqual({ ...fresh }, untouched);
     });
 
     it(`${make.name}: penalty counts saturate at 2 × MAX_COUNT and stay exact`, () => {
       const rule = make({ limit: MAX_COUNT, window: '1h', penalty: true });
       const state = rule.initialState(0);
-      assert.equal(rule.decide(state, 0, 0, 'w', MAX_COUNT, undefined, true).allowed, true);
+      assert.equal(
+        rule.decide(state, { now: 0, epoch: 0, name: 'w', cost: MAX_COUNT, limit: undefined, commit: true })
+          .allowed,
+        true,
+      );
       for (let i = 0; i < 5; i++)
-        assert.equal(rule.decide(state, 1, 0, 'w', MAX_COUNT, undefined, true).allowed, false);
+        assert.equal(
+          rule.decide(state, { now: 1, epoch: 0, name: 'w', cost: MAX_COUNT, limit: undefined, commit: true })
+            .allowed,
+          false,
+        );
       assert.equal(state.value, MAX_PENALTY_COUNT);
       assert.equal(MAX_PENALTY_COUNT, 2 * MAX_COUNT);
     });
@@ -382,11 +424,26 @@ describe('fixed and sliding windows: charges', () => {
     it(`${make.name}: a clock stepped back never moves the window backwards`, () => {
       const rule = make({ limit: 4, window: '1m' });
       const state = rule.initialState(120_000);
-      assert.equal(rule.decide(state, 120_000, 0, 'w', 3, undefined, true).remaining, 1);
-      const back = rule.decide(state, 119_999, 0, 'w', 1, undefined, true);
+      assert.equal(
+        rule.decide(state, { now: 120_000, epoch: 0, name: 'w', cost: 3, limit: undefined, commit: true })
+          .remaining,
+        1,
+      );
+      const back = rule.decide(state, {
+        now: 119_999,
+        epoch: 0,
+        name: 'w',
+        cost: 1,
+        limit: undefined,
+        commit: true,
+      });
       assert.deepEqual([back.allowed, back.remaining, back.resetMs], [true, 0, 60_001]);
       assert.equal(state.window, 120_000);
-      assert.equal(rule.decide(state, 100_000, 0, 'w', 1, undefined, true).allowed, false);
+      assert.equal(
+        rule.decide(state, { now: 100_000, epoch: 0, name: 'w', cost: 1, limit: undefined, commit: true })
+          .allowed,
+        false,
+      );
     });
   }
 
@@ -394,8 +451,9 @@ describe('fixed and sliding windows: charges', () => {
     const { calendarQuota } = await import('../../src/index.js');
     const rule = calendarQuota({ limit: MAX_COUNT, per: 'hour', penalty: true });
     const state = rule.initialState(0);
-    rule.decide(state, 0, 0, 'q', MAX_COUNT, undefined, true);
-    for (let i = 0; i < 5; i++) rule.decide(state, 1, 0, 'q', MAX_COUNT, undefined, true);
+    rule.decide(state, { now: 0, epoch: 0, name: 'q', cost: MAX_COUNT, limit: undefined, commit: true });
+    for (let i = 0; i < 5; i++)
+      rule.decide(state, { now: 1, epoch: 0, name: 'q', cost: MAX_COUNT, limit: undefined, commit: true });
     assert.equal(state.value, MAX_PENALTY_COUNT);
   });
 });

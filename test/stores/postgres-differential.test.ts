@@ -309,7 +309,14 @@ describe('PostgreSQL decides as the memory store', { skip }, () => {
     ) => {
       const id = `${rule}/${key}`;
       const state = shadow.get(id) ?? { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
-      const decision = (rules[rule] as Rule).decide(state, now, 0, 'shadow', cost, limit, commit);
+      const decision = (rules[rule] as Rule).decide(state, {
+        now,
+        epoch: 0,
+        name: 'shadow',
+        cost,
+        limit,
+        commit,
+      });
       shadow.set(id, state);
       return decision;
     };

@@ -4,7 +4,7 @@ import type { BucketState } from '../state.js';
 import type { RuleAdjustment } from './rule.js';
 import { readWindowOptions } from './window-options.js';
 import { adjustWindowCount } from './window-count.js';
-import { WindowCountRule, type WindowCountOptions } from './window-count-rule.js';
+import { WindowCountRule, type WindowBucketTake, type WindowCountOptions } from './window-count-rule.js';
 
 /** Options of {@link anchoredWindow}. */
 export interface AnchoredWindowOptions extends WindowCountOptions {
@@ -79,17 +79,10 @@ export class AnchoredWindowRule extends WindowCountRule {
   }
 
   /** The window's own decision, before any lockout. */
-  decideBucket(
-    state: BucketState,
-    now: number,
-    _epoch: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
-    commit: boolean,
-  ): Decision {
+  decideBucket(state: BucketState, take: WindowBucketTake, commit: boolean): Decision {
+    const now = take.now;
     const start = this.startAt(state, now);
-    return this.countIn(state, start, start + this.periodMs, now, name, cost, limit, commit);
+    return this.countIn(state, start, start + this.periodMs, take, commit);
   }
 
   /**

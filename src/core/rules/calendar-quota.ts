@@ -6,7 +6,7 @@ import { checkOptionKeys } from '../options.js';
 import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
 import { adjustWindowCount } from './window-count.js';
-import { WindowCountRule } from './window-count-rule.js';
+import { WindowCountRule, type WindowBucketTake } from './window-count-rule.js';
 import { readBlockOptions, type BlockOptions } from './lockout.js';
 
 /** Options of {@link calendarQuota}. */
@@ -101,15 +101,8 @@ export class CalendarQuotaRule extends WindowCountRule {
   }
 
   /** The quota's own decision, before any lockout. */
-  decideBucket(
-    state: BucketState,
-    now: number,
-    _epoch: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
-    commit: boolean,
-  ): Decision {
+  decideBucket(state: BucketState, take: WindowBucketTake, commit: boolean): Decision {
+    const now = take.now;
     const current = this.periods.startOf(now);
     // A clock stepped back (or a node whose clock lags the one that wrote the state) lands in a
     // period earlier than the stored one: that take counts against the stored period, which
@@ -118,7 +111,7 @@ export class CalendarQuotaRule extends WindowCountRule {
     const behind = state.window > current;
     const start = behind ? state.window : current;
     const end = behind ? this.periods.endOf(start) : this.periods.endOf(now);
-    return this.countIn(state, start, end, now, name, cost, limit, commit);
+    return this.countIn(state, start, end, take, commit);
   }
 }
 

@@ -4,7 +4,7 @@ import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
 import { adjustWindowCount } from './window-count.js';
-import type { WindowCountOptions } from './window-count-rule.js';
+import type { WindowBucketTake, WindowCountOptions } from './window-count-rule.js';
 
 /** Options of {@link fixedWindow}. */
 export interface FixedWindowOptions extends WindowCountOptions {
@@ -74,21 +74,14 @@ export class FixedWindowRule extends AlignedWindowRule {
     return adjustWindowCount(state, Math.floor(takenAt / w) * w, start, delta);
   }
 
-  decideBucket(
-    state: BucketState,
-    now: number,
-    _epoch: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
-    commit: boolean,
-  ): Decision {
+  decideBucket(state: BucketState, take: WindowBucketTake, commit: boolean): Decision {
+    const now = take.now;
     const windowMs = this.windowMs;
     const aligned = Math.floor(now / windowMs) * windowMs;
     // A clock stepped back (or a node whose clock lags the one that wrote the state) counts
     // against the stored window, which never moves backwards.
     const start = state.window > aligned ? state.window : aligned;
-    return this.countIn(state, start, start + windowMs, now, name, cost, limit, commit);
+    return this.countIn(state, start, start + windowMs, take, commit);
   }
 }
 

@@ -1,9 +1,9 @@
 import { makeDecision, type Decision } from '../decision.js';
-import { parseDuration, type Duration } from '../duration.js';
+import { parseRuleDuration, type Duration } from '../duration.js';
 import { optionError } from '../errors.js';
 import { checkOptionKeys } from '../options.js';
 import type { BucketState } from '../state.js';
-import type { CallLimit } from './rule.js';
+import type { RuleTake } from './rule.js';
 
 /**
  * Options of a rule's lockout (the `block` option of every built-in rule): a refusal locks the
@@ -83,15 +83,7 @@ export function readBlockOptions(owner: string, value: unknown): BlockPolicy | u
 
 function blockLength(value: unknown, option: string): number {
   const expected = 'a duration string from "1ms" to "366d", like "15m", "1h" or "1d"';
-  if (typeof value === 'number') throw optionError(option, `${expected}; a bare number has no unit`);
-  let ms: number;
-  try {
-    ms = parseDuration(value, option);
-  } catch {
-    throw optionError(option, expected);
-  }
-  if (ms > MAX_BLOCK_MS) throw optionError(option, expected);
-  return ms;
+  return parseRuleDuration(value, option, expected, MAX_BLOCK_MS);
 }
 
 /**
@@ -119,17 +111,16 @@ export function blockHorizonMs(policy: BlockPolicy, state: BucketState, now: num
   return end > now ? end - now : 0;
 }
 
+/**
+ * A take as a rule's own decision reads it: a {@link RuleTake} whose `commit` is given apart,
+ * since a lockout asks a blocked key's bucket without charging it, and a reservation asks it with
+ * its own numbers; neither allocates a take for that.
+ */
+export type BucketTake = Omit<RuleTake, 'commit'>;
+
 /** A rule's own decision, before any lockout: what {@link decideWithBlock} wraps. */
 export interface BucketDecider {
-  decideBucket(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: CallLimit | undefined,
-    commit: boolean,
-  ): Decision;
+  decideBucket(state: BucketState, take: BucketTake, commit: boolean): Decision;
 }
 
 /**
@@ -149,47 +140,36 @@ export function decideWithBlock(
   rule: BucketDecider,
   policy: BlockPolicy,
   state: BucketState,
-  now: number,
-  epoch: number,
-  name: string,
-  cost: number,
-  limit: CallLimit | undefined,
-  commit: boolean,
+  take: RuleTake,
 ): Decision {
+  const { now, name, cost, commit } = take;
   const blockedUntil = state.blockedUntil;
   if (now < blockedUntil) {
-    const bucket = rule.decideBucket(state, now, epoch, name, cost, limit, false);
-    const left = blockedUntil - now;
-    const wait = bucket.retryAfterMs > left ? bucket.retryAfterMs : left;
-    const reset = bucket.resetMs > left ? bucket.resetMs : left;
-    return makeDecision({
-      allowed: false,
-      name,
-      limit: bucket.limit,
-      capacity: bucket.capacity,
-      remaining: 0,
-      cost,
-      retryAfterMs: wait,
-      resetMs: reset,
-      windowMs: bucket.windowMs,
-    });
+    return blockedFor(rule.decideBucket(state, take, false), blockedUntil - now, name, cost);
   }
-  const decision = rule.decideBucket(state, now, epoch, name, cost, limit, commit);
+  const decision = rule.decideBucket(state, take, commit);
   if (decision.allowed || !commit || cost === 0 || decision.retryAfterMs === Infinity) return decision;
   const blockMs = nextBlockMs(policy, state, now);
   state.blockedUntil = now + blockMs;
   state.blockMs = blockMs;
-  const wait = decision.retryAfterMs > blockMs ? decision.retryAfterMs : blockMs;
-  const reset = decision.resetMs > blockMs ? decision.resetMs : blockMs;
+  return blockedFor(decision, blockMs, name, cost);
+}
+
+/**
+ * The refusal of a key blocked for `left` more ms, from the bucket's own decision: nothing
+ * remains, and a retry waits for the block's end or the bucket's, whichever is later (so a retry
+ * at `retryAfterMs` is admitted).
+ */
+function blockedFor(bucket: Decision, left: number, name: string, cost: number): Decision {
   return makeDecision({
     allowed: false,
     name,
-    limit: decision.limit,
-    capacity: decision.capacity,
+    limit: bucket.limit,
+    capacity: bucket.capacity,
     remaining: 0,
     cost,
-    retryAfterMs: wait,
-    resetMs: reset,
-    windowMs: decision.windowMs,
+    retryAfterMs: bucket.retryAfterMs > left ? bucket.retryAfterMs : left,
+    resetMs: bucket.resetMs > left ? bucket.resetMs : left,
+    windowMs: bucket.windowMs,
   });
 }

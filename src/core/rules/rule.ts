@@ -45,7 +45,7 @@ export type CallLimit = number | BucketTier;
 export interface RuleAdjustment {
   /** The caller's clock at the settlement, in ms. */
   readonly now: number;
-  /** The fixed origin the caller keeps for this state (see {@link Rule.decide}). */
+  /** The fixed origin the caller keeps for this state (see {@link RuleTake}). */
   readonly epoch: number;
   /** Units to give back (negative) or to charge more (positive); 0 changes nothing. */
   readonly delta: number;
@@ -67,7 +67,7 @@ export interface RuleAdjustment {
 export interface RuleReservation {
   /** The caller's clock, in ms. */
   readonly now: number;
-  /** The fixed origin the caller keeps for this state (see {@link Rule.decide}). */
+  /** The fixed origin the caller keeps for this state (see {@link RuleTake}). */
   readonly epoch: number;
   /** The name of the limit, for the decision. Never holds the key. */
   readonly name: string;
@@ -75,8 +75,32 @@ export interface RuleReservation {
   readonly cost: number;
   /** The furthest in the future, in ms from `now`, that a slot may be and still be reserved. */
   readonly maxWaitMs: number;
-  /** The per-call limit, as for {@link Rule.decide}; undefined: the rule's own. */
+  /** The per-call limit, as for {@link RuleTake}; undefined: the rule's own. */
   readonly limit?: CallLimit;
+}
+
+/**
+ * A take for {@link Rule.decide}: its numbers by name, so that two of them cannot be swapped
+ * unnoticed. A caller that decides on every request (the memory store) keeps one and fills its
+ * fields before each call rather than allocating one per take: a rule reads it during the call
+ * and never keeps it.
+ */
+export interface RuleTake {
+  /** The caller's clock, in ms. */
+  readonly now: number;
+  /**
+   * A fixed origin the caller keeps per set of states, so that scaled arithmetic stays exact
+   * (see `tokenBucket`).
+   */
+  readonly epoch: number;
+  /** The name of the limit, for the decision. Never holds the key. */
+  readonly name: string;
+  /** Units the take asks for; 0 is a peek (whether a take of 1 would succeed, changing nothing). */
+  readonly cost: number;
+  /** The per-call limit; undefined: the rule's own. */
+  readonly limit?: CallLimit;
+  /** Whether an admitted take is charged (and a refused one too when the rule has `penalty`). */
+  readonly commit: boolean;
 }
 
 /**
@@ -196,19 +220,10 @@ export interface Rule {
    */
   reserve?(state: BucketState, reservation: RuleReservation): Decision;
   /**
-   * Decides a take of `cost` units (0 = peek: report whether a take of 1 would succeed, change
-   * nothing). With `commit`, an admitted take is charged (and a refused one too when the rule
-   * has `penalty`). `epoch` is a fixed origin the caller keeps per set of states, so that scaled
-   * arithmetic stays exact (see `tokenBucket`); `limit` is the per-call limit or undefined.
-   * A rule with a lockout refuses a blocked key and starts a block on a committed refusal.
+   * Decides a take of `take.cost` units (0 = peek: report whether a take of 1 would succeed,
+   * change nothing). With `take.commit`, an admitted take is charged (and a refused one too when
+   * the rule has `penalty`), in `state`, in place. A rule with a lockout refuses a blocked key
+   * and starts a block on a committed refusal.
    */
-  decide(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: CallLimit | undefined,
-    commit: boolean,
-  ): Decision;
+  decide(state: BucketState, take: RuleTake): Decision;
 }

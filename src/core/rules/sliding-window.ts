@@ -1,7 +1,7 @@
 import { MAX_PENALTY_COUNT } from '../bounds.js';
 import { makeDecision, type Decision } from '../decision.js';
 import type { Duration } from '../duration.js';
-import type { WindowCountOptions } from './window-count-rule.js';
+import type { WindowBucketTake, WindowCountOptions } from './window-count-rule.js';
 import { AlignedWindowRule } from './aligned-window-rule.js';
 import type { RuleAdjustment } from './rule.js';
 import type { BucketState } from '../state.js';
@@ -83,15 +83,7 @@ export class SlidingWindowRule extends AlignedWindowRule {
     return true;
   }
 
-  decideBucket(
-    state: BucketState,
-    now: number,
-    _epoch: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
-    commit: boolean,
-  ): Decision {
+  decideBucket(state: BucketState, { now, name, cost, limit }: WindowBucketTake, commit: boolean): Decision {
     const w = this.windowMs;
     const quota = limit === undefined ? this.limit : limit;
     const aligned = Math.floor(now / w) * w;

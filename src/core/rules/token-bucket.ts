@@ -2,7 +2,7 @@ import { makeDecision, type Decision } from '../decision.js';
 import { parseDuration, type Duration } from '../duration.js';
 import { MAX_COUNT, MAX_TOKEN_RATE } from '../bounds.js';
 import { SluiceError, configError } from '../errors.js';
-import type { CallLimit, Rule, RuleAdjustment, RuleReservation } from './rule.js';
+import type { CallLimit, Rule, RuleAdjustment, RuleReservation, RuleTake } from './rule.js';
 import { sameTier } from '../call-limit.js';
 import type { BucketState } from '../state.js';
 import { checkOptionKeys } from '../options.js';
@@ -12,6 +12,7 @@ import {
   readBlockOptions,
   type BlockOptions,
   type BlockPolicy,
+  type BucketTake,
 } from './lockout.js';
 
 /** Options of {@link tokenBucket}. */
@@ -239,13 +240,14 @@ export class TokenBucketRule implements Rule {
    * until that slot (0: now). A slot further than `maxWaitMs` is a refusal that charges nothing,
    * penalty or not. Not for a rule with a lockout (the limiter refuses it before).
    */
-  reserve(state: BucketState, { now, epoch, name, cost, maxWaitMs, limit }: RuleReservation): Decision {
+  reserve(state: BucketState, reservation: RuleReservation): Decision {
+    const { now, epoch, name, cost, maxWaitMs, limit } = reservation;
     const scale = this.scaleFor(limit);
     const { rate, unit, burst, tolerance } = scale;
     const queued = this.queuedUnder(state, now, epoch, scale);
     const after = queued + cost * unit;
     if (cost < 1 || cost > burst || after > tolerance + maxWaitMs * rate)
-      return this.decideBucket(state, now, epoch, name, cost, limit, false);
+      return this.decideBucket(state, reservation, false);
     this.charge(state, now, epoch, after, scale);
     const wait = after > tolerance ? Math.ceil((after - tolerance) / rate) : 0;
     const remaining = after < tolerance ? Math.floor((tolerance - after) / unit) : 0;
@@ -262,31 +264,14 @@ export class TokenBucketRule implements Rule {
     });
   }
 
-  decide(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: CallLimit | undefined,
-    commit: boolean,
-  ): Decision {
+  decide(state: BucketState, take: RuleTake): Decision {
     const block = this.block;
-    if (block !== undefined)
-      return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
-    return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+    if (block !== undefined) return decideWithBlock(this, block, state, take);
+    return this.decideBucket(state, take, take.commit);
   }
 
   /** The token bucket's own decision, before any lockout. */
-  decideBucket(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: CallLimit | undefined,
-    commit: boolean,
-  ): Decision {
+  decideBucket(state: BucketState, { now, epoch, name, cost, limit }: BucketTake, commit: boolean): Decision {
     const scale = this.scaleFor(limit);
     const { rate, unit, burst, tolerance } = scale;
     // Scaled time already queued ahead of now: 0 for a full bucket, up to `tolerance` for an empty one.

@@ -1,8 +1,14 @@
 import type { Decision } from '../decision.js';
 import type { BucketState } from '../state.js';
-import type { Rule, RuleAdjustment, StateShape } from './rule.js';
+import type { Rule, RuleAdjustment, RuleTake, StateShape } from './rule.js';
 import { decideWindowCount } from './window-count.js';
-import { blockHorizonMs, decideWithBlock, type BlockOptions, type BlockPolicy } from './lockout.js';
+import {
+  blockHorizonMs,
+  decideWithBlock,
+  type BlockOptions,
+  type BlockPolicy,
+  type BucketTake,
+} from './lockout.js';
 
 /** The options every rule counted per window takes beside its window (see {@link WindowCountRule}). */
 export interface WindowCountOptions {
@@ -20,6 +26,16 @@ export interface WindowCountOptions {
   penalty?: boolean;
   /** A lockout: a refusal blocks the key for a while, longer when it is refused again soon. */
   block?: BlockOptions;
+}
+
+/** A take on a rule counted per window, whose per-call limit is a count. */
+export interface WindowRuleTake extends RuleTake {
+  readonly limit?: number;
+}
+
+/** A take as a window's own decision reads it (see `BucketTake`). */
+export interface WindowBucketTake extends BucketTake {
+  readonly limit?: number;
 }
 
 /** What a rule counted per window reads from its options, checked. */
@@ -81,19 +97,10 @@ export abstract class WindowCountRule implements Rule {
   }
 
   /** The decision, under the lockout when the rule has one. */
-  decide(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
-    commit: boolean,
-  ): Decision {
+  decide(state: BucketState, take: WindowRuleTake): Decision {
     const block = this.block;
-    if (block !== undefined)
-      return decideWithBlock(this, block, state, now, epoch, name, cost, limit, commit);
-    return this.decideBucket(state, now, epoch, name, cost, limit, commit);
+    if (block !== undefined) return decideWithBlock(this, block, state, take);
+    return this.decideBucket(state, take, take.commit);
   }
 
   abstract initialState(now: number, epoch: number): BucketState;
@@ -104,15 +111,7 @@ export abstract class WindowCountRule implements Rule {
   abstract bucketHorizonMs(state: BucketState, now: number): number;
 
   /** The window's own decision, before any lockout. */
-  abstract decideBucket(
-    state: BucketState,
-    now: number,
-    epoch: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
-    commit: boolean,
-  ): Decision;
+  abstract decideBucket(state: BucketState, take: WindowBucketTake, commit: boolean): Decision;
 
   /**
    * A take at `now` counted in the window from `start` to `end` (see `decideWindowCount`), under
@@ -122,14 +121,11 @@ export abstract class WindowCountRule implements Rule {
     state: BucketState,
     start: number,
     end: number,
-    now: number,
-    name: string,
-    cost: number,
-    limit: number | undefined,
+    { now, name, cost, limit }: WindowBucketTake,
     commit: boolean,
   ): Decision {
     const quota = limit === undefined ? this.limit : limit;
-    const take = {
+    const counted = {
       start,
       resetMs: end - now,
       windowMs: end - start,
@@ -139,6 +135,6 @@ export abstract class WindowCountRule implements Rule {
       commit,
       penalty: this.penalty,
     };
-    return decideWindowCount(state, take);
+    return decideWindowCount(state, counted);
   }
 }

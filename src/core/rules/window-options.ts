@@ -1,5 +1,5 @@
 import { MAX_COUNT } from '../bounds.js';
-import { parseDuration } from '../duration.js';
+import { parseRuleDuration } from '../duration.js';
 import { optionError } from '../errors.js';
 import { checkOptionKeys } from '../options.js';
 import { readBlockOptions, type BlockPolicy } from './lockout.js';
@@ -35,13 +35,5 @@ export function readWindowOptions(owner: string, options: unknown): WindowSettin
 
 function parseWindowLength(value: unknown, option: string): number {
   const expected = 'a duration string from "1ms" to "366d", like "1s", "1m", "1h" or "1d"';
-  if (typeof value === 'number') throw optionError(option, `${expected}; a bare number has no unit`);
-  let ms: number;
-  try {
-    ms = parseDuration(value, option);
-  } catch {
-    throw optionError(option, expected);
-  }
-  if (ms > MAX_WINDOW_MS) throw optionError(option, expected);
-  return ms;
+  return parseRuleDuration(value, option, expected, MAX_WINDOW_MS);
 }

@@ -93,27 +93,23 @@ export class ServerMetrics {
     const registers = [this.registry];
     // The decision counters are tallied apart and handed over whenever the registry is read.
     const flush = () => this.flush();
-    this.decisions = new Counter({
-      name: 'sluice_decisions_total',
-      help: 'Decisions, by rule, limit (- for the allow and deny lists) and outcome',
-      labelNames: ['rule', 'limit', 'outcome'],
-      collect: flush,
-      registers,
-    });
-    this.units = new Counter({
-      name: 'sluice_admitted_units_total',
-      help: 'Units (cost) charged by admitted requests, by rule and limit',
-      labelNames: ['rule', 'limit'],
-      collect: flush,
-      registers,
-    });
-    this.failures = new Counter({
-      name: 'sluice_failure_policy_activations_total',
-      help: "Decisions made by a rule's failure policy because its store failed, by rule, limit and policy",
-      labelNames: ['rule', 'limit', 'policy'],
-      collect: flush,
-      registers,
-    });
+    const tallied = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Counter<L>({ name, help, labelNames, collect: flush, registers });
+    this.decisions = tallied(
+      'sluice_decisions_total',
+      'Decisions, by rule, limit (- for the allow and deny lists) and outcome',
+      ['rule', 'limit', 'outcome'],
+    );
+    this.units = tallied(
+      'sluice_admitted_units_total',
+      'Units (cost) charged by admitted requests, by rule and limit',
+      ['rule', 'limit'],
+    );
+    this.failures = tallied(
+      'sluice_failure_policy_activations_total',
+      "Decisions made by a rule's failure policy because its store failed, by rule, limit and policy",
+      ['rule', 'limit', 'policy'],
+    );
     this.latency = new Histogram({
       name: 'sluice_store_latency_seconds',
       help: 'Time the store took to answer a decision (also when it failed), by store',

@@ -7,6 +7,7 @@ import type { EvictedSummary } from './evicted-summary.js';
 import type { KeyHasher } from './key-hash.js';
 import { newBucket, resetBucket, type MemoryBucket } from './bucket.js';
 import { bucketId } from '../shared/bucket-id.js';
+import { newTakeSlot, type TakeSlot } from '../../core/rules/take-slot.js';
 
 /** The error of a call on a rule that is not (or no longer) bound to its memory store. */
 export function notBound(name: string): SluiceError {
@@ -50,6 +51,8 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
   private resets = new Map<string, number>();
   private resetCount = 0;
   private resetFloor = 0;
+  /** The take every decision fills and passes (see {@link decide}): no object per take. */
+  private readonly slot: TakeSlot;
 
   constructor(
     name: string,
@@ -64,6 +67,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     this.summary = summary;
     this.hasher = hasher;
     this.blocking = rule.block !== undefined;
+    this.slot = newTakeSlot(name);
   }
 
   /** Buckets held in both generations. */
@@ -81,8 +85,7 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     // again and again (one client flooding) costs a comparison of equal strings, no lookup. Small,
     // so that it inlines into the limiter; everything else is in takeLooked.
     const state = this.lastState;
-    if (state !== undefined && key === this.lastKey)
-      return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
+    if (state !== undefined && key === this.lastKey) return this.decide(state, cost, now, limit, true);
     return this.takeLooked(key, cost, now, limit);
   }
 
@@ -102,15 +105,15 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     const state = this.find(id, now);
     if (state !== undefined) {
       this.lastState = state;
-      return this.rule.decide(state, now, this.epoch, this.name, cost, limit, true);
+      return this.decide(state, cost, now, limit, true);
     }
     const fresh = this.recall(id, now);
-    if (cost === 0) return this.rule.decide(fresh, now, this.epoch, this.name, 0, limit, false);
+    if (cost === 0) return this.decide(fresh, 0, now, limit, false);
     const value = fresh.value;
     const window = fresh.window;
     const previous = fresh.previous;
     const blockedUntil = fresh.blockedUntil;
-    const decision = this.rule.decide(fresh, now, this.epoch, this.name, cost, limit, true);
+    const decision = this.decide(fresh, cost, now, limit, true);
     // A take that changed nothing (a refusal without penalty or lockout, or a cost beyond the
     // burst) needs no bucket: storing an untouched full bucket would differ from the shared
     // stores, which write nothing then, as soon as the clock steps back.
@@ -135,7 +138,10 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     return this.find(id, now) ?? this.recall(id, now);
   }
 
-  /** Decides a take on a state from {@link stateOf}. */
+  /**
+   * Decides a take on a state from {@link stateOf} (or one the maps hold), through the one take
+   * this rule's buckets keep: the rule decides synchronously, so nothing else fills it meanwhile.
+   */
   decide(
     state: MemoryBucket,
     cost: number,
@@ -143,7 +149,13 @@ export class MemoryRuleBuckets implements SyncRuleBuckets {
     limit: CallLimit | undefined,
     commit: boolean,
   ): Decision {
-    return this.rule.decide(state, now, this.epoch, this.name, cost, limit, commit);
+    const take = this.slot;
+    take.now = now;
+    take.epoch = this.epoch;
+    take.cost = cost;
+    take.limit = limit;
+    take.commit = commit;
+    return this.rule.decide(state, take);
   }
 
   /** Makes sure a charged state from {@link stateOf} is the one the maps hold for `key`. */

@@ -2,6 +2,7 @@ import type { Decision } from '../../core/decision.js';
 import type { CallLimit, Rule } from '../../core/rules/rule.js';
 import { reserverOf } from '../../core/reservation.js';
 import type { BucketState } from '../../core/state.js';
+import { newTakeSlot, type TakeSlot } from '../../core/rules/take-slot.js';
 import type { AlgorithmBinding } from './algorithms/index.js';
 import type { PostgresRow } from './client.js';
 
@@ -14,16 +15,21 @@ import type { PostgresRow } from './client.js';
 export class DecisionReplay {
   private readonly state: BucketState = { value: 0, window: 0, previous: 0, blockedUntil: 0, blockMs: 0 };
   private now = 0;
+  /** The take every replayed decision fills (epoch 0, as the statements keep): none per take. */
+  private readonly take: TakeSlot;
 
   constructor(
     private readonly rule: Rule,
     private readonly name: string,
     private readonly binding: AlgorithmBinding,
-  ) {}
+  ) {
+    this.take = newTakeSlot(name);
+  }
 
   /** Starts from a returned row. */
   start(row: PostgresRow): void {
     this.now = this.binding.read(row, this.state);
+    this.take.now = this.now;
   }
 
   /**
@@ -32,7 +38,11 @@ export class DecisionReplay {
    * started no block).
    */
   next(cost: number, limit: CallLimit | undefined, commit = true): Decision {
-    return this.rule.decide(this.state, this.now, 0, this.name, cost, limit, commit);
+    const take = this.take;
+    take.cost = cost;
+    take.limit = limit;
+    take.commit = commit;
+    return this.rule.decide(this.state, take);
   }
 
   /** A reservation's decision (`reserve` of a rule that has it), as its statement made it. */

@@ -44,13 +44,7 @@ import { PostgresLeaseBuckets, leaseStatements, type LeaseContext } from './leas
 
 export type { AccountTakeOptions } from './accounts.js';
 
-export type {
-  PostgresStoreOptions,
-  PostgresWarmOptions,
-  PostgresMigrateOptions,
-  PostgresPruneOptions,
-  PostgresPruneResult,
-} from './store-options.js';
+export type * from './store-options.js';
 
 /** The migration that references the users table (see migration-steps.ts). */
 const ACCOUNT_MIGRATION = '003_account_buckets';
