@@ -12,9 +12,26 @@ interface WellFormedCheck {
 
 /** The JSON pointers of every string (object keys included) in `value` holding a lone surrogate. */
 export function illFormedStrings(value: unknown, at = ''): string[] {
+  // Every body is checked and almost none is ill-formed: a first pass builds no pointer text.
+  if (wellFormed(value)) return [];
   const found: string[] = [];
   walk(value, at, found);
   return found;
+}
+
+/** True when every string and name in `value` is well-formed; allocates nothing. */
+function wellFormed(value: unknown): boolean {
+  if (typeof value === 'string') return (value as unknown as WellFormedCheck).isWellFormed();
+  if (typeof value !== 'object' || value === null) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!wellFormed(value[i])) return false;
+    return true;
+  }
+  for (const name in value) {
+    if (!(name as unknown as WellFormedCheck).isWellFormed()) return false;
+    if (!wellFormed((value as Record<string, unknown>)[name])) return false;
+  }
+  return true;
 }
 
 function walk(value: unknown, at: string, found: string[]): void {
