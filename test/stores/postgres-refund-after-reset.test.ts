@@ -10,32 +10,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
-import {
-  calendarQuota,
-  createLimiter,
-  fixedWindow,
-  manualClock,
-  slidingWindow,
-  tokenBucket,
-  type Limiter,
-  type Rule,
-} from '../../src/index.js';
+import { createLimiter, manualClock, tokenBucket } from '../../src/index.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import { closeAppSchema, openAppSchema, postgresUrl, runSchema } from '../support/postgres.js';
+import { RESET_START, admittedAroundReset, refundAfterResetCases } from '../support/refund-after-reset.js';
 
 const skip = await skipUnlessReachable('postgres', postgresUrl);
 const schema = runSchema('resetrefund');
 const users = { schema, table: 'users' };
-const START = Date.UTC(2026, 0, 15, 12);
-
-const rules: [string, () => Rule][] = [
-  ['token bucket', () => tokenBucket({ limit: 5, period: '1h' })],
-  ['fixed window', () => fixedWindow({ limit: 5, window: '1h' })],
-  ['sliding window', () => slidingWindow({ limit: 5, window: '1h' })],
-  ['calendar quota', () => calendarQuota({ limit: 5, per: 'day' })],
-];
-
 describe('refunds after a reset, PostgreSQL store', { skip }, () => {
   let pool: pg.Pool;
   let counter = 0;
@@ -52,52 +35,14 @@ describe('refunds after a reset, PostgreSQL store', { skip }, () => {
     return new PostgresStore({ client: pool, schema, users, timeSource, timeout: '10s' });
   }
 
-  /** Takes 5 with receipts, resets, takes until refused, refunds the 5, takes again: the count. */
-  async function admittedAroundReset(limiter: Limiter, key = 'k'): Promise<number> {
-    const old = [];
-    let admitted = 0;
-    for (let i = 0; i < 5; i++) {
-      const { decision, receipt } = await limiter.takeWithReceipt(key);
-      if (decision.allowed) admitted++;
-      old.push(receipt!);
-    }
-    await limiter.reset(key);
-    for (let i = 0; i < 20 && (await limiter.take(key)).allowed; i++) admitted++;
-    for (const receipt of old) await limiter.refund(receipt);
-    for (let i = 0; i < 20 && (await limiter.take(key)).allowed; i++) admitted++;
-    return admitted;
-  }
-
-  for (const [title, rule] of rules) {
-    it(`${title}, application's time: limit 5 and one reset in one instant admit 10, not 15`, async () => {
-      const limiter = createLimiter({
-        name: name(),
-        rule: rule(),
-        store: store('app'),
-        clock: manualClock(START),
-      });
-      assert.equal(await admittedAroundReset(limiter), 10);
-    });
-
-    it(`${title}, application's time: a receipt taken after the reset still refunds`, async () => {
-      const clock = manualClock(START);
-      const limiter = createLimiter({ name: name(), rule: rule(), store: store('app'), clock });
-      await limiter.takeWithReceipt('k');
-      await limiter.reset('k');
-      clock.advance(1);
-      const { receipt } = await limiter.takeWithReceipt('k');
-      assert.equal((await limiter.peek('k')).remaining, 4);
-      await limiter.refund(receipt!);
-      assert.equal((await limiter.peek('k')).remaining, 5, 'a charge made after the reset is given back');
-    });
-  }
-
-  for (const [title, rule] of rules.slice(0, 2)) {
-    it(`${title}, store's time: limit 5 and one reset in one instant admit 10, not 15`, async () => {
-      const limiter = createLimiter({ name: name(), rule: rule(), store: store('store') });
-      assert.equal(await admittedAroundReset(limiter), 10);
-    });
-  }
+  refundAfterResetCases((rule, clock) =>
+    createLimiter({
+      name: name(),
+      rule,
+      store: store(clock === undefined ? 'store' : 'app'),
+      ...(clock ? { clock } : {}),
+    }),
+  );
 
   it('an account key: limit 5 and one reset in one instant admit 10, not 15', async () => {
     const shared = store('app');
@@ -106,13 +51,13 @@ describe('refunds after a reset, PostgreSQL store', { skip }, () => {
       name: name(),
       rule: tokenBucket({ limit: 5, period: '1h' }),
       store: shared,
-      clock: manualClock(START),
+      clock: manualClock(RESET_START),
     });
     assert.equal(await admittedAroundReset(limiter, shared.accountKey(4242, 'acct-4242')), 10);
   });
 
   it('a take under a per-call tier longer than a reset is remembered: once the reset is forgotten, an old receipt still refunds nothing', async () => {
-    const clock = manualClock(START);
+    const clock = manualClock(RESET_START);
     const shared = store('app');
     const limiter = createLimiter({
       name: name(),
