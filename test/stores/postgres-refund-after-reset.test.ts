@@ -14,7 +14,12 @@ import { createLimiter, manualClock, tokenBucket } from '../../src/index.js';
 import { PostgresStore } from '../../src/stores/postgres/index.js';
 import { skipUnlessReachable } from '../support/services.js';
 import { closeAppSchema, openAppSchema, postgresUrl, runSchema } from '../support/postgres.js';
-import { RESET_START, admittedAroundReset, refundAfterResetCases } from '../support/refund-after-reset.js';
+import {
+  RESET_START,
+  admittedAroundReset,
+  forgottenResetCase,
+  refundAfterResetCases,
+} from '../support/refund-after-reset.js';
 
 const skip = await skipUnlessReachable('postgres', postgresUrl);
 const schema = runSchema('resetrefund');
@@ -56,28 +61,15 @@ describe('refunds after a reset, PostgreSQL store', { skip }, () => {
     assert.equal(await admittedAroundReset(limiter, shared.accountKey(4242, 'acct-4242')), 10);
   });
 
-  it('a take under a per-call tier longer than a reset is remembered: once the reset is forgotten, an old receipt still refunds nothing', async () => {
-    const clock = manualClock(RESET_START);
-    const shared = store('app');
-    const limiter = createLimiter({
-      name: name(),
-      rule: tokenBucket({ limit: 10, period: '1m' }),
-      store: shared,
-      clock,
-    });
-    // 10 a day: a token refills in 2.4 h, longer than the rule's refund horizon (about an hour).
-    const tier = { limit: 10, period: '1d', burst: 10 } as const;
-    const old = [];
-    for (let i = 0; i < 10; i++) old.push((await limiter.takeWithReceipt('k', tier)).receipt!);
-    await limiter.reset('k');
-    let admitted = 0;
-    for (let i = 0; i < 20 && (await limiter.take('k', tier)).allowed; i++) admitted++;
-    assert.equal(admitted, 10);
-    clock.advance('2h');
-    // The reset's row expired at its horizon (about an hour): prune() deletes it, as this does.
-    const forgot = await pool.query(`DELETE FROM "${schema}".bucket_resets WHERE rule = $1`, [limiter.name]);
-    assert.equal(forgot.rowCount, 1);
-    for (const receipt of old) await limiter.refund(receipt);
-    assert.equal((await limiter.take('k', tier)).allowed, false, 'no token given back, none refilled yet');
-  });
+  forgottenResetCase(
+    'a take under a per-call tier longer than a reset is remembered: once the reset is forgotten, an old receipt still refunds nothing',
+    (rule, clock) => createLimiter({ name: name(), rule, store: store('app'), clock }),
+    async (limiter) => {
+      // The reset's row expired at its horizon (about an hour): prune() deletes it, as this does.
+      const forgot = await pool.query(`DELETE FROM "${schema}".bucket_resets WHERE rule = $1`, [
+        limiter.name,
+      ]);
+      assert.equal(forgot.rowCount, 1);
+    },
+  );
 });

@@ -8,18 +8,19 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
-import { createLimiter, manualClock, tokenBucket } from '../../src/index.js';
+import { createLimiter, tokenBucket } from '../../src/index.js';
 import { RedisStore } from '../../src/stores/redis/index.js';
 import { keySlot } from '../../src/stores/redis/key-slot.js';
 import { redisUrl, runId, skipUnlessReachable } from '../support/services.js';
 import { deleteKeys, ioredisClient } from '../support/redis-clients.js';
-import { RESET_START, refundAfterResetCases } from '../support/refund-after-reset.js';
+import { forgottenResetCase, refundAfterResetCases } from '../support/refund-after-reset.js';
 
 const skip = await skipUnlessReachable('redis', redisUrl);
 const prefixRoot = `sluice-test:${runId}:rar:`;
 describe('refunds after a reset, Redis store', { skip }, () => {
   let redis: Redis;
   let stores = 0;
+  let shared: RedisStore | undefined;
   before(async () => {
     redis = await ioredisClient(redisUrl);
   });
@@ -41,29 +42,14 @@ describe('refunds after a reset, Redis store', { skip }, () => {
     }),
   );
 
-  it('a take under a per-call tier longer than the reset is remembered: once its marker is gone, an old receipt still refunds nothing', async () => {
-    const clock = manualClock(RESET_START);
-    const shared = store('app');
-    const limiter = createLimiter({
-      name: 'r',
-      rule: tokenBucket({ limit: 10, period: '1m' }),
-      store: shared,
-      clock,
-    });
-    // 10 a day: a token refills in 2.4 h, longer than the rule's refund horizon (about an hour).
-    const tier = { limit: 10, period: '1d', burst: 10 } as const;
-    const old = [];
-    for (let i = 0; i < 10; i++) old.push((await limiter.takeWithReceipt('k', tier)).receipt!);
-    await limiter.reset('k');
-    let admitted = 0;
-    for (let i = 0; i < 20 && (await limiter.take('k', tier)).allowed; i++) admitted++;
-    assert.equal(admitted, 10);
-    clock.advance('2h');
-    // The marker's TTL (the rule's horizon) is real time: its expiry is its deletion.
-    assert.equal(await redis.del(`${shared.prefix}r#reset:{k}`), 1);
-    for (const receipt of old) await limiter.refund(receipt);
-    assert.equal((await limiter.take('k', tier)).allowed, false, 'no token given back, none refilled yet');
-  });
+  forgottenResetCase(
+    'a take under a per-call tier longer than the reset is remembered: once its marker is gone, an old receipt still refunds nothing',
+    (rule, clock) => createLimiter({ name: 'r', rule, store: (shared = store('app')), clock }),
+    async () => {
+      // The marker's TTL (the rule's horizon) is real time: its expiry is its deletion.
+      assert.equal(await redis.del(`${shared!.prefix}r#reset:{k}`), 1);
+    },
+  );
 
   it("a reset's marker lies in its bucket's Cluster slot under every hash tag, and erase deletes it uncounted", async () => {
     for (const hashTag of ['key', 'store', (_: string, key: string) => key.slice(0, 2)] as const) {

@@ -74,3 +74,32 @@ export function refundAfterResetCases(
     });
   }
 }
+
+/**
+ * Registers the case of a take under a per-call tier that refills more slowly than the store
+ * remembers a reset (10 a day: a token refills in 2.4 h, longer than the rule's refund horizon of
+ * about an hour): once the store has forgotten the reset (`forgetReset`, as its expiry or
+ * prune() would), an old receipt still refunds nothing. `limiterFor` makes a limiter of
+ * `tokenBucket({ limit: 10, period: '1m' })` on the app's time with `clock`.
+ */
+export function forgottenResetCase(
+  title: string,
+  limiterFor: (rule: Rule, clock: ManualClock) => Limiter,
+  forgetReset: (limiter: Limiter) => Promise<void>,
+): void {
+  it(title, async () => {
+    const clock = manualClock(RESET_START);
+    const limiter = limiterFor(tokenBucket({ limit: 10, period: '1m' }), clock);
+    const tier = { limit: 10, period: '1d', burst: 10 } as const;
+    const old = [];
+    for (let i = 0; i < 10; i++) old.push((await limiter.takeWithReceipt('k', tier)).receipt!);
+    await limiter.reset('k');
+    let admitted = 0;
+    for (let i = 0; i < 20 && (await limiter.take('k', tier)).allowed; i++) admitted++;
+    assert.equal(admitted, 10);
+    clock.advance('2h');
+    await forgetReset(limiter);
+    for (const receipt of old) await limiter.refund(receipt);
+    assert.equal((await limiter.take('k', tier)).allowed, false, 'no token given back, none refilled yet');
+  });
+}
