@@ -315,7 +315,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   }
 
   /** Checks `key`, unless the take before checked this very key (one client taking again and again). */
-  private checkKeyOnce(key: string): void {
+  protected checkKeyOnce(key: string): void {
     if (key === this.checkedKey) return;
     checkKey(key);
     this.checkedKey = key;
