@@ -177,7 +177,7 @@ class CascadeImpl implements Cascade {
         const limiter = this.limiters[i] as LimiterInternals;
         let decision: Decision;
         try {
-          decision = limiter[decideOnFailure](error, keys[i]!, cost, now, undefined);
+          decision = limiter[decideOnFailure](error, { key: keys[i]!, cost, now, limit: undefined });
         } catch (closed) {
           if (limiter.events.listening) {
             limiter[reportTake](keys[i]!, cost, undefined, closed, performance.now() - started);

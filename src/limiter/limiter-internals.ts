@@ -1,6 +1,7 @@
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import type { CallLimit, Rule } from '../core/rules/rule.js';
+import type { TakeCall } from './failure.js';
 import type { Limiter } from './limiter.js';
 
 /*
@@ -19,13 +20,7 @@ export const storeAnswered = Symbol('sluice.storeAnswered');
 
 /** A limiter as cascades see it: with access to its failure policy and its events. */
 export interface LimiterInternals extends Limiter {
-  [decideOnFailure](
-    error: unknown,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision;
+  [decideOnFailure](error: unknown, take: TakeCall): Decision;
   /** The store answered a call made for this limiter (its breaker closes, its failures clear). */
   [storeAnswered](): void;
   /**

@@ -14,7 +14,7 @@ import type { StoreHealth } from './breaker.js';
 import { actualCostOf, callLimitOf, checkKey, costOf, readClock } from './call-input.js';
 import { reportDecision, reportFailure } from './decision-report.js';
 import type { DecisionEvents } from './events.js';
-import type { FailureHandler, FailurePolicy, LimiterStats } from './failure.js';
+import type { FailureHandler, FailurePolicy, LimiterStats, TakeCall } from './failure.js';
 import {
   closedError,
   decideOnFailure,
@@ -253,20 +253,15 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
    * A reservation in the store, bounded by the store timeout; a store that fails decides as for
    * a take (the failure policy), without waiting.
    */
-  reserveSlot(
-    key: string,
-    cost: number,
-    now: number,
-    maxWaitMs: number,
-    limit: CallLimit | undefined,
-  ): MaybePromise<Decision> {
+  reserveSlot(take: TakeCall, maxWaitMs: number): MaybePromise<Decision> {
+    const { key, cost, now, limit } = take;
     if (cost > this.rule.capacityFor(limit)) return refusedForGood(this.rule, this.name, cost, now, limit);
-    if (this.shortCircuited()) return this.handler.shortCircuit(key, cost, now, limit);
+    if (this.shortCircuited()) return this.handler.shortCircuit(take);
     let answer: MaybePromise<Decision>;
     try {
       answer = this.steps.reserve!(key, cost, now, maxWaitMs, limit);
     } catch (error) {
-      return this.failed(error, key, cost, now, limit);
+      return this.failed(error, take);
     }
     return isPending(answer) ? this.awaited(answer, key, cost, now, limit) : answer;
   }
@@ -291,14 +286,8 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     this.handler.breaker.succeeded();
   }
 
-  [decideOnFailure](
-    error: unknown,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision {
-    return this.handler.decide(error, key, cost, now, limit);
+  [decideOnFailure](error: unknown, take: TakeCall): Decision {
+    return this.handler.decide(error, take);
   }
 
   [reportTake](
@@ -387,12 +376,14 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
 
   /** The store's decision on a checked take (cost 0: a peek) within the rule's capacity. */
   private ask(key: string, cost: number, now: number, limit: CallLimit | undefined): MaybePromise<Decision> {
-    if (this.shortCircuited()) return this.handler.shortCircuit(key, cost, now, limit);
+    // The take's facts become an object only where the failure policy answers: a take the
+    // store answers allocates nothing for them.
+    if (this.shortCircuited()) return this.handler.shortCircuit({ key, cost, now, limit });
     let answer: MaybePromise<Decision>;
     try {
       answer = this.steps.take(key, cost, now, limit);
     } catch (error) {
-      return this.failed(error, key, cost, now, limit);
+      return this.failed(error, { key, cost, now, limit });
     }
     // A value is a store deciding in this process: no breaker to tell, no refusal to remember.
     if (!isPending(answer)) return answer;
@@ -417,7 +408,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
         refusals.remember(key, cost, limit, now, decision, epoch);
         return decision;
       },
-      (error: unknown) => this.handler.decide(error, key, cost, now, limit),
+      (error: unknown) => this.handler.decide(error, { key, cost, now, limit }),
     );
   }
 
@@ -430,21 +421,15 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     limit: CallLimit | undefined,
   ): Promise<Decision> {
     return this.bounded(answer).then(this.answered, (error: unknown) =>
-      this.handler.decide(error, key, cost, now, limit),
+      this.handler.decide(error, { key, cost, now, limit }),
     );
   }
 
   /** A store's synchronous throw: the caller's own error from a local store, else the policy's decision. */
-  private failed(
-    error: unknown,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision {
+  private failed(error: unknown, take: TakeCall): Decision {
     if (this.local) throw error;
     // A shared store that throws synchronously is failing like one that rejects.
-    return this.handler.decide(error, key, cost, now, limit);
+    return this.handler.decide(error, take);
   }
 
   /** `pending` bounded by the limiter's timeout, unless the store bounds its own calls the same. */

@@ -6,6 +6,7 @@ import { MAX_WAIT_MS, reserverOf } from '../core/reservation.js';
 import type { CallLimit } from '../core/rules/rule.js';
 import type { MaybePromise } from '../stores/contract/bucket-steps.js';
 import { callLimitOf, checkKey, costOf, readClock } from './call-input.js';
+import type { TakeCall } from './failure.js';
 import { closedError, reportTake, type LimiterInternals } from './limiter-internals.js';
 import type { ReceiptBook, ReceiptedDecision } from './receipts.js';
 import type { WaitingRoom } from './waiting-room.js';
@@ -131,13 +132,7 @@ export interface SlotReserver extends Pick<
   /** The calls waiting now, bounded over all keys and per key. */
   readonly room: WaitingRoom;
   /** A reservation in the store, answered by the failure policy when the store fails. */
-  reserveSlot(
-    key: string,
-    cost: number,
-    now: number,
-    maxWaitMs: number,
-    limit: CallLimit | undefined,
-  ): MaybePromise<Decision>;
+  reserveSlot(take: TakeCall, maxWaitMs: number): MaybePromise<Decision>;
 }
 
 /**
@@ -189,7 +184,7 @@ async function waitForSlot(
 ): Promise<WaitedDecision> {
   const started = limiter.events.listening ? performance.now() : 0;
   const generation = limiter.buckets.resetGeneration?.(key);
-  const decision = await limiter.reserveSlot(key, cost, now, maxWaitMs, limit);
+  const decision = await limiter.reserveSlot({ key, cost, now, limit }, maxWaitMs);
   const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
   const answer = wait > 0 ? arrived(decision, wait) : decision;
   if (limiter.events.listening)
