@@ -12,14 +12,13 @@ import { isSyncStore, type RuleBuckets, type Store } from '../stores/contract/st
 import { withDeadline } from '../stores/shared/deadline.js';
 import type { StoreHealth } from './breaker.js';
 import { actualCostOf, callLimitOf, checkKey, costOf, readClock } from './call-input.js';
-import { reportDecision, reportFailure } from './decision-report.js';
+import { reportTake } from './decision-report.js';
 import type { DecisionEvents } from './events.js';
 import type { FailureHandler, FailurePolicy, LimiterStats, TakeCall } from './failure.js';
 import {
   closedError,
   decideOnFailure,
   refusedForGood,
-  reportTake,
   shadowOf,
   storeAnswered,
   type LimiterInternals,
@@ -290,19 +289,6 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     return this.handler.decide(error, take);
   }
 
-  [reportTake](
-    key: string,
-    cost: number,
-    decision: Decision | undefined,
-    error: unknown,
-    latencyMs: number,
-  ): void {
-    if (decision !== undefined) {
-      const reported = this.mode === 'shadow' ? shadowOf(decision) : decision;
-      reportDecision(this.events, this.name, this.store.kind, key, reported, latencyMs);
-    } else reportFailure(this.events, this.name, this.store.kind, key, cost, error, latencyMs);
-  }
-
   /** Checks `key`, unless the take before checked this very key (one client taking again and again). */
   private checkKeyOnce(key: string): void {
     if (key === this.checkedKey) return;
@@ -320,7 +306,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     if (this.refusals !== undefined) {
       const remembered = this.refusals.answer(key, cost, limit, now);
       if (remembered !== undefined) {
-        if (this.events.listening) this[reportTake](key, cost, remembered, undefined, 0);
+        if (this.events.listening) reportTake(this, key, cost, remembered, undefined, 0);
         return remembered;
       }
     }
@@ -328,7 +314,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     // depend on the store behind the limiter; no store latency to report.
     if (cost > this.rule.capacityFor(limit)) {
       const refused = refusedForGood(this.rule, this.name, cost, now, limit);
-      if (this.events.listening) this[reportTake](key, cost, refused, undefined, 0);
+      if (this.events.listening) reportTake(this, key, cost, refused, undefined, 0);
       return refused;
     }
     if (!this.events.listening) return this.ask(key, cost, now, limit);
@@ -348,11 +334,11 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
       answer = this.ask(key, cost, now, limit);
     } catch (error) {
       // A store deciding in this process throws only the caller's own errors: not reported.
-      if (!this.local) this[reportTake](key, cost, undefined, error, performance.now() - started);
+      if (!this.local) reportTake(this, key, cost, undefined, error, performance.now() - started);
       throw error;
     }
     if (isPending(answer)) return this.reportedLater(answer, key, cost, started);
-    this[reportTake](key, cost, answer, undefined, performance.now() - started);
+    reportTake(this, key, cost, answer, undefined, performance.now() - started);
     return answer;
   }
 
@@ -364,11 +350,11 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   ): Promise<Decision> {
     return answer.then(
       (decision) => {
-        this[reportTake](key, cost, decision, undefined, performance.now() - started);
+        reportTake(this, key, cost, decision, undefined, performance.now() - started);
         return decision;
       },
       (error: unknown) => {
-        this[reportTake](key, cost, undefined, error, performance.now() - started);
+        reportTake(this, key, cost, undefined, error, performance.now() - started);
         throw error;
       },
     );

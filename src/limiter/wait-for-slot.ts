@@ -7,7 +7,8 @@ import type { CallLimit } from '../core/rules/rule.js';
 import type { MaybePromise } from '../stores/contract/bucket-steps.js';
 import { callLimitOf, checkKey, costOf, readClock } from './call-input.js';
 import type { TakeCall } from './failure.js';
-import { closedError, reportTake, type LimiterInternals } from './limiter-internals.js';
+import { reportTake } from './decision-report.js';
+import { closedError, type LimiterInternals } from './limiter-internals.js';
 import type { ReceiptBook, ReceiptedDecision } from './receipts.js';
 import type { WaitingRoom } from './waiting-room.js';
 
@@ -117,16 +118,7 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined):
 /** What the wait path needs of its limiter: its reservations, receipts, refunds and events. */
 export interface SlotReserver extends Pick<
   LimiterInternals,
-  | typeof reportTake
-  | 'name'
-  | 'rule'
-  | 'store'
-  | 'clock'
-  | 'closed'
-  | 'mode'
-  | 'buckets'
-  | 'events'
-  | 'refund'
+  'name' | 'rule' | 'store' | 'clock' | 'closed' | 'mode' | 'buckets' | 'events' | 'refund'
 > {
   readonly receipts: ReceiptBook;
   /** The calls waiting now, bounded over all keys and per key. */
@@ -188,7 +180,7 @@ async function waitForSlot(
   const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
   const answer = wait > 0 ? arrived(decision, wait) : decision;
   if (limiter.events.listening)
-    limiter[reportTake](key, cost, answer, undefined, performance.now() - started);
+    reportTake(limiter, key, cost, answer, undefined, performance.now() - started);
   const receipt = limiter.receipts.issue(limiter.name, key, decision, now, limit, generation);
   if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
   try {
