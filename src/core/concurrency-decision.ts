@@ -1,26 +1,23 @@
-import { retryAfterSecondsOf, type Decision, type DecisionSource } from './decision.js';
+import { retryAfterSecondsOf, type Decision } from './decision.js';
 
 /**
- * A concurrency limit's decision (a lease granted or refused): the fields and their order of
- * every decision, in a class of its own so that header writers can tell it from a rate's
- * without a field more (`isConcurrentDecision`), and without a WeakSet entry per decision, which
- * costs the garbage collector more than it seems on a hot path. Headers describe it with the IETF
- * draft's `qu="concurrent-requests"` quota unit and no window, and leave it out of the legacy
- * `X-RateLimit-*` set, which has no way to say "in flight".
+ * A decision's fields as a class to extend, writable while a constructor fills them: declared
+ * once, on {@link Decision}. No code and no fields of its own: the subclass's constructor writes
+ * every field, in the order of every decision.
  */
-class ConcurrencyDecision {
-  readonly allowed: boolean;
-  readonly name: string;
-  readonly limit: number;
-  readonly capacity: number;
-  readonly remaining: number;
-  readonly cost: number;
-  readonly retryAfterMs: number;
-  readonly retryAfterSeconds: number;
-  readonly resetMs: number;
-  readonly source: DecisionSource;
-  readonly windowMs: number;
+const DecisionFields = class {} as new () => { -readonly [F in keyof Decision]: Decision[F] };
 
+/**
+ * A concurrency limit's decision (a lease granted or refused) of `max` slots, cost 1 and no
+ * window: the fields and their order of every decision, in a class of its own so that header
+ * writers can tell it from a rate's without a field more (`isConcurrentDecision`), and without a
+ * WeakSet entry per decision, which costs the garbage collector more than it seems on a hot path.
+ * Headers describe it with the IETF draft's `qu="concurrent-requests"` quota unit and no window,
+ * and leave it out of the legacy `X-RateLimit-*` set, which has no way to say "in flight".
+ *
+ * @example new ConcurrencyDecision(false, 'exports', 2, 0, 45_000, 55_000)
+ */
+export class ConcurrencyDecision extends DecisionFields {
   constructor(
     allowed: boolean,
     name: string,
@@ -29,6 +26,7 @@ class ConcurrencyDecision {
     retryAfterMs: number,
     resetMs: number,
   ) {
+    super();
     this.allowed = allowed;
     this.name = name;
     this.limit = max;
@@ -41,22 +39,6 @@ class ConcurrencyDecision {
     this.source = 'store';
     this.windowMs = 0;
   }
-}
-
-/**
- * The decision of a concurrency limit of `max` slots: cost 1, no window.
- *
- * @example concurrencyDecision(false, 'exports', 2, 0, 45_000, 55_000)
- */
-export function concurrencyDecision(
-  allowed: boolean,
-  name: string,
-  max: number,
-  remaining: number,
-  retryAfterMs: number,
-  resetMs: number,
-): Decision {
-  return new ConcurrencyDecision(allowed, name, max, remaining, retryAfterMs, resetMs) as Decision;
 }
 
 /**

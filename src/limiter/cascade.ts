@@ -3,13 +3,13 @@ import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
 import { isSyncStore, type SyncStore, type TakeEntry } from '../stores/contract/store.js';
 import { checkKey, costOf, readClock } from './call-input.js';
+import { reportTake } from './decision-report.js';
 import { withDeadline } from '../stores/shared/deadline.js';
 import type { Limiter, SyncLimiter } from './limiter.js';
 import {
   assertOpen,
   decideOnFailure,
   isLimiterInternals,
-  reportTake,
   storeAnswered,
   refusedForGood,
   type LimiterInternals,
@@ -177,10 +177,10 @@ class CascadeImpl implements Cascade {
         const limiter = this.limiters[i] as LimiterInternals;
         let decision: Decision;
         try {
-          decision = limiter[decideOnFailure](error, keys[i]!, cost, now, undefined);
+          decision = limiter[decideOnFailure](error, { key: keys[i]!, cost, now, limit: undefined });
         } catch (closed) {
           if (limiter.events.listening) {
-            limiter[reportTake](keys[i]!, cost, undefined, closed, performance.now() - started);
+            reportTake(limiter, keys[i]!, cost, undefined, closed, performance.now() - started);
           }
           throw closed;
         }
@@ -208,7 +208,7 @@ class CascadeImpl implements Cascade {
     for (let i = 0; i < decisions.length; i++) {
       const limiter = this.limiters[i] as LimiterInternals;
       if (refused && decisions[i]!.allowed) continue;
-      if (limiter.events.listening) limiter[reportTake](keys[i]!, cost, decisions[i], undefined, latencyMs);
+      if (limiter.events.listening) reportTake(limiter, keys[i]!, cost, decisions[i], undefined, latencyMs);
     }
   }
 
@@ -230,7 +230,7 @@ class CascadeImpl implements Cascade {
       if (cost > limiter.rule.capacityFor(undefined)) {
         const refused = refusedForGood(limiter.rule, limiter.name, cost, readClock(limiter.clock), undefined);
         decisions.push(refused);
-        if (limiter.events.listening) limiter[reportTake](keys[i]!, cost, refused, undefined, 0);
+        if (limiter.events.listening) reportTake(limiter, keys[i]!, cost, refused, undefined, 0);
       }
     }
     return summarize(decisions);

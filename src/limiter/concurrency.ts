@@ -1,7 +1,7 @@
 import { Breaker, readBreakerOptions } from './breaker.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
-import { concurrencyDecision } from '../core/concurrency-decision.js';
+import { ConcurrencyDecision } from '../core/concurrency-decision.js';
 import { parseTimerDuration, type Duration } from '../core/duration.js';
 import { SluiceError, configError, optionError } from '../core/errors.js';
 import { checkOptionKeys } from '../core/options.js';
@@ -234,7 +234,7 @@ class LeaseLimiter implements ConcurrencyLimiter {
   }
 
   private decisionOf(grant: LeaseGrant): Decision {
-    return concurrencyDecision(
+    return new ConcurrencyDecision(
       grant.acquired,
       this.name,
       this.max,

@@ -1,6 +1,8 @@
 import type { Decision } from '../core/decision.js';
 import { isSluiceError } from '../core/errors.js';
 import type { DecisionEvents, DecisionOutcome } from './events.js';
+import type { Limiter } from './limiter.js';
+import { shadowOf } from './limiter-internals.js';
 
 /** The outcome a decision reports: who decided, and whether it admitted. */
 export function outcomeOf(decision: Decision): DecisionOutcome {
@@ -57,4 +59,24 @@ export function reportFailure(
     storeLatencyMs,
     keyHash: events.hashFor('failed-closed', key),
   });
+}
+
+/**
+ * Reports a take of `limiter` to its events: its decision, as its mode answers it, or (`decision`
+ * undefined) its failure with `error`. Also for the takes a cascade decided for it (an
+ * all-or-nothing take bypasses the limiter). Callers check `events.listening` first.
+ */
+export function reportTake(
+  limiter: Pick<Limiter, 'name' | 'store' | 'mode' | 'events'>,
+  key: string,
+  cost: number,
+  decision: Decision | undefined,
+  error: unknown,
+  latencyMs: number,
+): void {
+  const { events, name } = limiter;
+  if (decision !== undefined) {
+    const reported = limiter.mode === 'shadow' ? shadowOf(decision) : decision;
+    reportDecision(events, name, limiter.store.kind, key, reported, latencyMs);
+  } else reportFailure(events, name, limiter.store.kind, key, cost, error, latencyMs);
 }

@@ -60,6 +60,18 @@ export interface LimiterStats {
   shortCircuited: number;
 }
 
+/**
+ * One take as the limiter asked its store: its key, cost, time and per-call limit. Built only
+ * when the failure policy must answer it (the store failed, or its breaker is open), or once per
+ * reservation, so that a take the store answers allocates nothing for it.
+ */
+export interface TakeCall {
+  readonly key: string;
+  readonly cost: number;
+  readonly now: number;
+  readonly limit: CallLimit | undefined;
+}
+
 /** Logs through `console.warn` with a `[sluice]` prefix. */
 export const consoleLogger: Logger = {
   warn(details, message) {
@@ -113,9 +125,9 @@ export class FailureHandler {
    * The decision for a take whose store call failed with `error`, or a throw under `closed`.
    * Errors that are the caller's (bad key, bad cost) are rethrown as they are.
    */
-  decide(error: unknown, key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
+  decide(error: unknown, take: TakeCall): Decision {
     if (!isStoreFailure(error)) throw error;
-    if (isSluiceError(error, 'SLUICE_STORE_OVERLOADED')) return this.overloaded(error, key, cost, now, limit);
+    if (isSluiceError(error, 'SLUICE_STORE_OVERLOADED')) return this.overloaded(error, take);
     const stats = this.stats;
     stats.storeFailures++;
     const timedOut = isSluiceError(error, 'SLUICE_STORE_TIMEOUT');
@@ -123,37 +135,29 @@ export class FailureHandler {
     // A schema error is the store answering that it is not prepared: its own message says what
     // to do, and it tells nothing of the connection, so it does not move the breaker.
     if (!isSluiceError(error, 'SLUICE_STORE_SCHEMA')) {
-      const failing = this.breaker.failed(now) && this.breaker.madeWhileOpen(now);
+      const failing = this.breaker.failed(take.now) && this.breaker.madeWhileOpen(take.now);
       if (timedOut && !failing) {
         stats.overloadTimeouts++;
-        if (this.policy === 'open' && !this.neverRefuses)
-          return this.overloaded(error, key, cost, now, limit);
+        if (this.policy === 'open' && !this.neverRefuses) return this.overloaded(error, take);
       }
     }
-    return this.applyPolicy(error, timedOut, key, cost, now, limit);
+    return this.applyPolicy(error, timedOut, take);
   }
 
   /** The failure policy's decision for a store known to be failing (or a timeout it decides anyway). */
-  private applyPolicy(
-    error: unknown,
-    timedOut: boolean,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision {
+  private applyPolicy(error: unknown, timedOut: boolean, take: TakeCall): Decision {
     const stats = this.stats;
     this.log(error, `rate-limit store failing; policy "${this.policy}" applies`);
     if (this.policy === 'open') {
       stats.failOpenAdmits++;
-      const capacity = this.insuranceCapacity(limit);
+      const capacity = this.insuranceCapacity(take.limit);
       return {
         allowed: true,
         name: this.name,
         limit: capacity.limit,
         capacity: capacity.capacity,
         remaining: 0,
-        cost,
+        cost: take.cost,
         retryAfterMs: 0,
         retryAfterSeconds: 0,
         resetMs: 0,
@@ -161,7 +165,7 @@ export class FailureHandler {
         windowMs: 0,
       };
     }
-    if (this.insurance !== undefined) return this.insured(key, cost, now, limit);
+    if (this.insurance !== undefined) return this.insured(take);
     if (isSluiceError(error, 'SLUICE_STORE_SCHEMA')) {
       // The store's own message says what to do ("run store.migrate()") and carries no request value.
       throw new SluiceError(
@@ -202,18 +206,12 @@ export class FailureHandler {
    * through exactly when the store is saturated, so `open` does not apply. The insurance limiter
    * decides when there is one; otherwise the caller gets a 503 it may retry shortly.
    */
-  private overloaded(
-    error: SluiceError,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision {
+  private overloaded(error: SluiceError, take: TakeCall): Decision {
     if (error.code === 'SLUICE_STORE_OVERLOADED') this.stats.overloads++;
     // A limit in shadow mode never refuses, not even under load: it admits as it does on failure.
-    if (this.neverRefuses) return this.applyPolicy(error, false, key, cost, now, limit);
+    if (this.neverRefuses) return this.applyPolicy(error, false, take);
     this.log(error, 'rate-limit store overloaded; no request is admitted without a decision');
-    if (this.insurance !== undefined) return this.insured(key, cost, now, limit);
+    if (this.insurance !== undefined) return this.insured(take);
     throw new SluiceError(
       'SLUICE_STORE_OVERLOADED',
       error.code === 'SLUICE_STORE_OVERLOADED'
@@ -227,12 +225,12 @@ export class FailureHandler {
    * A take the open breaker answers without asking the store: the store is known to be failing,
    * so the policy decides as for a failed call (without counting another failure).
    */
-  shortCircuit(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
+  shortCircuit(take: TakeCall): Decision {
     this.stats.shortCircuited++;
-    return this.applyPolicy(breakerOpenError(this.storeKind), false, key, cost, now, limit);
+    return this.applyPolicy(breakerOpenError(this.storeKind), false, take);
   }
 
-  private insured(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
+  private insured({ key, cost, now, limit }: TakeCall): Decision {
     this.stats.insuranceDecisions++;
     return { ...(this.insurance as SyncRuleBuckets).takeSync(key, cost, now, limit), source: 'insurance' };
   }

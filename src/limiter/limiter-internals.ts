@@ -1,6 +1,7 @@
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import type { CallLimit, Rule } from '../core/rules/rule.js';
+import type { TakeCall } from './failure.js';
 import type { Limiter } from './limiter.js';
 
 /*
@@ -11,34 +12,14 @@ import type { Limiter } from './limiter.js';
 /** Applies a limiter's failure policy to a failed store call (used by cascades). */
 export const decideOnFailure = Symbol('sluice.decideOnFailure');
 
-/** Reports a decision a cascade made for a limiter (an all-or-nothing take bypasses the limiter). */
-export const reportTake = Symbol('sluice.reportTake');
-
 /** Tells a limiter's breaker that its store answered a call a cascade made for it. */
 export const storeAnswered = Symbol('sluice.storeAnswered');
 
-/** A limiter as cascades see it: with access to its failure policy and its events. */
+/** A limiter as cascades see it: with access to its failure policy and its breaker. */
 export interface LimiterInternals extends Limiter {
-  [decideOnFailure](
-    error: unknown,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision;
+  [decideOnFailure](error: unknown, take: TakeCall): Decision;
   /** The store answered a call made for this limiter (its breaker closes, its failures clear). */
   [storeAnswered](): void;
-  /**
-   * Reports a take's decision, or (`decision` undefined) its failure with `error`, to the
-   * limiter's events. Callers check `events.listening` first.
-   */
-  [reportTake](
-    key: string,
-    cost: number,
-    decision: Decision | undefined,
-    error: unknown,
-    latencyMs: number,
-  ): void;
 }
 
 /** True for a limiter made by {@link createLimiter} (a cascade needs its failure policy). */

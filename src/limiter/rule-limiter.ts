@@ -12,14 +12,13 @@ import { isSyncStore, type RuleBuckets, type Store } from '../stores/contract/st
 import { withDeadline } from '../stores/shared/deadline.js';
 import type { StoreHealth } from './breaker.js';
 import { actualCostOf, callLimitOf, checkKey, costOf, readClock } from './call-input.js';
-import { reportDecision, reportFailure } from './decision-report.js';
+import { reportTake } from './decision-report.js';
 import type { DecisionEvents } from './events.js';
-import type { FailureHandler, FailurePolicy, LimiterStats } from './failure.js';
+import type { FailureHandler, FailurePolicy, LimiterStats, TakeCall } from './failure.js';
 import {
   closedError,
   decideOnFailure,
   refusedForGood,
-  reportTake,
   shadowOf,
   storeAnswered,
   type LimiterInternals,
@@ -253,20 +252,15 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
    * A reservation in the store, bounded by the store timeout; a store that fails decides as for
    * a take (the failure policy), without waiting.
    */
-  reserveSlot(
-    key: string,
-    cost: number,
-    now: number,
-    maxWaitMs: number,
-    limit: CallLimit | undefined,
-  ): MaybePromise<Decision> {
+  reserveSlot(take: TakeCall, maxWaitMs: number): MaybePromise<Decision> {
+    const { key, cost, now, limit } = take;
     if (cost > this.rule.capacityFor(limit)) return refusedForGood(this.rule, this.name, cost, now, limit);
-    if (this.shortCircuited()) return this.handler.shortCircuit(key, cost, now, limit);
+    if (this.shortCircuited()) return this.handler.shortCircuit(take);
     let answer: MaybePromise<Decision>;
     try {
       answer = this.steps.reserve!(key, cost, now, maxWaitMs, limit);
     } catch (error) {
-      return this.failed(error, key, cost, now, limit);
+      return this.failed(error, take);
     }
     return isPending(answer) ? this.awaited(answer, key, cost, now, limit) : answer;
   }
@@ -291,27 +285,8 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     this.handler.breaker.succeeded();
   }
 
-  [decideOnFailure](
-    error: unknown,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision {
-    return this.handler.decide(error, key, cost, now, limit);
-  }
-
-  [reportTake](
-    key: string,
-    cost: number,
-    decision: Decision | undefined,
-    error: unknown,
-    latencyMs: number,
-  ): void {
-    if (decision !== undefined) {
-      const reported = this.mode === 'shadow' ? shadowOf(decision) : decision;
-      reportDecision(this.events, this.name, this.store.kind, key, reported, latencyMs);
-    } else reportFailure(this.events, this.name, this.store.kind, key, cost, error, latencyMs);
+  [decideOnFailure](error: unknown, take: TakeCall): Decision {
+    return this.handler.decide(error, take);
   }
 
   /** Checks `key`, unless the take before checked this very key (one client taking again and again). */
@@ -331,7 +306,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     if (this.refusals !== undefined) {
       const remembered = this.refusals.answer(key, cost, limit, now);
       if (remembered !== undefined) {
-        if (this.events.listening) this[reportTake](key, cost, remembered, undefined, 0);
+        if (this.events.listening) reportTake(this, key, cost, remembered, undefined, 0);
         return remembered;
       }
     }
@@ -339,7 +314,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     // depend on the store behind the limiter; no store latency to report.
     if (cost > this.rule.capacityFor(limit)) {
       const refused = refusedForGood(this.rule, this.name, cost, now, limit);
-      if (this.events.listening) this[reportTake](key, cost, refused, undefined, 0);
+      if (this.events.listening) reportTake(this, key, cost, refused, undefined, 0);
       return refused;
     }
     if (!this.events.listening) return this.ask(key, cost, now, limit);
@@ -359,11 +334,11 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
       answer = this.ask(key, cost, now, limit);
     } catch (error) {
       // A store deciding in this process throws only the caller's own errors: not reported.
-      if (!this.local) this[reportTake](key, cost, undefined, error, performance.now() - started);
+      if (!this.local) reportTake(this, key, cost, undefined, error, performance.now() - started);
       throw error;
     }
     if (isPending(answer)) return this.reportedLater(answer, key, cost, started);
-    this[reportTake](key, cost, answer, undefined, performance.now() - started);
+    reportTake(this, key, cost, answer, undefined, performance.now() - started);
     return answer;
   }
 
@@ -375,11 +350,11 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
   ): Promise<Decision> {
     return answer.then(
       (decision) => {
-        this[reportTake](key, cost, decision, undefined, performance.now() - started);
+        reportTake(this, key, cost, decision, undefined, performance.now() - started);
         return decision;
       },
       (error: unknown) => {
-        this[reportTake](key, cost, undefined, error, performance.now() - started);
+        reportTake(this, key, cost, undefined, error, performance.now() - started);
         throw error;
       },
     );
@@ -387,12 +362,14 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
 
   /** The store's decision on a checked take (cost 0: a peek) within the rule's capacity. */
   private ask(key: string, cost: number, now: number, limit: CallLimit | undefined): MaybePromise<Decision> {
-    if (this.shortCircuited()) return this.handler.shortCircuit(key, cost, now, limit);
+    // The take's facts become an object only where the failure policy answers: a take the
+    // store answers allocates nothing for them.
+    if (this.shortCircuited()) return this.handler.shortCircuit({ key, cost, now, limit });
     let answer: MaybePromise<Decision>;
     try {
       answer = this.steps.take(key, cost, now, limit);
     } catch (error) {
-      return this.failed(error, key, cost, now, limit);
+      return this.failed(error, { key, cost, now, limit });
     }
     // A value is a store deciding in this process: no breaker to tell, no refusal to remember.
     if (!isPending(answer)) return answer;
@@ -417,7 +394,7 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
         refusals.remember(key, cost, limit, now, decision, epoch);
         return decision;
       },
-      (error: unknown) => this.handler.decide(error, key, cost, now, limit),
+      (error: unknown) => this.handler.decide(error, { key, cost, now, limit }),
     );
   }
 
@@ -430,21 +407,15 @@ export class RuleLimiter implements LimiterInternals, SlotReserver {
     limit: CallLimit | undefined,
   ): Promise<Decision> {
     return this.bounded(answer).then(this.answered, (error: unknown) =>
-      this.handler.decide(error, key, cost, now, limit),
+      this.handler.decide(error, { key, cost, now, limit }),
     );
   }
 
   /** A store's synchronous throw: the caller's own error from a local store, else the policy's decision. */
-  private failed(
-    error: unknown,
-    key: string,
-    cost: number,
-    now: number,
-    limit: CallLimit | undefined,
-  ): Decision {
+  private failed(error: unknown, take: TakeCall): Decision {
     if (this.local) throw error;
     // A shared store that throws synchronously is failing like one that rejects.
-    return this.handler.decide(error, key, cost, now, limit);
+    return this.handler.decide(error, take);
   }
 
   /** `pending` bounded by the limiter's timeout, unless the store bounds its own calls the same. */

@@ -6,7 +6,9 @@ import { MAX_WAIT_MS, reserverOf } from '../core/reservation.js';
 import type { CallLimit } from '../core/rules/rule.js';
 import type { MaybePromise } from '../stores/contract/bucket-steps.js';
 import { callLimitOf, checkKey, costOf, readClock } from './call-input.js';
-import { closedError, reportTake, type LimiterInternals } from './limiter-internals.js';
+import type { TakeCall } from './failure.js';
+import { reportTake } from './decision-report.js';
+import { closedError, type LimiterInternals } from './limiter-internals.js';
 import type { ReceiptBook, ReceiptedDecision } from './receipts.js';
 import type { WaitingRoom } from './waiting-room.js';
 
@@ -116,28 +118,13 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined):
 /** What the wait path needs of its limiter: its reservations, receipts, refunds and events. */
 export interface SlotReserver extends Pick<
   LimiterInternals,
-  | typeof reportTake
-  | 'name'
-  | 'rule'
-  | 'store'
-  | 'clock'
-  | 'closed'
-  | 'mode'
-  | 'buckets'
-  | 'events'
-  | 'refund'
+  'name' | 'rule' | 'store' | 'clock' | 'closed' | 'mode' | 'buckets' | 'events' | 'refund'
 > {
   readonly receipts: ReceiptBook;
   /** The calls waiting now, bounded over all keys and per key. */
   readonly room: WaitingRoom;
   /** A reservation in the store, answered by the failure policy when the store fails. */
-  reserveSlot(
-    key: string,
-    cost: number,
-    now: number,
-    maxWaitMs: number,
-    limit: CallLimit | undefined,
-  ): MaybePromise<Decision>;
+  reserveSlot(take: TakeCall, maxWaitMs: number): MaybePromise<Decision>;
 }
 
 /**
@@ -189,11 +176,11 @@ async function waitForSlot(
 ): Promise<WaitedDecision> {
   const started = limiter.events.listening ? performance.now() : 0;
   const generation = limiter.buckets.resetGeneration?.(key);
-  const decision = await limiter.reserveSlot(key, cost, now, maxWaitMs, limit);
+  const decision = await limiter.reserveSlot({ key, cost, now, limit }, maxWaitMs);
   const wait = decision.allowed && decision.source === 'store' ? decision.retryAfterMs : 0;
   const answer = wait > 0 ? arrived(decision, wait) : decision;
   if (limiter.events.listening)
-    limiter[reportTake](key, cost, answer, undefined, performance.now() - started);
+    reportTake(limiter, key, cost, answer, undefined, performance.now() - started);
   const receipt = limiter.receipts.issue(limiter.name, key, decision, now, limit, generation);
   if (wait === 0) return { decision: answer, receipt, waitedMs: 0 };
   try {

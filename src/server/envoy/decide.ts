@@ -180,7 +180,7 @@ export class EnvoyBuckets {
  * no store failure passes as it is.
  */
 function failed(limiter: LimiterInternals, error: unknown, key: string, cost: number, now: number): never {
-  limiter[decideOnFailure](error, key, cost, now, undefined);
+  limiter[decideOnFailure](error, { key, cost, now, limit: undefined });
   // Unreachable: a closed limiter never admits without the store.
   throw error;
 }

@@ -98,8 +98,9 @@ class SyncSteps implements BucketSteps {
     this.name = buckets.name;
     this.rule = buckets.rule;
     // A synchronous store written elsewhere may reserve only asynchronously, or not at all.
-    if (buckets.reserveSync !== undefined) this.reserve = this.reserveSync;
-    else if (buckets.reserve !== undefined) this.reserve = this.reserveLater;
+    // Bound once here: a reservation then costs the store's own call, as through a method.
+    if (buckets.reserveSync !== undefined) this.reserve = buckets.reserveSync.bind(buckets);
+    else if (buckets.reserve !== undefined) this.reserve = buckets.reserve.bind(buckets);
   }
 
   take(key: string, cost: number, now: number, limit: CallLimit | undefined): Decision {
@@ -112,25 +113,5 @@ class SyncSteps implements BucketSteps {
 
   adjust(key: string, adjustment: BucketAdjustment): void {
     this.buckets.adjustSync(key, adjustment);
-  }
-
-  private reserveSync(
-    key: string,
-    cost: number,
-    now: number,
-    maxWaitMs: number,
-    limit?: CallLimit,
-  ): Decision {
-    return this.buckets.reserveSync!(key, cost, now, maxWaitMs, limit);
-  }
-
-  private reserveLater(
-    key: string,
-    cost: number,
-    now: number,
-    maxWaitMs: number,
-    limit?: CallLimit,
-  ): Promise<Decision> {
-    return this.buckets.reserve!(key, cost, now, maxWaitMs, limit);
   }
 }

@@ -1,19 +1,10 @@
 import type { Rule } from '../../../core/rules/rule.js';
 import type { AlgorithmModule } from './algorithm-module.js';
-import {
-  alignedPrelude,
-  alignedStart,
-  lengthBinding,
-  lengthEntries,
-  windowAdjustSql,
-  windowFamily,
-  windowRuleSql,
-} from './window-counts.js';
+import { alignedPrelude, alignedStart, lengthWindowModule } from './window-counts.js';
 
 /** What the store reads of a window aligned to the Unix epoch. */
 interface AlignedWindowRule extends Rule {
   readonly windowMs: number;
-  readonly penalty: boolean;
 }
 
 /**
@@ -23,21 +14,13 @@ interface AlignedWindowRule extends Rule {
  * in ms, $3 penalty (a refund's: $1 and $2).
  */
 export function alignedWindowModule(kind: string, slides: boolean): AlgorithmModule {
-  const prelude = alignedPrelude(slides);
-  // Refunds and settlements: the take's window is the aligned one holding its time.
-  const adjust = windowAdjustSql(prelude, 2, (taken) => alignedStart(taken, '$2::bigint'));
-  return {
+  return lengthWindowModule({
     kind,
-    bind(name: string, bound: Rule) {
-      const rule = bound as AlignedWindowRule;
-      return lengthBinding(name, rule.windowMs, rule.penalty);
-    },
-    ruleSql: (names) => windowRuleSql(names, prelude, adjust),
-    family: windowFamily,
-    entryTypes: ['bigint'],
-    entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
-    ${alignedStart('n.now_ms', 'x.w')} AS a_start, ${alignedStart('n.now_ms', 'x.w')} + x.w AS a_end,
-    x.w, ${String(slides)} AS slides, false AS anchored, ${slides ? 'x.w' : '0::bigint'} AS tail
-  FROM ${lengthEntries(first)}`,
-  };
+    lengthOf: (rule) => (rule as AlignedWindowRule).windowMs,
+    prelude: alignedPrelude(slides),
+    // Refunds and settlements: the take's window is the aligned one holding its time.
+    takenStart: (taken) => alignedStart(taken, '$2::bigint'),
+    entryWindow: `${alignedStart('n.now_ms', 'x.w')} AS a_start, ${alignedStart('n.now_ms', 'x.w')} + x.w AS a_end,
+    x.w, ${String(slides)} AS slides, false AS anchored, ${slides ? 'x.w' : '0::bigint'} AS tail`,
+  });
 }

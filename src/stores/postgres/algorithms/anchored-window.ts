@@ -1,13 +1,5 @@
-import type { Rule } from '../../../core/rules/rule.js';
 import type { AnchoredWindowRule } from '../../../core/rules/anchored-window.js';
-import type { AlgorithmModule } from './algorithm-module.js';
-import {
-  lengthBinding,
-  lengthEntries,
-  windowAdjustSql,
-  windowFamily,
-  windowRuleSql,
-} from './window-counts.js';
+import { lengthWindowModule } from './window-counts.js';
 
 /**
  * The current window of an anchored window around the statement's time `now`: one that would
@@ -35,16 +27,11 @@ const takenWindow = (taken: string, stored: string): string =>
  * its window by nothing. Rule parameters: $1 rule, $2 the window's length in ms, $3 penalty (a
  * refund's: $1 and $2).
  */
-export const anchoredWindowModule: AlgorithmModule = {
+export const anchoredWindowModule = lengthWindowModule({
   kind: 'anchored-window',
-  bind(name: string, bound: Rule) {
-    const rule = bound as AnchoredWindowRule;
-    return lengthBinding(name, rule.periodMs, rule.penalty);
-  },
-  ruleSql: (names) => windowRuleSql(names, prelude, windowAdjustSql(prelude, 2, takenWindow)),
-  family: windowFamily,
-  entryTypes: ['bigint'],
-  entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
-    n.now_ms AS a_start, n.now_ms + x.w AS a_end, x.w, false AS slides, true AS anchored, 0::bigint AS tail
-  FROM ${lengthEntries(first)}`,
-};
+  lengthOf: (rule) => (rule as AnchoredWindowRule).periodMs,
+  prelude,
+  takenStart: takenWindow,
+  entryWindow:
+    'n.now_ms AS a_start, n.now_ms + x.w AS a_end, x.w, false AS slides, true AS anchored, 0::bigint AS tail',
+});

@@ -1,9 +1,10 @@
 import { MAX_PENALTY_COUNT } from '../../../core/bounds.js';
+import type { Rule } from '../../../core/rules/rule.js';
 import type { BucketState } from '../../../core/state.js';
 import type { SchemaNames } from '../schema-names.js';
 import type { PostgresRow } from '../client.js';
 import { storeNow } from '../sql-clock.js';
-import type { AdjustSql, AlgorithmBinding, RuleSql } from './algorithm-module.js';
+import type { AdjustSql, AlgorithmBinding, AlgorithmModule, RuleSql } from './algorithm-module.js';
 import type { TakeAllFamily } from './take-all-family.js';
 import { takeAllLockout } from './lockout.js';
 
@@ -192,6 +193,47 @@ export function lengthBinding(name: string, lengthMs: number, penalty: boolean):
     entryParams: () => entry,
     read: readWindowRow,
   };
+}
+
+/** What {@link lengthWindowModule} needs of a window kind whose one parameter is its length. */
+export interface LengthWindowKind {
+  readonly kind: string;
+  /** The bound rule's window length in ms. */
+  readonly lengthOf: (rule: Rule) => number;
+  /** The current window around the statement's time (see {@link windowRuleSql}). */
+  readonly prelude: (now: string) => string;
+  /** A refunded take's window (see {@link windowAdjustSql}). */
+  readonly takenStart: (taken: string, stored: string) => string;
+  /** An all-or-nothing entry's columns from `a_start` to `tail`, per row `x` beside `n`. */
+  readonly entryWindow: string;
+}
+
+/**
+ * The module of a window kind whose one parameter is its length in ms (the aligned windows, the
+ * anchored window): bound by {@link lengthBinding}, counted in `window_counters` by
+ * {@link windowRuleSql}, its all-or-nothing entries from {@link lengthEntries}. Each kind brings
+ * only where its windows lie.
+ */
+export function lengthWindowModule(window: LengthWindowKind): AlgorithmModule {
+  const prelude = window.prelude;
+  const adjust = windowAdjustSql(prelude, 2, window.takenStart);
+  return {
+    kind: window.kind,
+    bind(name: string, rule: Rule) {
+      return lengthBinding(name, window.lengthOf(rule), (rule as PenaltyRule).penalty);
+    },
+    ruleSql: (names) => windowRuleSql(names, prelude, adjust),
+    family: windowFamily,
+    entryTypes: ['bigint'],
+    entrySource: (first) => `SELECT x.ord, x.rule, x.bucket, x.cost, x.quota, n.now_ms,
+    ${window.entryWindow}
+  FROM ${lengthEntries(first)}`,
+  };
+}
+
+/** The option every window kind has: a refusal of a single take is charged too. */
+interface PenaltyRule extends Rule {
+  readonly penalty: boolean;
 }
 
 /**
