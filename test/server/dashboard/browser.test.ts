@@ -25,7 +25,13 @@ clients:
 auth:
   tokens:
     - { token: "${ADMIN}", scopes: [decide, admin] }
-${RULES}`;
+${RULES}  - name: uploads
+    match: { paths: [/api/uploads] }
+    algorithm: token-bucket
+    limit: 1
+    period: 1s
+    burst: 10
+`;
 
 /** The Okabe–Ito colours (and black and grey) the page may draw outcomes in. */
 const PALETTE = new Set([
@@ -100,6 +106,24 @@ describe('the dashboard in headless Chromium', { skip }, () => {
     assert.match(await page.locator('#policy-figures').innerText(), /HMAC/);
   });
 
+  it("shows a limit's burst, and the legend's values before any pointer is on the chart", async () => {
+    await page.mouse.move(1, 1);
+    const limits = page.locator('#rules-table tr[data-rule="uploads"] td').first();
+    assert.equal((await limits.innerText()).trim(), '1 per 1s, burst 10, token-bucket');
+    assert.match(
+      await page.locator('#policy-rules').innerText(),
+      /uploads — key \[address\]: 1 per 1s, burst 10/,
+    );
+    const legend = page.locator('#decisions-chart .u-legend .u-series .u-value');
+    await page.waitForFunction(() =>
+      document.querySelector('#decisions-chart')?.getAttribute('data-time-labels'),
+    );
+    const values = await legend.allInnerTexts();
+    assert.equal(values.length, 9, 'the time and eight outcomes');
+    assert.match(values[0]!, /^\d\d:\d\d:\d\d$/);
+    for (const value of values.slice(1)) assert.match(value, /^\d+\.\d\/s$/);
+  });
+
   it('carries no address, header value, token or secret, in the page or in its feed', async () => {
     const html = await page.content();
     const { text } = await readFeed(sluice.url, (s) => totalOf(s, 'login', 'refused') === 2, admin);
@@ -168,8 +192,10 @@ describe('the dashboard in headless Chromium', { skip }, () => {
     assert.equal(new Set(swatches.map(([c]) => c)).size, swatches.length, 'one colour per outcome');
   });
 
-  it('reads at 1280×800 and at phone width (screenshots)', async () => {
+  it('reads at 1280×800 and at phone width (screenshots), its time labels apart at both', async () => {
     await page.screenshot({ path: join(shots, 'dashboard-1280x800.png') });
+    const wideLabels = await page.locator('#decisions-chart').getAttribute('data-time-labels');
+    assertApart(await timeLabels(page), 'at 1280 px');
     await page.setViewportSize({ width: 390, height: 844 });
     // Nothing wider than the screen but the tables, which scroll in their own region (the charts
     // follow their containers once the resize is observed).
@@ -180,7 +206,33 @@ describe('the dashboard in headless Chromium', { skip }, () => {
       .catch(() => {});
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `the page is ${overflow} px wider than the phone's screen`);
+    await page.waitForFunction(
+      () => (document.querySelector('#decisions-chart canvas') as HTMLCanvasElement).clientWidth < 390,
+    );
+    await page.waitForFunction(
+      (wide) => document.querySelector('#decisions-chart')?.getAttribute('data-time-labels') !== wide,
+      wideLabels,
+    );
+    assertApart(await timeLabels(page), 'at phone width');
     await page.screenshot({ path: join(shots, 'dashboard-390x844.png') });
     assert.deepEqual(errors, []);
   });
 });
+
+/** The time axis's labels, as the chart drew them: [left, width] in px each, left to right. */
+async function timeLabels(page: Page): Promise<[number, number][]> {
+  const text = await page.locator('#decisions-chart').getAttribute('data-time-labels');
+  return (JSON.parse(text ?? '[]') as [number, number][]).sort((a, b) => a[0] - b[0]);
+}
+
+/** At least two labels, and no label's box reaching into the next one's. */
+function assertApart(boxes: [number, number][], where: string): void {
+  assert.ok(boxes.length >= 2, `${where}: ${boxes.length} time labels`);
+  for (let i = 1; i < boxes.length; i++) {
+    const [left, width] = boxes[i - 1]!;
+    assert.ok(
+      left + width < boxes[i]![0],
+      `${where}: labels ${i - 1} and ${i} overlap: ${JSON.stringify(boxes)}`,
+    );
+  }
+}
