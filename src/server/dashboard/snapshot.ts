@@ -83,6 +83,7 @@ export class SnapshotMaker {
         name: rule.name,
         mode: rule.mode,
         key: rule.key,
+        lockout: rule.limits.some((limit) => (limit as { block?: unknown }).block !== undefined),
         perSecond: rate(total, previous && sum(before), seconds),
         total,
         refusalRatio: ratio(total, sum(minuteAgo?.counts.get(rule.name))),

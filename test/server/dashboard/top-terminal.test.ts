@@ -31,6 +31,7 @@ function rule(name: string, i: number): RuleView {
     name,
     mode: 'enforce',
     key: ['address'],
+    lockout: false,
     perSecond: { admitted: 1234.5, refused: 99.5 },
     total: { admitted: 1_234_567 + i, refused: 89_012, 'shadow-refused': 0 },
     refusalRatio: 0.0672,
