@@ -36,7 +36,10 @@ export interface CascadeDecision {
   /**
    * The decisions made, in cascade order. With `first-refusal`, limits after the first refusal
    * were not asked and are missing. With `all-or-nothing`, all are present; on a refusal none
-   * was charged and the admitting ones say what they would have done.
+   * was charged, and each limit that did not refuse is reported as what it holds, charging
+   * nothing: a peek's decision (`allowed: true`, `cost: 0`, `remaining` what the bucket holds),
+   * read from the store in a second call that charges nothing. A limit the store could not be
+   * read for then (it failed, or a concurrent take emptied the bucket meanwhile) is left out.
    *
    * In both modes, a cost larger than some limit can ever admit (its burst or quota) is refused
    * before any store is asked and nothing is charged: `decisions` then holds only the refusals
@@ -171,6 +174,20 @@ class CascadeImpl implements Cascade {
       const pending = first.store.takeAll(this.entries(keys, cost), now);
       decisions = await withDeadline(pending, first.timeoutMs, `the ${first.store.kind} store (cascade)`);
       for (const limiter of this.limiters) (limiter as LimiterInternals)[storeAnswered]();
+      const held = this.heldEntries(keys, decisions);
+      if (held !== undefined) {
+        let peeks: readonly Decision[] | undefined;
+        try {
+          peeks = await withDeadline(
+            first.store.takeAll(held, now),
+            first.timeoutMs,
+            `the ${first.store.kind} store (cascade)`,
+          );
+        } catch {
+          // What the other limits hold is unknown: the refusal stands without them.
+        }
+        decisions = asHeld(decisions, peeks);
+      }
     } catch (error) {
       decisions = [];
       for (let i = 0; i < this.limiters.length; i++) {
@@ -251,6 +268,20 @@ class CascadeImpl implements Cascade {
     return keys;
   }
 
+  /**
+   * After a refused all-or-nothing take, the entries to read (cost 0) for the limits that did
+   * not refuse, which the store reported as the take would have left them; undefined when there
+   * are none or nothing was refused.
+   */
+  protected heldEntries(keys: readonly string[], decisions: readonly Decision[]): TakeEntry[] | undefined {
+    if (decisions.every((d) => d.allowed) || decisions.every((d) => !d.allowed)) return undefined;
+    const entries: TakeEntry[] = [];
+    for (let i = 0; i < decisions.length; i++)
+      if (decisions[i]!.allowed)
+        entries.push({ buckets: this.limiters[i]!.buckets, key: keys[i]!, cost: 0, limit: undefined });
+    return entries;
+  }
+
   protected entries(keys: readonly string[], cost: number): TakeEntry[] {
     return this.limiters.map((limiter, i) => ({
       buckets: limiter.buckets,
@@ -272,7 +303,10 @@ class SyncCascadeImpl extends CascadeImpl implements SyncCascade {
     if (this.mode === 'all-or-nothing') {
       const store = this.limiters[0]!.store as SyncStore;
       const started = performance.now();
-      const decisions = store.takeAllSync(this.entries(list, cost), readClock(this.limiters[0]!.clock));
+      const now = readClock(this.limiters[0]!.clock);
+      let decisions = store.takeAllSync(this.entries(list, cost), now);
+      const held = this.heldEntries(list, decisions);
+      if (held !== undefined) decisions = asHeld(decisions, store.takeAllSync(held, now));
       this.report(list, cost, decisions, performance.now() - started);
       return summarize(decisions);
     }
@@ -284,6 +318,27 @@ class SyncCascadeImpl extends CascadeImpl implements SyncCascade {
     }
     return summarize(decisions);
   }
+}
+
+/**
+ * A refused all-or-nothing take's decisions told truthfully: the refusals as the store made
+ * them, and in place of each limit that would have admitted (and was not charged) its peek, in
+ * `peeks` in the same order. A peek that is itself a refusal (a concurrent take emptied the
+ * bucket between the two calls) is left out rather than reported as a refusal of this take, and
+ * so is every such limit when the peeks could not be read.
+ */
+function asHeld(decisions: readonly Decision[], peeks: readonly Decision[] | undefined): Decision[] {
+  const told: Decision[] = [];
+  let next = 0;
+  for (const decision of decisions) {
+    if (!decision.allowed) {
+      told.push(decision);
+      continue;
+    }
+    const peek = peeks?.[next++];
+    if (peek?.allowed === true) told.push(peek);
+  }
+  return told;
 }
 
 function summarize(decisions: readonly Decision[]): CascadeDecision {

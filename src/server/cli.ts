@@ -5,7 +5,7 @@ import { testClock } from './envoy/test-clock.js';
 import { explainRequest, formatExplanation } from './explain.js';
 import { PolicyError } from './policy/errors.js';
 import { StartError, serve, type RunningServer } from './serve/start.js';
-import { runTop } from './top/top.js';
+import { FALLBACK_TOKEN_VARIABLE, TOKEN_VARIABLE, runTop } from './top/top.js';
 
 /** Where the CLI writes; a test passes its own. */
 export interface CliIo {
@@ -199,7 +199,7 @@ function addTop(program: Command, io: CliIo, setExitCode: SetExitCode): void {
   program
     .command('top')
     .description(
-      "The dashboard's live numbers in the terminal: decisions per second by rule and outcome, refusal ratio, store latency, the heaviest refused bucket ids (pseudonymous) and recent refusals; an admin token from SLUICE_TOKEN",
+      "The dashboard's live numbers in the terminal: decisions per second by rule and outcome, refusal ratio, store latency, the heaviest refused bucket ids (pseudonymous) and recent refusals; an admin token from SLUICE_ADMIN_TOKEN (else SLUICE_TOKEN); redrawn in place, fitted to the terminal",
     )
     .option('--url <url>', 'the server (sluice serve)', urlArgument, 'http://127.0.0.1:8411')
     .option('--iterations <n>', 'stop after this many tables (default: until Ctrl-C)', countArgument)
@@ -207,21 +207,37 @@ function addTop(program: Command, io: CliIo, setExitCode: SetExitCode): void {
       const interrupt = new AbortController();
       const stop = () => interrupt.abort();
       process.once('SIGINT', stop);
+      // The admin token's own variable first: the example policy names the decide-only token
+      // SLUICE_TOKEN, which the dashboard's feed refuses.
+      const tokenVariable = [TOKEN_VARIABLE, FALLBACK_TOKEN_VARIABLE].find(
+        (name) => io.env[name] !== undefined,
+      );
+      const out = process.stdout;
+      const tty = out.isTTY === true;
       try {
         setExitCode(
           await runTop(
             {
               url: options.url,
-              token: io.env.SLUICE_TOKEN,
+              token: tokenVariable === undefined ? undefined : io.env[tokenVariable],
+              tokenVariable,
               iterations: options.iterations,
               signal: interrupt.signal,
             },
             {
               out: io.out,
               err: io.err,
-              tty: process.stdout.isTTY === true,
-              // Piped, a line is never cut.
-              columns: process.stdout.isTTY === true ? (process.stdout.columns ?? 120) : Infinity,
+              tty,
+              // Piped, a line is never cut nor a table shortened.
+              size: () =>
+                tty
+                  ? { columns: out.columns ?? 80, rows: out.rows ?? 24 }
+                  : { columns: Infinity, rows: Infinity },
+              // Node reads the new size on SIGWINCH and says so by 'resize'.
+              onResize: (redraw) => {
+                out.on('resize', redraw);
+                return () => out.off('resize', redraw);
+              },
             },
           ),
         );

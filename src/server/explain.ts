@@ -22,7 +22,19 @@ export interface RuleExplanation {
   decision?: {
     outcome: 'admit' | 'respond' | 'not asked';
     status: number;
-    limits: { name: string; allowed: boolean; remaining: number; limit: number }[];
+    /**
+     * Each limit's decision: `remaining` of its `capacity` (what its bucket holds at most: a
+     * token bucket's burst), `limit` per its period; `cost` 0 for a limit of a refused rule
+     * that would have admitted (nothing was charged).
+     */
+    limits: {
+      name: string;
+      allowed: boolean;
+      remaining: number;
+      capacity: number;
+      limit: number;
+      cost: number;
+    }[];
   };
 }
 
@@ -84,7 +96,9 @@ export async function explainRequest(
         name: d.name,
         allowed: d.allowed,
         remaining: d.remaining,
+        capacity: d.capacity,
         limit: d.limit,
+        cost: d.cost,
       }));
       if (outcome.action === 'respond') {
         status = outcome.response.status;
@@ -166,8 +180,11 @@ function clientText(source: string): string {
 
 function decisionText(decision: NonNullable<RuleExplanation['decision']>): string {
   if (decision.outcome === 'not asked') return 'not asked: an earlier rule refused';
-  const limits = decision.limits.map(
-    (l) => `${l.name} ${l.allowed ? `${l.remaining} of ${l.limit} left` : 'refused'}`,
+  // Out of the capacity, not the limit: a token bucket of 1 a second holding 10 has 9 of 10 left.
+  const limits = decision.limits.map((l) =>
+    !l.allowed
+      ? `${l.name} refused`
+      : `${l.name} ${l.remaining} of ${l.capacity} left${l.cost === 0 ? ', not charged' : ''}`,
   );
   const detail = limits.length === 0 ? '' : ` (${limits.join('; ')})`;
   return decision.outcome === 'admit'

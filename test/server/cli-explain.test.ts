@@ -8,7 +8,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { withoutValues } from '../../src/server/cli.js';
-import { policyFile, runSluice } from './cli-support.js';
+import { join } from 'node:path';
+import { policyFile, root, runSluice } from './cli-support.js';
 import { SECRET } from './policy-support.js';
 
 const rules = `rules:
@@ -64,6 +65,20 @@ describe('sluice explain', () => {
     assert.equal(lines[6], 'decision: 200, admitted');
     // Neither the address nor the nick given is printed back.
     assert.ok(!/203\.0\.113\.7|\bann\b/.test(result.stdout.replace(lines[0]!, '')), result.stdout);
+  });
+
+  it('counts what is left out of what a bucket holds, its burst, not its rate (the example policy)', async () => {
+    const example = join(root, 'sluice.example.yaml');
+    const result = await explain(example, 'POST /courses', '-H', 'authorization: Bearer t');
+    assert.equal(result.code, 0, result.stderr);
+    // writes: 1 a second, holding 10; writes-ip: 3 a second, holding 30.
+    assert.match(result.stdout, /would admit \(writes-ip 29 of 30 left\)\n/);
+    assert.match(result.stdout, /would admit \(writes 9 of 10 left\)\n/);
+    const json = JSON.parse((await explain(example, 'POST /courses', '--format', 'json')).stdout);
+    const writes = json.rules.find((r: { rule: string }) => r.rule === 'writes');
+    assert.deepEqual(writes.decision.limits, [
+      { name: 'writes', allowed: true, remaining: 9, capacity: 10, limit: 1, cost: 1 },
+    ]);
   });
 
   it('a deny-listed client: 403 from the first rule, the next one not asked (JSON)', async () => {

@@ -39,6 +39,11 @@ rules:
     algorithm: fixed-window
     limit: 1
     window: 1h
+  - name: exports
+    match: { paths: [/exports] }
+    limits:
+      - { algorithm: token-bucket, limit: 1000, period: 1h }
+      - { algorithm: fixed-window, limit: 2, window: 1m, name: exports-minute }
 `;
 
 const validators = {
@@ -99,6 +104,31 @@ describe('sluice serve: decisions', () => {
     );
     assert.equal(results[0].headers['RateLimit-Policy'], '"login";q=3;w=3600');
     assert.equal(results[0].body, undefined);
+  });
+
+  it('a rule of two limits refused by one: the other is told as it holds, charged nothing', async () => {
+    const results = await decide(...Array.from({ length: 3 }, () => ({ rule: 'exports', key: 'team' })));
+    const refused = results[2];
+    assert.deepEqual(refused.refusedBy, ['exports-minute']);
+    assert.deepEqual(
+      refused.decisions.map((d: { name: string; allowed: boolean; cost: number; remaining: number }) => [
+        d.name,
+        d.allowed,
+        d.cost,
+        d.remaining,
+      ]),
+      [
+        ['exports', true, 0, 998],
+        ['exports-minute', false, 1, 0],
+      ],
+    );
+    assert.match(refused.headers.RateLimit, /^"exports";r=998;t=\d+, "exports-minute";r=0;t=\d+$/);
+    assert.deepEqual(refused.body.limits, ['exports-minute']);
+    const [peeked] = conforms(
+      await sluice.post('/v1/peek', { items: [{ rule: 'exports', key: 'team' }] }),
+      'verdicts',
+    ).body.results;
+    assert.equal(peeked.decisions[0].remaining, 998);
   });
 
   it('a request goes through the rules it matches in file order; the first refusal stops', async () => {

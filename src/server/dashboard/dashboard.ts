@@ -3,7 +3,9 @@ import type { ChannelTap, ServerMetrics } from '../serve/metrics.js';
 import { peerOf, tooManyFailures } from '../serve/auth.js';
 import { json, problem, readJsonOrRefuse, send } from '../serve/http-io.js';
 import type { PolicyHolder, ServedPolicy } from '../serve/server.js';
+import type { ServerLog } from '../serve/log.js';
 import { DashboardAccess, SESSION_COOKIE } from './access.js';
+import { bucketAction, KnownBuckets } from './actions.js';
 import { dashboardAssets } from './assets.js';
 import { bucketIds } from './bucket-ids.js';
 import { DashboardFeed } from './feed.js';
@@ -31,7 +33,8 @@ const PAGE_HEADERS = {
 /**
  * The live dashboard of `sluice serve`: GET /dashboard (the page), /dashboard/app.js and
  * /dashboard/app.css (its assets), /dashboard/events (Server-Sent Events, a snapshot a second),
- * POST /dashboard/inspect (the bucket inspector) and /dashboard/login (the admin token form).
+ * POST /dashboard/inspect (the bucket inspector), /dashboard/buckets (reset or unblock a bucket by
+ * its id) and /dashboard/login (the admin token form).
  * Everything but the static assets wants the admin scope ({@link DashboardAccess}).
  */
 export class Dashboard {
@@ -41,21 +44,25 @@ export class Dashboard {
   /** What the server's metrics hand every rule's channel: key ids for refusals, the offenders' listener. */
   readonly tap: ChannelTap;
   private readonly access = new DashboardAccess();
+  /** The keys behind the ids shown lately, for the reset and unblock buttons. */
+  private readonly known = new KnownBuckets();
+  private log: ServerLog | undefined;
   private holder: PolicyHolder | undefined;
   private feed: DashboardFeed | undefined;
 
   constructor(private readonly intervalMs = 1000) {
     this.ids = bucketIds(() => (this.holder?.current().compiled.policy.clients.secrets.length ?? 0) > 0);
     this.tap = {
-      keyHash: (key) => this.ids(key),
+      keyHash: (key) => this.known.remember(this.ids(key), key),
       keyHashOutcomes: TRACKED_OUTCOMES,
       listener: (rule) => this.offenders.listener(rule),
     };
   }
 
-  /** Starts the feed over the policy served and the server's metrics. */
-  start(holder: PolicyHolder, metrics: ServerMetrics): void {
+  /** Starts the feed over the policy served and the server's metrics; `log` gets the audit lines. */
+  start(holder: PolicyHolder, metrics: ServerMetrics, log?: ServerLog): void {
     this.holder = holder;
+    this.log = log;
     const maker = new SnapshotMaker({
       registry: metrics.registry,
       offenders: this.offenders,
@@ -97,7 +104,21 @@ export class Dashboard {
       if (access !== 'ok') return refuse(req, res, access === 'login' ? 401 : 403);
       const read = await readJsonOrRefuse(req, res);
       if (read === undefined) return;
-      const result = await inspectBucket(served.compiled, read.body, this.ids);
+      const result = await inspectBucket(served.compiled, read.body, (key) =>
+        this.known.remember(this.ids(key), key),
+      );
+      if (!result.ok)
+        return send(res, problem(result.status, 'invalid_request', 'Bad Request', result.message));
+      const { ok: _ok, ...shown } = result;
+      return send(res, json(200, shown));
+    }
+    if (path === '/dashboard/buckets' && method === 'POST') {
+      if (access !== 'ok') return refuse(req, res, access === 'login' ? 401 : 403);
+      // A state change: from the dashboard's own page only, as JSON (which no form can send).
+      if (!sameOrigin(req) || !isJson(req)) return refuse(req, res, 403);
+      const read = await readJsonOrRefuse(req, res);
+      if (read === undefined) return;
+      const result = await bucketAction(served.compiled, read.body, this.known, this.log);
       if (!result.ok)
         return send(res, problem(result.status, 'invalid_request', 'Bad Request', result.message));
       const { ok: _ok, ...shown } = result;
@@ -166,6 +187,10 @@ function sameOrigin(req: IncomingMessage): boolean {
   } catch {
     return false;
   }
+}
+
+function isJson(req: IncomingMessage): boolean {
+  return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
 
 function redirect(res: ServerResponse, cookies: string[]): void {

@@ -30,6 +30,8 @@ export interface RuleView {
   readonly name: string;
   readonly mode: 'enforce' | 'shadow';
   readonly key: readonly string[];
+  /** Whether a limit of the rule locks a key out (`block`): its buckets can be unblocked. */
+  readonly lockout: boolean;
   /** Decisions of its limits (and its allow and deny lists), per second over the last tick. */
   readonly perSecond: OutcomeCounts;
   /** The same since the server started. */

@@ -83,6 +83,7 @@ export class SnapshotMaker {
         name: rule.name,
         mode: rule.mode,
         key: rule.key,
+        lockout: rule.limits.some((limit) => (limit as { block?: unknown }).block !== undefined),
         perSecond: rate(total, previous && sum(before), seconds),
         total,
         refusalRatio: ratio(total, sum(minuteAgo?.counts.get(rule.name))),
@@ -229,7 +230,14 @@ function ratio(now: OutcomeCounts, before: OutcomeCounts | undefined): number | 
   return refused + admitted === 0 ? null : refused / (refused + admitted);
 }
 
-/** A limit in a few words: `10 per 1m, token-bucket`; the rule registry says what it is counted per. */
+/**
+ * A limit in a few words: `10 per 1m, burst 30, token-bucket`; the rule registry says what it is
+ * counted per. A burst is shown whenever the limit has one: what a bucket holds at most is half
+ * of what a token bucket means, and it differs from its limit in most policies.
+ */
 export function limitText(limit: LimitModel): string {
-  return `${limit.limit} per ${ruleEntry(limit.algorithm).per(limit)}, ${limit.algorithm}`;
+  const burst = (limit as { burst?: unknown }).burst;
+  return `${limit.limit} per ${ruleEntry(limit.algorithm).per(limit)}${
+    typeof burst === 'number' ? `, burst ${burst}` : ''
+  }, ${limit.algorithm}`;
 }

@@ -27,6 +27,8 @@ export interface DecisionJson {
   limit: number;
   capacity: number;
   remaining: number;
+  /** The units asked: 0 for a peek and for a limit of a refused all-or-nothing rule that did not refuse. */
+  cost: number;
   retryAfterMs: number | null;
   resetMs: number;
   source: Decision['source'];
@@ -181,6 +183,7 @@ function decisionJson(rule: string, d: Decision): DecisionJson {
     limit: d.limit,
     capacity: d.capacity,
     remaining: d.remaining,
+    cost: d.cost,
     retryAfterMs: finite(d.retryAfterMs),
     resetMs: d.resetMs,
     source: d.source,

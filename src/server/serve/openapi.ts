@@ -111,6 +111,7 @@ const schemas = {
       'limit',
       'capacity',
       'remaining',
+      'cost',
       'retryAfterMs',
       'resetMs',
       'source',
@@ -122,6 +123,12 @@ const schemas = {
       limit: { type: 'integer' },
       capacity: { type: 'integer' },
       remaining: { type: 'integer', minimum: 0 },
+      cost: {
+        type: 'integer',
+        minimum: 0,
+        description:
+          'The units this decision asked for. 0: nothing was charged, for a peek and for each limit of a refused all-or-nothing rule that would have admitted (its remaining is what it holds).',
+      },
       retryAfterMs: { ...nullableInteger, description: 'null: this cost can never be admitted.' },
       resetMs: { type: 'integer', minimum: 0 },
       source: { enum: ['store', 'insurance', 'fail-open', 'shadow'] },

@@ -112,7 +112,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   await parts.attempt(() => listen(server, options.port, options.host));
   parts.add(() => gateway.close());
   if (options.watch === true) live.watchFile();
-  dashboard.start(live, metrics);
+  dashboard.start(live, metrics, log);
   const url = announce(options, policy, opened.type, server, echo !== undefined, envoy, log);
   let closing: Promise<void> | undefined;
   return {

@@ -53,5 +53,30 @@ export function allOrNothingTests(suite: StoreSuite): void {
         );
       },
     );
+
+    it('a refused take reports every other limit as it holds, charged nothing: its peek', async () => {
+      await fresh(Date.UTC(2026, 0, 15, 12, 0, 30));
+      const wide = limiter(tokenBucket({ limit: 1000, period: '1h' }));
+      const narrow = limiter(fixedWindow({ limit: 2, window: '1m' }));
+      const daily = limiter(calendarQuota({ limit: 50, per: 'day' }));
+      const cascade = createCascade([wide, narrow, daily], { mode: 'all-or-nothing' });
+      for (let i = 0; i < 2; i++) assert.equal((await cascade.take('k')).allowed, true);
+      const refused = await cascade.take('k', { cost: 1 });
+      assert.deepEqual(refused.refusedBy, [narrow.name]);
+      const shown = refused.decisions.map((d) => [d.name, d.allowed, d.cost, d.remaining]);
+      // The wide bucket holds 998 and the quota 48: a decision that said 997 and 47, admitted,
+      // would describe a charge that never happened.
+      assert.deepEqual(shown, [
+        [wide.name, true, 0, 998],
+        [narrow.name, false, 1, 0],
+        [daily.name, true, 0, 48],
+      ]);
+      const peeks = await Promise.all([wide.peek('k'), daily.peek('k')]);
+      assert.deepEqual(
+        [refused.decisions[0], refused.decisions[2]].map((d) => [d!.remaining, d!.resetMs]),
+        peeks.map((d) => [d.remaining, d.resetMs]),
+      );
+      assert.equal(refused.decisive.name, narrow.name);
+    });
   });
 }

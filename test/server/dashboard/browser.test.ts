@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { startSluice, type RunningSluice } from '../serve-support.js';
+import { fromAddress, startSluice, type RunningSluice } from '../serve-support.js';
 import { artifactsDir, launchChromium, skipUnlessChromium } from './browser-support.js';
 import { readFeed, totalOf } from './sse-support.js';
 import { NICK, OFFENDER, OTHER, RULES, SHADOWED, sendTraffic } from './traffic-support.js';
@@ -25,7 +25,19 @@ clients:
 auth:
   tokens:
     - { token: "${ADMIN}", scopes: [decide, admin] }
-${RULES}`;
+${RULES}  - name: uploads
+    match: { paths: [/api/uploads] }
+    algorithm: token-bucket
+    limit: 1
+    period: 1s
+    burst: 10
+  - name: guarded
+    match: { paths: [/api/guarded] }
+    algorithm: fixed-window
+    limit: 1
+    window: 1h
+    block: { duration: 1h }
+`;
 
 /** The Okabe–Ito colours (and black and grey) the page may draw outcomes in. */
 const PALETTE = new Set([
@@ -59,6 +71,9 @@ describe('the dashboard in headless Chromium', { skip }, () => {
       if (message.type() === 'error') errors.push(message.text());
     });
     await sendTraffic(sluice, admin);
+    // Two requests to the guarded rule: the second is refused and locks the address out.
+    for (let i = 0; i < 2; i++)
+      await sluice.post('/v1/decisions', { items: [fromAddress(OFFENDER, 'GET', '/api/guarded')] }, admin);
     console.log(`dashboard screenshots: ${shots}`);
   });
   after(async () => {
@@ -92,12 +107,31 @@ describe('the dashboard in headless Chromium', { skip }, () => {
     assert.match((await top.getAttribute('data-id'))!, /^key:v1:[\w-]{22}$/);
     const shadow = page.locator('table[data-offenders="search/search/shadow"] tbody tr').first();
     assert.equal(await shadow.getAttribute('data-count'), '2');
-    assert.equal(await page.locator('#recent-table tbody tr').count(), 4);
+    // The guarded rule's refusal is the fifth.
+    assert.equal(await page.locator('#recent-table tbody tr').count(), 5);
     assert.equal(await page.locator('#recent-table tbody tr[data-outcome="shadow-refused"]').count(), 2);
     assert.match(await page.locator('#status').innerText(), /live/);
     assert.equal(await page.locator('#decisions-chart canvas').count(), 1);
     assert.equal(await page.locator('#latency-chart canvas').count(), 1);
     assert.match(await page.locator('#policy-figures').innerText(), /HMAC/);
+  });
+
+  it("shows a limit's burst, and the legend's values before any pointer is on the chart", async () => {
+    await page.mouse.move(1, 1);
+    const limits = page.locator('#rules-table tr[data-rule="uploads"] td').first();
+    assert.equal((await limits.innerText()).trim(), '1 per 1s, burst 10, token-bucket');
+    assert.match(
+      await page.locator('#policy-rules').innerText(),
+      /uploads — key \[address\]: 1 per 1s, burst 10/,
+    );
+    const legend = page.locator('#decisions-chart .u-legend .u-series .u-value');
+    await page.waitForFunction(() =>
+      document.querySelector('#decisions-chart')?.getAttribute('data-time-labels'),
+    );
+    const values = await legend.allInnerTexts();
+    assert.equal(values.length, 9, 'the time and eight outcomes');
+    assert.match(values[0]!, /^\d\d:\d\d:\d\d$/);
+    for (const value of values.slice(1)) assert.match(value, /^\d+\.\d\/s$/);
   });
 
   it('carries no address, header value, token or secret, in the page or in its feed', async () => {
@@ -129,6 +163,49 @@ describe('the dashboard in headless Chromium', { skip }, () => {
     assert.ok(!(await page.locator('#inspect-result').innerText()).includes(OFFENDER));
   });
 
+  it('resets the top offender from its row: the bucket is full again, audited by its id only', async () => {
+    const row = page.locator('table[data-offenders="login/login/refused"] tbody tr').first();
+    const id = (await row.getAttribute('data-id'))!;
+    // login has no lockout: a reset button, no unblock.
+    assert.equal(await row.locator('button[data-action="unblock"]').count(), 0);
+    await row.locator('button[data-action="reset"]').click();
+    await page.waitForFunction(() =>
+      /reset in login/.test(document.getElementById('action-status')!.textContent ?? ''),
+    );
+    assert.match(
+      await page.locator('#action-status').innerText(),
+      new RegExp(`^${id} reset in login \\(1 limit\\)`),
+    );
+    // The inspector peeks at the same bucket: full again.
+    await page.locator('#inspect-form button[type="submit"]').click();
+    await page.waitForSelector('#inspect-result li[data-limit="login"][data-remaining="3"]');
+    const audit = sluice
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"event":"bucket-reset"'));
+    assert.equal(audit.length, 1);
+    assert.deepEqual((({ rule, bucket, limits }) => ({ rule, bucket, limits }))(JSON.parse(audit[0]!)), {
+      rule: 'login',
+      bucket: id,
+      limits: 1,
+    });
+    assert.ok(!audit[0]!.includes(OFFENDER));
+  });
+
+  it('unblocks a locked-out bucket from the inspector', async () => {
+    await page.selectOption('#inspect-rule', 'guarded');
+    await page.fill('#inspect-parts input[name="address"]', OFFENDER);
+    await page.locator('#inspect-form button[type="submit"]').click();
+    await page.waitForSelector('#inspect-result li[data-limit="guarded"][data-remaining="0"]');
+    await page.locator('#inspect-result button[data-action="unblock"]').click();
+    await page.waitForFunction(() =>
+      /unblocked in guarded/.test(document.getElementById('action-status')!.textContent ?? ''),
+    );
+    await page.locator('#inspect-form button[type="submit"]').click();
+    await page.waitForSelector('#inspect-result li[data-limit="guarded"][data-remaining="1"]');
+    assert.match(sluice.output(), /"event":"bucket-unblock","rule":"guarded","bucket":"key:v1:[\w-]{22}"/);
+  });
+
   it('is keyboard-navigable: a skip link first, then every control, chart and scrolling table in order', async () => {
     await page.reload();
     await page.waitForSelector('#rules-table tbody tr[data-rule="login"]');
@@ -136,7 +213,7 @@ describe('the dashboard in headless Chromium', { skip }, () => {
     assert.equal(await page.evaluate(() => document.activeElement?.className), 'skip');
     await page.keyboard.press('Enter');
     const reached: string[] = [];
-    for (let i = 0; i < 30; i++) {
+    for (let i = 0; i < 45; i++) {
       await page.keyboard.press('Tab');
       reached.push(
         await page.evaluate(() => {
@@ -168,8 +245,10 @@ describe('the dashboard in headless Chromium', { skip }, () => {
     assert.equal(new Set(swatches.map(([c]) => c)).size, swatches.length, 'one colour per outcome');
   });
 
-  it('reads at 1280×800 and at phone width (screenshots)', async () => {
+  it('reads at 1280×800 and at phone width (screenshots), its time labels apart at both', async () => {
     await page.screenshot({ path: join(shots, 'dashboard-1280x800.png') });
+    const wideLabels = await page.locator('#decisions-chart').getAttribute('data-time-labels');
+    assertApart(await timeLabels(page), 'at 1280 px');
     await page.setViewportSize({ width: 390, height: 844 });
     // Nothing wider than the screen but the tables, which scroll in their own region (the charts
     // follow their containers once the resize is observed).
@@ -180,7 +259,33 @@ describe('the dashboard in headless Chromium', { skip }, () => {
       .catch(() => {});
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `the page is ${overflow} px wider than the phone's screen`);
+    await page.waitForFunction(
+      () => (document.querySelector('#decisions-chart canvas') as HTMLCanvasElement).clientWidth < 390,
+    );
+    await page.waitForFunction(
+      (wide) => document.querySelector('#decisions-chart')?.getAttribute('data-time-labels') !== wide,
+      wideLabels,
+    );
+    assertApart(await timeLabels(page), 'at phone width');
     await page.screenshot({ path: join(shots, 'dashboard-390x844.png') });
     assert.deepEqual(errors, []);
   });
 });
+
+/** The time axis's labels, as the chart drew them: [left, width] in px each, left to right. */
+async function timeLabels(page: Page): Promise<[number, number][]> {
+  const text = await page.locator('#decisions-chart').getAttribute('data-time-labels');
+  return (JSON.parse(text ?? '[]') as [number, number][]).sort((a, b) => a[0] - b[0]);
+}
+
+/** At least two labels, and no label's box reaching into the next one's. */
+function assertApart(boxes: [number, number][], where: string): void {
+  assert.ok(boxes.length >= 2, `${where}: ${boxes.length} time labels`);
+  for (let i = 1; i < boxes.length; i++) {
+    const [left, width] = boxes[i - 1]!;
+    assert.ok(
+      left + width < boxes[i]![0],
+      `${where}: labels ${i - 1} and ${i} overlap: ${JSON.stringify(boxes)}`,
+    );
+  }
+}

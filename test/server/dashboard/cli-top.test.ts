@@ -1,6 +1,6 @@
 /**
  * `sluice top` (the CLI as a child process) against a running `sluice serve`: its tables carry
- * the numbers of the traffic sent, bucket ids and no address; the admin token from SLUICE_TOKEN;
+ * the numbers of the traffic sent, bucket ids and no address; the admin token from SLUICE_ADMIN_TOKEN (else SLUICE_TOKEN);
  * bad arguments and an unreachable server are clear errors.
  */
 import { after, before, describe, it } from 'node:test';
@@ -12,6 +12,7 @@ import { readFeed, totalOf } from './sse-support.js';
 
 const OFFENDER = '203.0.113.41';
 const ADMIN = 'admin-token-top-0123456789';
+const DECIDER = 'decide-token-top-0123456789';
 const rules = `rules:
   - name: login
     match: { methods: [POST], paths: [/api/login] }
@@ -48,10 +49,11 @@ describe('sluice top', () => {
     [open, guarded] = await Promise.all([
       startSluice(`version: 1\n${rules}`),
       startSluice(
-        `version: 1\nauth:\n  tokens:\n    - { token: "${ADMIN}", scopes: [decide, admin] }\n${rules}`,
+        `version: 1\nauth:\n  tokens:\n    - { token: "${DECIDER}", scopes: [decide] }\n    - { token: "${ADMIN}", scopes: [decide, admin] }\n${rules}`,
       ),
     ]);
     guarded.sensitive(ADMIN);
+    guarded.sensitive(DECIDER);
     await traffic(open);
     await traffic(guarded, { authorization: `Bearer ${ADMIN}` });
   });
@@ -75,18 +77,32 @@ describe('sluice top', () => {
     assert.ok(!run.stdout.includes(OFFENDER));
   });
 
-  it('reads a server with tokens with the admin token of SLUICE_TOKEN, and says so without one', async () => {
-    const without = await runSluice(['top', '--url', guarded.url, '--iterations', '1']);
+  it('reads the admin token of SLUICE_ADMIN_TOKEN (SLUICE_TOKEN when it is unset), and says which it needs', async () => {
+    const top = (env: Record<string, string>) =>
+      runSluice(['top', '--url', guarded.url, '--iterations', '1'], env);
+    const without = await top({});
     assert.equal(without.code, 2);
-    assert.match(without.stderr, /wants an admin token: set SLUICE_TOKEN/);
-    const wrong = await runSluice(['top', '--url', guarded.url, '--iterations', '1'], {
-      SLUICE_TOKEN: 'not-a-token-0123456789',
-    });
+    assert.match(without.stderr, /wants an admin token: set SLUICE_ADMIN_TOKEN/);
+    const wrong = await top({ SLUICE_ADMIN_TOKEN: 'not-a-token-0123456789' });
     assert.equal(wrong.code, 2);
     assert.ok(!wrong.stderr.includes('not-a-token-0123456789'));
-    const run = await runSluice(['top', '--url', guarded.url, '--iterations', '1'], { SLUICE_TOKEN: ADMIN });
-    assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /^login\s.*\s2\/3\/0$/m);
+    // The example policy's SLUICE_TOKEN is the decide-only token: the feed refuses it.
+    const decider = await top({ SLUICE_TOKEN: DECIDER });
+    assert.equal(decider.code, 2);
+    assert.match(
+      decider.stderr,
+      /refused \(403\): the token of SLUICE_TOKEN lacks the admin scope .*set SLUICE_ADMIN_TOKEN to a token with the admin scope/,
+    );
+    assert.ok(!decider.stderr.includes(DECIDER));
+    const envs: Record<string, string>[] = [
+      { SLUICE_ADMIN_TOKEN: ADMIN, SLUICE_TOKEN: DECIDER },
+      { SLUICE_TOKEN: ADMIN },
+    ];
+    for (const env of envs) {
+      const run = await top(env);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /^login\s.*\s2\/3\/0$/m);
+    }
   });
 
   it('refuses bad arguments and reports a server it cannot reach', async () => {
@@ -111,7 +127,7 @@ describe('sluice top', () => {
     assert.match(down.stderr, /cannot read the server at --url \(ECONNREFUSED\)/);
     const help = await runSluice(['top', '--help']);
     assert.equal(help.code, 0);
-    for (const option of ['--url', '--iterations', 'SLUICE_TOKEN'])
+    for (const option of ['--url', '--iterations', 'SLUICE_ADMIN_TOKEN'])
       assert.ok(help.stdout.includes(option), option);
   });
 });

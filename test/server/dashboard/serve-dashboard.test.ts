@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { runSluice } from '../cli-support.js';
-import { startSluice, type RunningSluice } from '../serve-support.js';
+import { fromAddress, startSluice, type RunningSluice } from '../serve-support.js';
 import { readFeed, totalOf } from './sse-support.js';
 import {
   NICK,
@@ -180,6 +180,38 @@ ${rules}`;
     assert.equal(explained.code, 0, explained.stderr);
     const stored = JSON.parse(explained.stdout).rules[0].key.stored as string;
     assert.ok(stored.startsWith(id), `${stored} does not start with ${id}`);
+  });
+
+  it("resets a bucket by its id: the admin scope's, as JSON from the page's own origin, an id it showed", async () => {
+    const { snapshot } = await readFeed(sluice.url, countsAllRefusals, admin);
+    const id = snapshot.rules[0]!.limits[0]!.refused[0]!.id;
+    const act = (headers: Record<string, string>, body: unknown = { rule: 'login', id, action: 'reset' }) =>
+      fetch(`${sluice.url}/dashboard/buckets`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    assert.equal((await act({})).status, 401);
+    assert.equal((await act({ authorization: `Bearer ${DECIDE}` })).status, 403);
+    assert.equal((await act({ ...admin, 'content-type': 'text/plain' })).status, 403, 'what a form can send');
+    assert.equal((await act({ ...admin, 'sec-fetch-site': 'cross-site' })).status, 403);
+    const unknown = await act(admin, { rule: 'login', id: 'key:v1:AAAAAAAAAAAAAAAAAAAAAA', action: 'reset' });
+    assert.equal(unknown.status, 404);
+    assert.match(((await unknown.json()) as { detail: string }).detail, /not shown lately/);
+    assert.equal((await act(admin, { rule: 'login', id, action: 'erase' })).status, 400);
+    const before = await sluice.post('/v1/peek', { items: [fromAddress(OFFENDER)] }, admin);
+    assert.equal(before.body.results[0].decisions[0].remaining, 0);
+    const done = await act(admin);
+    assert.equal(done.status, 200);
+    assert.deepEqual(await done.json(), { rule: 'login', id, action: 'reset', limits: 1 });
+    const after = await sluice.post('/v1/peek', { items: [fromAddress(OFFENDER)] }, admin);
+    assert.equal(after.body.results[0].decisions[0].remaining, 3);
+    const audit = sluice
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"event":"bucket-reset"'));
+    assert.equal(audit.length, 1);
+    assert.match(audit[0]!, new RegExp(`"rule":"login","bucket":"${id}","limits":1`));
   });
 
   it('signs a browser in by the login form: an admin token sets a session cookie, anything else does not', async () => {

@@ -41,6 +41,10 @@ describe('dashboard snapshots', () => {
   it('a limit in a few words, whatever its kind says its limit is counted per', () => {
     const text = (limit: object) => limitText({ name: 'l', ...limit } as LimitModel);
     assert.equal(text({ algorithm: 'token-bucket', limit: 10, period: '10m' }), '10 per 10m, token-bucket');
+    assert.equal(
+      text({ algorithm: 'token-bucket', limit: 1, period: '1s', burst: 10 }),
+      '1 per 1s, burst 10, token-bucket',
+    );
     assert.equal(text({ algorithm: 'fixed-window', limit: 5, window: '1h' }), '5 per 1h, fixed-window');
     assert.equal(text({ algorithm: 'sliding-window', limit: 5, window: '30s' }), '5 per 30s, sliding-window');
     assert.equal(
@@ -63,7 +67,8 @@ describe('dashboard snapshots', () => {
     assert.deepEqual(rule.perSecond, { admitted: 5.5, refused: 0.5 });
     assert.deepEqual(point.rules.login, { admitted: 5.5, refused: 0.5 });
     assert.equal(rule.refusalRatio, 1 / 12);
-    assert.equal(rule.limits[0]!.text, '10 per 10m, token-bucket');
+    // The policy's model writes the default burst out.
+    assert.equal(rule.limits[0]!.text, '10 per 10m, burst 10, token-bucket');
     assert.equal(rule.limits[0]!.refused.length, 1);
     assert.equal(rule.limits[0]!.refused[0]!.id, dashboard.ids('k:one'));
     assert.deepEqual(

@@ -5,6 +5,7 @@ import { OUTCOME_LABELS, type DecisionOutcome, type Point, type Snapshot } from 
 import { TimeChart } from './charts.js';
 import { byId, h } from './dom.js';
 import { count, millis, perSecond } from './format.js';
+import { bindBucketActions } from './actions.js';
 import { Inspector } from './inspector.js';
 import { LATENCY_STYLE, OUTCOME_STYLE } from './palette.js';
 import {
@@ -44,6 +45,7 @@ const latency = new TimeChart(
 );
 const chartRule = byId<HTMLSelectElement>('chart-rule');
 const inspector = new Inspector();
+bindBucketActions();
 const status = byId('status');
 let latest: Snapshot | undefined;
 

@@ -1,6 +1,7 @@
 import type { RuleView } from '../snapshot-types.js';
 import { byId, h } from './dom.js';
 import { retry } from './format.js';
+import { actionButtons } from './render.js';
 
 /** Key parts an operator types; the others are the same for every request of the rule. */
 const TYPED = (part: string) =>
@@ -83,8 +84,16 @@ export class Inspector {
 
   private show(answer: Answer): void {
     const shadow = answer.mode === 'shadow';
+    const rule = this.rules.find((r) => r.name === this.select.value);
     this.result.replaceChildren(
-      h('p', {}, 'Bucket ', h('code', { 'data-inspected-id': '' }, answer.id)),
+      h(
+        'p',
+        {},
+        'Bucket ',
+        h('code', { 'data-inspected-id': '' }, answer.id),
+        ' ',
+        ...(rule === undefined ? [] : actionButtons(rule, answer.id)),
+      ),
       h(
         'ul',
         { class: 'plain' },

@@ -92,6 +92,7 @@ export function renderOffenders(snapshot: Snapshot): void {
                   h('th', { scope: 'col' }, '#'),
                   h('th', { scope: 'col' }, 'Bucket id'),
                   h('th', { scope: 'col', class: 'num' }, kind === 'refused' ? 'Refusals' : 'Would refuse'),
+                  h('th', { scope: 'col' }, 'Actions'),
                 ),
               ),
               h(
@@ -108,6 +109,7 @@ export function renderOffenders(snapshot: Snapshot): void {
                       { class: 'num' },
                       o.error > 0 ? `${count(o.count)} ± ${count(o.error)}` : count(o.count),
                     ),
+                    h('td', { class: 'actions' }, ...actionButtons(rule, o.id)),
                   ),
                 ),
               ),
@@ -118,6 +120,23 @@ export function renderOffenders(snapshot: Snapshot): void {
   const body = byId('offenders-body');
   if (blocks.length === 0) body.replaceChildren(h('p', { class: 'muted' }, 'No refusals yet.'));
   else body.replaceChildren(...blocks);
+}
+
+/** Reset (and, for a rule that locks keys out, unblock) buttons for a bucket of a rule. */
+export function actionButtons(rule: Pick<RuleView, 'name' | 'lockout'>, id: string): HTMLElement[] {
+  const button = (action: 'reset' | 'unblock', label: string) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        'data-action': action,
+        'data-rule': rule.name,
+        'data-id': id,
+        'aria-label': `${label} ${id} in ${rule.name}`,
+      },
+      label,
+    );
+  return rule.lockout ? [button('reset', 'Reset'), button('unblock', 'Unblock')] : [button('reset', 'Reset')];
 }
 
 export function renderRecent(snapshot: Snapshot): void {
