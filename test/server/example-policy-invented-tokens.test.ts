@@ -49,10 +49,10 @@ describe('the example policy and invented bearer tokens', () => {
   before(async () => {
     upstream = await startUpstream((_req, res) => res.end('ok'));
     const example = readFileSync(new URL('../../sluice.example.yaml', import.meta.url), 'utf8');
-    assert.match(example, /^upstream: http:\/\/127\.0\.0\.1:8412$/m);
+    assert.match(example, /^upstream: http:\/\/127\.0\.0\.1:8410$/m);
     const clockFile = join(mkdtempSync(join(tmpdir(), 'sluice-clock-')), 'now');
     writeFileSync(clockFile, String(Date.UTC(2026, 0, 1)));
-    sluice = await startSluice(example.replace('http://127.0.0.1:8412', upstream.url), [], {
+    sluice = await startSluice(example.replace('http://127.0.0.1:8410', upstream.url), [], {
       SLUICE_TEST_CLOCK_FILE: clockFile,
     });
   });
