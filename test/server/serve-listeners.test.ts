@@ -13,6 +13,8 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadPolicyText } from '../../src/server/policy/load.js';
+import { listenerPlan, tokensRequired } from '../../src/server/serve/listeners.js';
 import { createServerLog } from '../../src/server/serve/log.js';
 import { serve, StartError, type RunningServer } from '../../src/server/serve/start.js';
 import { policyFile, runSluice } from './cli-support.js';
@@ -115,13 +117,18 @@ rules:
     assert.equal(series(after, 'sluice_upstream_latency_seconds_count{route="upstream"}'), timed + 1);
   });
 
-  it('refuses a reload that would move a listener, and keeps serving', async () => {
+  it('reloads a policy that keeps its listeners, and refuses one that would move one', async () => {
+    writeFileSync(configOf(lines), `version: 1\nupstream: ${upstream.url}\nrules: []\n`);
+    assert.equal(await server.reload('signal'), true);
+    // The rule on /v1/* is gone: the application's /v1/items is no longer limited.
+    assert.equal((await get(`${server.url}/v1/items`)).status, 200);
     writeFileSync(
       configOf(lines),
       `version: 1\nupstream: ${upstream.url}\nserver: { admin: main }\nrules: []\n`,
     );
     assert.equal(await server.reload('signal'), false);
     assert.equal((await get(`${server.adminUrl}/healthz`)).status, 200);
+    assert.equal((await get(`${server.url}/healthz`)).body, 'app /healthz');
   });
 });
 
@@ -301,5 +308,46 @@ describe('sluice check: a gateway rule on a path the server answers itself', () 
   it('says nothing when the server has an admin listener of its own, or no gateway', async () => {
     for (const head of ['upstream: http://127.0.0.1:3000\n', ''])
       assert.equal((await runSluice(['check', policyFile(`version: 1\n${head}${rules}`)])).stderr, '');
+  });
+});
+
+describe('where the listeners are', () => {
+  const plan = (text: string, flags: { host?: string; adminHost?: string; adminPort?: number } = {}) =>
+    listenerPlan(loadPolicyText(`version: 1\n${text}rules: []\n`).policy, {
+      config: '/etc/sluice/sluice.yaml',
+      host: '127.0.0.1',
+      ...flags,
+    });
+
+  it('gives the server its own port 8412 on the main host with an upstream, and none without', () => {
+    assert.deepEqual(plan('upstream: http://127.0.0.1:3000\n').admin, { host: '127.0.0.1', port: 8412 });
+    assert.deepEqual(plan('upstream: http://127.0.0.1:3000\n', { host: '::1' }).admin, {
+      host: '::1',
+      port: 8412,
+    });
+    assert.equal(plan('').admin, undefined);
+    assert.equal(plan('upstream: http://127.0.0.1:3000\nserver: { admin: main }\n').admin, undefined);
+    assert.deepEqual(plan('server: { admin: { port: 9000, host: 10.0.0.1 } }\n').admin, {
+      host: '10.0.0.1',
+      port: 9000,
+    });
+    assert.deepEqual(plan('server: { admin: { port: 9000 } }\n', { adminHost: '::1', adminPort: 0 }).admin, {
+      host: '::1',
+      port: 0,
+    });
+    assert.deepEqual(plan('server: { tls: { cert: c.pem, key: /k.pem } }\n').tls, {
+      cert: '/etc/sluice/c.pem',
+      key: '/k.pem',
+    });
+  });
+
+  it('asks for tokens where the API listens beyond loopback, not where only the gateway does', () => {
+    const gateway = plan('upstream: http://127.0.0.1:3000\n', { host: '0.0.0.0', adminHost: '127.0.0.1' });
+    assert.equal(tokensRequired(gateway, '0.0.0.0'), false);
+    assert.equal(tokensRequired(plan('', { host: '0.0.0.0' }), '0.0.0.0'), true);
+    assert.equal(
+      tokensRequired(plan('upstream: http://127.0.0.1:3000\n', { host: '0.0.0.0' }), '0.0.0.0'),
+      true,
+    );
   });
 });

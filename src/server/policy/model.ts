@@ -72,7 +72,7 @@ export interface UpstreamModel {
 }
 
 /** The default port of the admin listener when it has one of its own. */
-export const DEFAULT_ADMIN_PORT = 8410;
+export const DEFAULT_ADMIN_PORT = 8412;
 
 /** Where the server listens besides the command line's host and port. */
 export interface ServerModel {
