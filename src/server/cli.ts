@@ -62,7 +62,7 @@ function addCheck(program: Command, io: CliIo, setExitCode: SetExitCode): void {
     )
     .action((file: string, options: { format: 'json' | 'yaml' }) => {
       try {
-        io.out(formatPolicy(checkPolicyFile(file, io.env), options.format));
+        io.out(formatPolicy(checkPolicyFile(file, io.env, io.err), options.format));
         setExitCode(0);
       } catch (error) {
         reportPolicyError(error, io);
@@ -124,6 +124,8 @@ interface ServeFlags {
   grpcPort?: number;
   envoyConfig?: string;
   allowedHost?: string[];
+  adminHost?: string;
+  adminPort?: number;
 }
 
 /** `sluice serve`: the decision API (and Envoy's service) until SIGTERM or SIGINT. */
@@ -136,6 +138,15 @@ function addServe(program: Command, io: CliIo, setExitCode: SetExitCode): void {
     .option('--config <file>', 'the policy file', 'sluice.yaml')
     .option('--host <host>', 'the address to listen on; without auth tokens, loopback only', '127.0.0.1')
     .option('--port <port>', 'the port to listen on (0: any free port)', portArgument, 8411)
+    .option(
+      '--admin-port <port>',
+      "the admin listener's port, when the server's own API is apart from the application's paths (default: the policy's server.admin.port, else 8412)",
+      portArgument,
+    )
+    .option(
+      '--admin-host <host>',
+      "the admin listener's address (default: the policy's server.admin.host, else --host); without auth tokens, loopback only",
+    )
     .option(
       '--echo-upstream',
       "also run a built-in echo application at the policy's upstream (an http:// URL on loopback), to try gateway mode",

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startUpstream, type Upstream } from './gateway-support.js';
+import { answerOf, startUpstream, type Upstream } from './gateway-support.js';
 import { startSluice, type RunningSluice } from './serve-support.js';
 
 interface Answer {
@@ -20,18 +20,7 @@ interface Answer {
 }
 
 function call(url: string, headers: Record<string, string>, agent: Agent): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers, agent, timeout: 10_000 });
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
-    req.on('error', reject);
-    req.end('{}');
-  });
+  return answerOf(request(url, { method: 'POST', headers, agent }), '{}');
 }
 
 /** Each rule keyed by a bearer token, a route it guards, and the per-address rule ahead of it with its burst. */
@@ -49,10 +38,10 @@ describe('the example policy and invented bearer tokens', () => {
   before(async () => {
     upstream = await startUpstream((_req, res) => res.end('ok'));
     const example = readFileSync(new URL('../../sluice.example.yaml', import.meta.url), 'utf8');
-    assert.match(example, /^upstream: http:\/\/127\.0\.0\.1:8412$/m);
+    assert.match(example, /^upstream: http:\/\/127\.0\.0\.1:8410$/m);
     const clockFile = join(mkdtempSync(join(tmpdir(), 'sluice-clock-')), 'now');
     writeFileSync(clockFile, String(Date.UTC(2026, 0, 1)));
-    sluice = await startSluice(example.replace('http://127.0.0.1:8412', upstream.url), [], {
+    sluice = await startSluice(example.replace('http://127.0.0.1:8410', upstream.url), [], {
       SLUICE_TEST_CLOCK_FILE: clockFile,
     });
   });

@@ -5,7 +5,14 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request,
+  type ClientRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
@@ -201,5 +208,21 @@ export function rawRequest(
     });
     // Not half-closed: a server may drop a request whose client ended its side; it closes after answering.
     socket.write(Buffer.from(lines.join('\r\n'), 'latin1'));
+  });
+}
+
+/** Sends a client request (with `body`) and reads its whole response as text; bounded at 10 s. */
+export function answerOf(req: ClientRequest, body?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    req.setTimeout(10_000);
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
+    req.on('error', reject);
+    req.end(body);
   });
 }

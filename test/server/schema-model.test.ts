@@ -29,6 +29,10 @@ describe('sluice.schema.json and the model', () => {
       'envoyDomain',
       'envoyDescriptor',
       'envoyRateLimit',
+      'server',
+      'admin',
+      'tls',
+      'upstreamRoute',
     ] as const)
       assert.deepEqual(keys(defs[name].properties), fields(fileFields[name]), name);
     for (const { name } of ruleEntries)

@@ -20,8 +20,10 @@ import {
 } from './gateway-support.js';
 import { startSluice, type RunningSluice } from './serve-support.js';
 
+// The server's own paths beside the gateway's, on one listener: no spelling of one may be forwarded.
 const policy = `version: 1
 upstream: \${UPSTREAM}
+server: { admin: main }
 rules:
   - name: login
     match: { methods: [POST], paths: [/api/login] }
@@ -264,7 +266,7 @@ describe('sluice serve: gateway, the example policy', () => {
   it('charges POST /api/messages\\ to the messages rule, not to the looser mutations rule', async () => {
     const echoPort = await closedPort();
     const example = readFileSync(new URL('../../sluice.example.yaml', import.meta.url), 'utf8');
-    const sluice = await startSluice(example.replace(':8412', `:${echoPort}`), ['--echo-upstream']);
+    const sluice = await startSluice(example.replace(':8410', `:${echoPort}`), ['--echo-upstream']);
     sluice.sensitive('Bearer t-1');
     try {
       for (const target of ['/api/messages\\', '/API\\messages', '/api//messages/']) {

@@ -192,13 +192,32 @@ describe('sluice serve: gateway mode', () => {
     assert.equal(pathsSeen(upstream, '/denied'), 0);
   });
 
-  it('answers its own paths in every spelling and forwards none of them', async () => {
-    const before = upstream.seen.length;
-    assert.deepEqual(JSON.parse((await call(`${sluice.url}/healthz`)).body), { status: 'ok' });
-    assert.equal((await call(`${sluice.url}/openapi.json`)).status, 200);
-    for (const path of ['/v1', '/v1/nothing', '/V1/decisions', '//v1/peek', '/x/../v1/reset', '/%761/forget'])
-      assert.equal(JSON.parse((await call(`${sluice.url}${path}`)).body).title.length > 0, true, path);
-    assert.equal(upstream.seen.length, before);
+  it('with server.admin: main, answers its own paths in every spelling and forwards none of them', async () => {
+    const shared = await startSluice(
+      policy.replace('version: 1\n', 'version: 1\nserver: { admin: main }\n'),
+      [],
+      {
+        UPSTREAM: upstream.url,
+      },
+    );
+    try {
+      assert.equal(shared.admin, shared.url);
+      const before = upstream.seen.length;
+      assert.deepEqual(JSON.parse((await call(`${shared.url}/healthz`)).body), { status: 'ok' });
+      assert.equal((await call(`${shared.url}/openapi.json`)).status, 200);
+      for (const path of [
+        '/v1',
+        '/v1/nothing',
+        '/V1/decisions',
+        '//v1/peek',
+        '/x/../v1/reset',
+        '/%761/forget',
+      ])
+        assert.equal(JSON.parse((await call(`${shared.url}${path}`)).body).title.length > 0, true, path);
+      assert.equal(upstream.seen.length, before);
+    } finally {
+      assert.equal(await shared.stop(), 0);
+    }
   });
 
   it('appends the peer to the X-Forwarded-For of a trusted proxy, and keys by the client it names', async () => {
@@ -296,7 +315,7 @@ rules:
       assert.ok(!upgrade.upgraded);
       assert.equal(upgrade.status, 502);
       assert.equal(JSON.parse(upgrade.body).code, 'bad_gateway');
-      assert.equal((await call(`${sluice.url}/healthz`)).status, 200);
+      assert.equal((await call(`${sluice.admin}/healthz`)).status, 200);
       // One log line for both failures (at most one a minute), by code, without the message.
       const failures = sluice
         .output()
@@ -333,8 +352,8 @@ rules:
   it("the README's gateway line, on the example policy with the echo upstream npm start runs", async () => {
     const echoPort = await closedPort();
     const example = readFileSync(new URL('../../sluice.example.yaml', import.meta.url), 'utf8');
-    assert.match(example, /^upstream: http:\/\/127\.0\.0\.1:8412$/m);
-    const sluice = await startSluice(example.replace(':8412', `:${echoPort}`), ['--echo-upstream']);
+    assert.match(example, /^upstream: http:\/\/127\.0\.0\.1:8410$/m);
+    const sluice = await startSluice(example.replace(':8410', `:${echoPort}`), ['--echo-upstream']);
     sluice.sensitive('ann', 'hunter2');
     try {
       assert.match(sluice.output(), /gateway to http:\/\/127\.0\.0\.1:\d+ \(the built-in echo application\)/);

@@ -71,7 +71,8 @@ describe('sluice serve without tokens: the Host', () => {
   before(async () => {
     upstream = await startUpstream((_req, res) => res.end('app'));
     sluice = await startSluice(
-      `version: 1\nhosts: [api.local]\nupstream: \${UPSTREAM}\n${rules}`,
+      // The server's own routes beside the gateway's, on one listener.
+      `version: 1\nhosts: [api.local]\nupstream: \${UPSTREAM}\nserver: { admin: main }\n${rules}`,
       ['--allowed-host', 'sluice.internal'],
       { UPSTREAM: upstream.url },
     );

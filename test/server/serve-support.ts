@@ -8,7 +8,10 @@ import { bin, policyFile, root } from './cli-support.js';
 import { leaks, requestValues } from './log-scan.js';
 
 export interface RunningSluice {
+  /** The main listener's URL (the gateway's, when the policy has an upstream). */
   url: string;
+  /** Where the server's own API is: the admin listener's URL, else the main one's. */
+  admin: string;
   /** The policy file it serves. */
   config: string;
   child: ChildProcess;
@@ -24,7 +27,9 @@ export interface RunningSluice {
    * themselves; a test that talks to the server by other means adds its own here.
    */
   sensitive(...values: string[]): void;
+  /** A POST to the server's own API (on {@link RunningSluice.admin}). */
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<Reply>;
+  /** A GET of the server's own API (on {@link RunningSluice.admin}). */
   get(path: string): Promise<Reply>;
 }
 
@@ -43,7 +48,10 @@ export function startSluice(
   return startSluiceAt(policyFile(policy), args, env);
 }
 
-/** Starts `sluice serve` on the policy file at `config`. */
+/**
+ * Starts `sluice serve` on the policy file at `config`; an admin listener of its own takes any
+ * free port unless `args` name one (8412 would be shared by every test at once).
+ */
 export async function startSluiceAt(
   config: string,
   args: string[] = [],
@@ -51,7 +59,18 @@ export async function startSluiceAt(
 ): Promise<RunningSluice> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', bin, 'serve', '--config', config, '--port', '0', ...args],
+    [
+      '--import',
+      'tsx',
+      bin,
+      'serve',
+      '--config',
+      config,
+      '--port',
+      '0',
+      ...(args.includes('--admin-port') ? [] : ['--admin-port', '0']),
+      ...args,
+    ],
     {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', ...env },
@@ -64,7 +83,7 @@ export async function startSluiceAt(
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`sluice serve did not start:\n${output}`)), 20_000);
     const look = () => {
-      const found = /on (http:\/\/\S+)/.exec(output);
+      const found = /on (https?:\/\/\S+)/.exec(output);
       if (found !== null) {
         clearTimeout(timer);
         resolve(found[1]!);
@@ -76,9 +95,10 @@ export async function startSluiceAt(
       reject(new Error(`sluice serve exited:\n${output}`));
     });
   });
+  const admin = /are at (https?:\/\/\S+)/.exec(output)?.[1] ?? url;
   const used = new Set<string>();
   const call = async (path: string, init: RequestInit): Promise<Reply> => {
-    const response = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(10_000) });
+    const response = await fetch(`${admin}${path}`, { ...init, signal: AbortSignal.timeout(10_000) });
     const text = await response.text();
     return {
       status: response.status,
@@ -88,6 +108,7 @@ export async function startSluiceAt(
   };
   return {
     url,
+    admin,
     config,
     child,
     output: () => output,

@@ -124,6 +124,33 @@ export interface EnvoyFile {
   domains: (string | EnvoyDomainFile)[];
 }
 
+/** The admin listener: the server's own API, health, metrics and dashboard on a port of their own. */
+export interface AdminFile {
+  port: number;
+  host?: string;
+}
+
+/** The certificate and key files of a TLS listener (PEM), relative to the policy file. */
+export interface TlsFile {
+  cert: string;
+  key: string;
+}
+
+/** Where the server listens: its admin listener, and TLS on the main listener. */
+export interface ServerFile {
+  /** `main`: the server's own paths on the main listener; else a listener of their own. */
+  admin?: AdminFile | 'main';
+  tls?: TlsFile;
+}
+
+/** One route of a gateway that routes: requests of its host and under its path prefix go to `url`. */
+export interface UpstreamRouteFile {
+  name: string;
+  url: string;
+  host?: string;
+  pathPrefix?: string;
+}
+
 export interface PolicyFile {
   version: 1;
   store?: StoreFile;
@@ -134,6 +161,10 @@ export interface PolicyFile {
   hosts?: string[];
   /** Gateway mode: where admitted requests are forwarded. */
   upstream?: string;
+  /** Gateway mode with several upstreams, chosen by host and path prefix. */
+  upstreams?: UpstreamRouteFile[];
+  /** The listeners: admin and TLS. */
+  server?: ServerFile;
   /** Envoy's rate limit service over gRPC. */
   envoy?: EnvoyFile;
   rules: RuleFile[];
@@ -155,9 +186,15 @@ export const fileFields = {
     auth: true,
     hosts: true,
     upstream: true,
+    upstreams: true,
+    server: true,
     envoy: true,
     rules: true,
   },
+  server: { admin: true, tls: true },
+  admin: { port: true, host: true },
+  tls: { cert: true, key: true },
+  upstreamRoute: { name: true, url: true, host: true, pathPrefix: true },
   envoy: { grpcPort: true, shadowMode: true, headers: true, dynamicMetadata: true, domains: true },
   envoyDomain: { domain: true, descriptors: true },
   envoyDescriptor: {
@@ -202,6 +239,10 @@ export const fileFields = {
   token: { token: true, scopes: true },
 } as const satisfies {
   policy: Fields<PolicyFile>;
+  server: Fields<ServerFile>;
+  admin: Fields<AdminFile>;
+  tls: Fields<TlsFile>;
+  upstreamRoute: Fields<UpstreamRouteFile>;
   envoy: Fields<EnvoyFile>;
   envoyDomain: Fields<EnvoyDomainFile>;
   envoyDescriptor: Fields<EnvoyDescriptorFile>;

@@ -9,6 +9,7 @@ import type { PolicyFile } from './file-types.js';
 import { locate } from './locate.js';
 import type { Policy, RuleOrigin } from './model.js';
 import { limitName, normalizePolicy } from './normalize.js';
+import { upstreamProblems } from './upstreams.js';
 import { schemaProblems } from './validate.js';
 
 type Path = readonly (string | number)[];
@@ -103,10 +104,7 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
 
   const policyFile = data as PolicyFile;
   issues.push(...duplicateNames(policyFile, issue));
-  if (policyFile.upstream !== undefined && !URL.canParse(policyFile.upstream))
-    issues.push(
-      issue(['upstream'], 'must be a URL whose host and port can be reached (a port is at most 65535)'),
-    );
+  issues.push(...upstreamProblems(policyFile, issue));
   const storeUrl = storeUrlProblem(policyFile.store);
   if (storeUrl !== undefined) issues.push(issue(['store', 'url'], storeUrl));
   if (issues.length > 0) throw new PolicyError(file, issues);

@@ -61,6 +61,30 @@ export interface EnvoyModel {
   readonly domains: readonly (string | EnvoyDomainFile)[];
 }
 
+/** One route of the gateway, defaults filled in. */
+export interface UpstreamModel {
+  readonly name: string;
+  readonly url: string;
+  /** The host in the rules' one spelling; undefined for any host. */
+  readonly host: string | undefined;
+  /** As written; `/` when the file gives none. */
+  readonly pathPrefix: string;
+}
+
+/** The default port of the admin listener when it has one of its own. */
+export const DEFAULT_ADMIN_PORT = 8412;
+
+/** Where the server listens besides the command line's host and port. */
+export interface ServerModel {
+  /**
+   * `main`: the server's own paths on the main listener; else a listener of their own (its host
+   * undefined: the main listener's).
+   */
+  readonly admin: 'main' | { readonly port: number; readonly host: string | undefined };
+  /** The main listener's certificate and key files, as written (relative to the policy file). */
+  readonly tls: { readonly cert: string; readonly key: string } | undefined;
+}
+
 export interface Policy {
   readonly version: 1;
   readonly store: StoreFile;
@@ -77,8 +101,11 @@ export interface Policy {
    * otherwise point its own name at this machine); empty by default.
    */
   readonly hosts: readonly string[];
-  /** Gateway mode's upstream URL; undefined when the server answers decisions only. */
+  /** Gateway mode's upstream URL as written (one route); undefined otherwise. */
   readonly upstream: string | undefined;
+  /** The gateway's routes (`upstream` as one route); empty when the server answers decisions only. */
+  readonly upstreams: readonly UpstreamModel[];
+  readonly server: ServerModel;
   /** Envoy's rate limit service; undefined when the file has no `envoy`. */
   readonly envoy: EnvoyModel | undefined;
   readonly rules: readonly RuleModel[];

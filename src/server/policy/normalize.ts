@@ -1,6 +1,13 @@
 import type { LimitFile, LimitOptionsFile, PolicyFile, RuleFile } from './file-types.js';
 import { ruleEntry } from '../../core/rules/index.js';
-import type { LimitModel, Policy, RuleModel } from './model.js';
+import { normalizeHost } from './host.js';
+import {
+  DEFAULT_ADMIN_PORT,
+  type LimitModel,
+  type Policy,
+  type RuleModel,
+  type UpstreamModel,
+} from './model.js';
 
 /** The defaults of a policy, in one place (docs/server.md lists them). */
 export const policyDefaults = {
@@ -23,6 +30,15 @@ export function normalizePolicy(file: PolicyFile): Policy {
     mode: file.defaults?.mode ?? policyDefaults.mode,
   };
   const clients = file.clients ?? {};
+  const upstreams: UpstreamModel[] =
+    file.upstream !== undefined
+      ? [{ name: 'upstream', url: file.upstream, host: undefined, pathPrefix: '/' }]
+      : (file.upstreams ?? []).map((route) => ({
+          name: route.name,
+          url: route.url,
+          host: route.host === undefined ? undefined : normalizeHost(route.host),
+          pathPrefix: route.pathPrefix ?? '/',
+        }));
   return {
     version: 1,
     store: file.store ?? policyDefaults.store,
@@ -39,6 +55,19 @@ export function normalizePolicy(file: PolicyFile): Policy {
     tokens: file.auth?.tokens ?? [],
     hosts: file.hosts ?? [],
     upstream: file.upstream,
+    upstreams,
+    server: {
+      // With an upstream every path of the main listener is the application's: the server's own
+      // paths move to a listener of their own unless the file keeps them on the main one.
+      admin:
+        file.server?.admin === 'main' || (file.server?.admin === undefined && upstreams.length === 0)
+          ? 'main'
+          : {
+              port: file.server?.admin?.port ?? DEFAULT_ADMIN_PORT,
+              host: file.server?.admin?.host,
+            },
+      tls: file.server?.tls,
+    },
     envoy:
       file.envoy === undefined
         ? undefined

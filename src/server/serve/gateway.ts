@@ -1,8 +1,9 @@
 /**
- * Gateway mode: with `upstream` in the policy, every request the server does not answer itself
- * is decided by the rules it matches (the same guards the decision API uses) and, admitted,
- * forwarded to the upstream by http-proxy-3; a refused one gets the library's response (429,
- * 403, 503 …) without reaching the upstream.
+ * Gateway mode: with `upstream` (or `upstreams`) in the policy, every request the server does not
+ * answer itself goes to the route of its host and path, is decided by the rules it matches (the
+ * same guards the decision API uses) and, admitted, forwarded to the route's upstream by
+ * http-proxy-3; a refused one gets the library's response (429, 403, 503 …) without reaching
+ * it, and one no route takes gets 404 `no_route`.
  */
 import { Agent as HttpAgent, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
@@ -16,13 +17,13 @@ import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
 import { normalizePath, pathOf } from '../../http/path.js';
 import type { HttpResponse } from '../../http/problem.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { withLoopback } from '../policy/request.js';
+import { isOwnPath } from '../policy/reserved-paths.js';
+import { withLoopback, type DecisionRequest } from '../policy/request.js';
 import { forwardedTarget } from './forwarded-target.js';
 import { mergeHeaders } from './decide.js';
 import { problem, send } from './http-io.js';
-
-/** Paths the server answers itself, in the one spelling the rules see (never forwarded). */
-const ownPaths = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/v1', '/dashboard']);
+import { UpstreamHealthChecks, type UpstreamHealth } from './upstream-health.js';
+import { UpstreamRoutes } from './upstream-routes.js';
 
 /**
  * True when the request is the gateway's: the policy names an upstream and the path is none of
@@ -31,20 +32,31 @@ const ownPaths = new Set(['/healthz', '/readyz', '/metrics', '/openapi.json', '/
  * would get, so no spelling of an own path is ever forwarded.
  */
 export function isForwarded(policy: CompiledPolicy, url: string | undefined): boolean {
-  if (policy.policy.upstream === undefined) return false;
+  if (policy.policy.upstreams.length === 0) return false;
   const target = forwardedTarget(url);
   // A target with no single reading is the gateway's to refuse: it is never forwarded.
   if (target === undefined) return true;
-  const path = normalizePath(pathOf(target));
-  return !ownPaths.has(path) && !path.startsWith('/v1/') && !path.startsWith('/dashboard/');
+  return !isOwnPath(normalizePath(pathOf(target)));
 }
 
 /** The gateway of a server: one proxy and one pool of upstream connections for its whole life. */
 export interface Gateway {
   /** Decides and forwards (or refuses) a request that {@link isForwarded} says is the gateway's. */
   web(policy: CompiledPolicy, req: IncomingMessage, res: ServerResponse): Promise<void>;
-  /** The same for a protocol upgrade (WebSocket): limited at upgrade time, then a tunnel. */
-  upgrade(policy: CompiledPolicy, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
+  /**
+   * The same for a protocol upgrade (WebSocket): limited at upgrade time, then a tunnel. Of every
+   * path with `everyPath` (the server's own are on another listener), else of those
+   * {@link isForwarded} says are the gateway's.
+   */
+  upgrade(
+    policy: CompiledPolicy,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    everyPath?: boolean,
+  ): Promise<void>;
+  /** Whether each route's upstream accepts connections (at most one probe per upstream a second). */
+  health(policy: CompiledPolicy): Promise<UpstreamHealth[]>;
   /** Ends the open tunnels (they would hold a closing server open for as long as they last). */
   closeTunnels(): void;
   /** Closes the idle upstream connections; call once no request is in flight. */
@@ -54,14 +66,41 @@ export interface Gateway {
 /** What the rules say of a request: the response that refuses it, or the headers that admit it. */
 type Admission = { response: HttpResponse } | { headers: HeaderValues };
 
+/** Told of what the gateway did, by route name (for metrics: never a request value). */
+export interface GatewayObserver {
+  /** A request or upgrade was sent to the route's upstream. */
+  forwarded(route: string): void;
+  /** The upstream's response began, `seconds` after the request was sent to it. */
+  answered(route: string, seconds: number): void;
+  /** The upstream could not be reached: the client got a 502 (or a cut response). */
+  failed(route: string): void;
+  /** No route takes the request: 404 `no_route`. */
+  unrouted(): void;
+}
+
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {
   /** Told of each request or upgrade the upstream could not take (each answered 502). */
   onUpstreamError?: (error: unknown) => void;
+  observer?: GatewayObserver;
 }
 
+const unobserved: GatewayObserver = {
+  forwarded: () => {},
+  answered: () => {},
+  failed: () => {},
+  unrouted: () => {},
+};
+
 export function createGateway(options: GatewayOptions = {}): Gateway {
-  const upstreamFailed = options.onUpstreamError ?? (() => {});
+  const upstreamError = options.onUpstreamError ?? (() => {});
+  const observer = options.observer ?? unobserved;
+  const upstreamFailed = (route: string, error: unknown) => {
+    observer.failed(route);
+    upstreamError(error);
+  };
+  // When each forwarded request was sent, to time its upstream's answer.
+  const sent = new WeakMap<IncomingMessage, { route: string; at: number }>();
   // Keep-alive pools: a connection per request to the upstream would cost a handshake each.
   const agents = {
     'http:': new HttpAgent({ keepAlive: true, scheduling: 'lifo' }),
@@ -71,18 +110,22 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   // Every call passes its own error callback; this keeps a stray event from throwing.
   proxy.on('error', () => {});
   // Our exposed headers (Retry-After, RateLimit …) and the application's are one list.
-  proxy.on('proxyRes', (upstreamRes, _req, res) => {
+  proxy.on('proxyRes', (upstreamRes, req, res) => {
+    const started = sent.get(req);
+    if (started !== undefined) observer.answered(started.route, (performance.now() - started.at) / 1000);
     const theirs = upstreamRes.headers[EXPOSE_HEADER.toLowerCase()];
     const ours = res.getHeader(EXPOSE_HEADER);
     if (theirs !== undefined && typeof ours === 'string')
       upstreamRes.headers[EXPOSE_HEADER.toLowerCase()] = mergeExposed(theirs, ours);
   });
-  const targets = new Map<string, URL>();
-  const targetOf = (upstream: string): URL => {
-    let target = targets.get(upstream);
-    if (target === undefined) targets.set(upstream, (target = new URL(upstream)));
-    return target;
+  // Each policy's routes, built once (a reload brings a policy of its own).
+  const routes = new WeakMap<CompiledPolicy, UpstreamRoutes>();
+  const routesOf = (policy: CompiledPolicy): UpstreamRoutes => {
+    let table = routes.get(policy);
+    if (table === undefined) routes.set(policy, (table = new UpstreamRoutes(policy.policy.upstreams)));
+    return table;
   };
+  const healthChecks = new UpstreamHealthChecks();
   const trust = new WeakMap<CompiledPolicy, AddressList>();
   const trustOf = (policy: CompiledPolicy): AddressList => {
     let list = trust.get(policy);
@@ -112,21 +155,31 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (forwarded === undefined) return send(res, ambiguous('path'));
       // The proxy parses this again and gets it back unchanged: the upstream gets what was matched.
       req.url = forwarded;
-      const admission = await admit(policy, req);
+      const request = readRequest(policy, req);
+      const route = request === undefined ? undefined : routesOf(policy).choose(request.host, request.path);
+      if (request !== undefined && route === undefined) observer.unrouted();
+      const admission =
+        request === undefined
+          ? { response: ambiguous('host') }
+          : route === undefined
+            ? { response: noRoute() }
+            : await admit(policy, req, request);
       if ('response' in admission) return send(res, admission.response);
       for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);
       forwardedHeaders(req, trustOf(policy));
-      const target = targetOf(policy.policy.upstream!);
+      const { name, target } = route!;
+      observer.forwarded(name);
+      sent.set(req, { route: name, at: performance.now() });
       proxy.web(req, res, { target, agent: agents[target.protocol as 'http:' | 'https:'] }, (error) => {
-        upstreamFailed(error);
+        upstreamFailed(name, error);
         if (res.headersSent) res.destroy();
         else send(res, badGateway());
       });
     },
 
-    async upgrade(policy, req, socket, head) {
+    async upgrade(policy, req, socket, head, everyPath = false) {
       socket.on('error', () => socket.destroy());
-      if (!isForwarded(policy, req.url))
+      if (!everyPath && !isForwarded(policy, req.url))
         return writeRaw(
           socket,
           problem(404, 'not_found', 'Not Found', 'No such endpoint; see /openapi.json.'),
@@ -134,18 +187,30 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       const forwarded = forwardedTarget(req.url);
       if (forwarded === undefined) return writeRaw(socket, ambiguous('path'));
       req.url = forwarded;
-      const admission = await admit(policy, req);
+      const request = readRequest(policy, req);
+      if (request === undefined) return writeRaw(socket, ambiguous('host'));
+      const route = routesOf(policy).choose(request.host, request.path);
+      if (route === undefined) {
+        observer.unrouted();
+        return writeRaw(socket, noRoute());
+      }
+      const admission = await admit(policy, req, request);
       if ('response' in admission) return writeRaw(socket, admission.response);
       forwardedHeaders(req, trustOf(policy));
       track(socket);
+      observer.forwarded(route.name);
       // No pooled agent: an upgraded connection is never given back to a pool.
-      proxy.ws(req, socket, head, { target: targetOf(policy.policy.upstream!), agent: false }, (error) => {
-        upstreamFailed(error);
+      proxy.ws(req, socket, head, { target: route.target, agent: false }, (error) => {
+        upstreamFailed(route.name, error);
         // Before the upstream answered, the client still reads HTTP; after, only a close will do.
         if (socket.writable && !socket.destroyed && (socket as Socket).bytesWritten === 0)
           writeRaw(socket, badGateway());
         else socket.destroy();
       });
+    },
+
+    health(policy) {
+      return healthChecks.check(routesOf(policy).all);
     },
 
     closeTunnels() {
@@ -160,11 +225,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 }
 
 /**
- * The rules the request matches, in file order, each by its guard; the first that answers
- * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do. A Host
- * with no single reading is refused (400): a rule on a host could not say whether it applies.
+ * The request as the rules see it; undefined for a Host with no single reading (refused with
+ * 400): neither a rule nor a route on a host could say whether it applies.
  */
-async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admission> {
+function readRequest(policy: CompiledPolicy, req: IncomingMessage): DecisionRequest | undefined {
   const request = policy.read({
     method: req.method ?? 'GET',
     path: req.url ?? '/',
@@ -172,7 +236,19 @@ async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admi
     address: req.socket.remoteAddress ?? '',
   });
   if (request.host === undefined && req.headers.host !== undefined && req.headers.host !== '')
-    return { response: ambiguous('host') };
+    return undefined;
+  return request;
+}
+
+/**
+ * The rules the request matches, in file order, each by its guard; the first that answers
+ * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do.
+ */
+async function admit(
+  policy: CompiledPolicy,
+  req: IncomingMessage,
+  request: DecisionRequest,
+): Promise<Admission> {
   const facts = {
     method: request.method,
     path: request.path,
@@ -265,6 +341,11 @@ function ambiguous(part: 'path' | 'host'): HttpResponse {
       ? 'The request target has no single reading: it does not parse, or its path writes / or \\ encoded (%2F, %5C).'
       : 'The Host header names no host.',
   );
+}
+
+/** 404 for a request no route of the gateway takes (its host and path name no upstream). */
+function noRoute(): HttpResponse {
+  return problem(404, 'no_route', 'Not Found', 'No upstream of the gateway takes this host and path.');
 }
 
 function badGateway(): HttpResponse {

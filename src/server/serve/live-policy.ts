@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { Clock } from '../../core/clock.js';
 import type { Limiter } from '../../limiter/limiter.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
-import { PolicyError } from '../policy/errors.js';
+import { PolicyError, type PolicyIssue } from '../policy/errors.js';
 import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
 import type { RuleModel } from '../policy/model.js';
 import { authorizer } from './auth.js';
@@ -172,6 +172,8 @@ export class LivePolicy implements PolicyHolder {
         );
         throw new PolicyError(config, [place]);
       }
+      const refused = this.options.refuse?.(loaded);
+      if (refused !== undefined) throw new PolicyError(config, [refused]);
       if (this.options.tokensRequired && loaded.policy.tokens.length === 0) {
         // Without tokens the server answers everyone: it listens beyond loopback only with them.
         const place = loaded.issue(
@@ -284,8 +286,10 @@ export interface LivePolicyOptions {
   opened: OpenedStore;
   log: ServerLog;
   metrics: ServerMetrics;
-  /** True when the server listens beyond loopback: a policy without tokens is then refused. */
+  /** True when the server's own API listens beyond loopback: a policy without tokens is then refused. */
   tokensRequired: boolean;
+  /** Why a reloaded policy cannot be served by this server (it would move a listener), if it cannot. */
+  refuse?: (loaded: LoadedPolicy) => PolicyIssue | undefined;
   /** A directory of envoyproxy/ratelimit files (`--envoy-config`), read again at each reload. */
   envoyConfig?: string;
   /** The clock of the policy's limiters (a test's). @default Date.now */

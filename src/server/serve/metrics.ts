@@ -6,6 +6,7 @@ import {
   type DecisionListener,
   type DecisionOutcome,
 } from '../../limiter/events.js';
+import type { GatewayObserver } from './gateway.js';
 import type { LimitHealth } from './store-health.js';
 
 /** What stands for the limit of a guard's own outcome (allow and deny lists): none ran. */
@@ -25,6 +26,12 @@ const failurePolicies: Partial<Record<DecisionOutcome, string>> = {
 const LATENCY_BUCKETS_S = [
   0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 ];
+
+/**
+ * Upstream latency buckets in seconds: from a millisecond (an application on the same host) to
+ * a minute (a slow report or a long poll).
+ */
+const UPSTREAM_BUCKETS_S = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 type Child = { inc(value?: number): void };
 type Observer = { observe(value: number): void };
@@ -84,6 +91,8 @@ export class ServerMetrics {
   private readonly tallies: Tally[] = [];
   /** One channel per rule name, kept across reloads: a kept limiter reports to the one it was built with. */
   private readonly channels = new Map<string, DecisionEvents>();
+  /** The gateway's metrics, by route name. */
+  readonly gateway: GatewayObserver;
   /** Undefined until a reload was tried. */
   lastReloadResult: ReloadResult | undefined;
   /** The store health of the policy served, read when metrics are (set by the live policy). */
@@ -136,6 +145,7 @@ export class ServerMetrics {
       registers,
     });
     this.storeHealthMetrics(registers);
+    this.gateway = gatewayMetrics(registers);
     for (const result of ['applied', 'rejected']) this.reloads.labels(result).inc(0);
     collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });
   }
@@ -283,4 +293,52 @@ export class ServerMetrics {
   private flush(): void {
     for (const tally of this.tallies) tally.flush();
   }
+}
+
+/**
+ * The gateway's counters and its upstream latency, labelled by the route's name (configuration,
+ * never a request value). Each label set is looked up once and its child kept.
+ */
+function gatewayMetrics(registers: Registry[]): GatewayObserver {
+  const forwarded = new Counter({
+    name: 'sluice_upstream_forwarded_total',
+    help: "Requests (and WebSocket upgrades) the gateway sent to a route's upstream, by route",
+    labelNames: ['route'],
+    registers,
+  });
+  const failures = new Counter({
+    name: 'sluice_upstream_failures_total',
+    help: "Requests whose route's upstream could not be reached (answered 502, or cut), by route",
+    labelNames: ['route'],
+    registers,
+  });
+  const latency = new Histogram({
+    name: 'sluice_upstream_latency_seconds',
+    help: "Time from sending a request to its route's upstream to the start of the upstream's response, by route",
+    labelNames: ['route'],
+    buckets: UPSTREAM_BUCKETS_S,
+    registers,
+  });
+  const unrouted = new Counter({
+    name: 'sluice_gateway_unrouted_total',
+    help: 'Requests no route of the gateway takes (answered 404 no_route)',
+    registers,
+  });
+  const children = <T>(make: (route: string) => T) => {
+    const found = new Map<string, T>();
+    return (route: string): T => {
+      let child = found.get(route);
+      if (child === undefined) found.set(route, (child = make(route)));
+      return child;
+    };
+  };
+  const forwardedOf = children((route) => forwarded.labels(route));
+  const failuresOf = children((route) => failures.labels(route));
+  const latencyOf = children((route) => latency.labels(route));
+  return {
+    forwarded: (route) => forwardedOf(route).inc(),
+    answered: (route, seconds) => latencyOf(route).observe(seconds),
+    failed: (route) => failuresOf(route).inc(),
+    unrouted: () => unrouted.inc(),
+  };
 }

@@ -241,7 +241,24 @@ const schemas = {
     type: 'object',
     additionalProperties: false,
     required: ['status'],
-    properties: { status: { enum: ['ok', 'unavailable'] }, store: { type: 'string' } },
+    properties: {
+      status: { enum: ['ok', 'unavailable'] },
+      store: { type: 'string' },
+      upstreams: {
+        type: 'array',
+        description: "Gateway mode: whether each route's upstream accepts connections (/readyz only).",
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['route', 'status'],
+          properties: {
+            route: { type: 'string' },
+            status: { enum: ['ok', 'unavailable'] },
+            reason: { type: 'string', description: 'Why it is unavailable, in words.' },
+          },
+        },
+      },
+    },
   },
 };
 
@@ -318,7 +335,8 @@ export const openApiDocument = {
     '/healthz': { get: { summary: 'The process is up', responses: { '200': json('Up.', 'Health') } } },
     '/readyz': {
       get: {
-        summary: 'The policy is loaded and the store answers',
+        summary:
+          "The policy is loaded, the store answers and, in gateway mode, every route's upstream accepts connections",
         responses: { '200': json('Ready.', 'Health'), '503': json('Not ready.', 'Health') },
       },
     },

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { HttpResponse } from '../../http/problem.js';
@@ -98,24 +99,48 @@ async function each<T>(
 const openApiBody = JSON.stringify(openApiDocument);
 
 /**
- * The decision API on node:http (no framework): POST /v1/decisions, /v1/peek, /v1/reset,
- * /v1/forget; GET /healthz, /readyz, /openapi.json. Every error is problem+json. With a gateway,
- * every other path of a policy that names an upstream is the gateway's (WebSocket upgrades too).
- * With a dashboard, /dashboard and below are its.
+ * What a listener answers: `all` the server's own paths and, with a gateway, every other path of
+ * a policy that names an upstream; `gateway` every request (the server's own paths are on an
+ * admin listener of their own); `admin` the server's own paths only.
  */
-export function createDecisionServer(
-  holder: PolicyHolder,
-  gateway?: Gateway,
-  dashboard?: Dashboard,
-  extra: ExtraRoutes = {},
-): Server {
-  const routes = Object.keys(extra).length > 0 ? extra : undefined;
-  const server = createServer((req, res) => {
+export type ListenerRole = 'all' | 'gateway' | 'admin';
+
+/** A listener of the server: HTTP, or HTTPS with `server.tls`. */
+export type Listener = Server | HttpsServer;
+
+/** Options of {@link createDecisionServer}. */
+export interface DecisionServerOptions {
+  /** @default 'all' */
+  role?: ListenerRole;
+  /** The gateway: it forwards (`all`, `gateway`) and tells /readyz whether its upstreams answer. */
+  gateway?: Gateway;
+  /** /dashboard and below. */
+  dashboard?: Dashboard;
+  /** Paths answered before any other (Envoy's `POST /json`), on a listener of the server's own paths. */
+  extra?: ExtraRoutes;
+  /** HTTPS with this certificate (chain) and key, PEM. */
+  tls?: { cert: Buffer; key: Buffer };
+}
+
+/**
+ * The decision API on node:http (no framework): POST /v1/decisions, /v1/peek, /v1/reset,
+ * /v1/forget; GET /healthz, /readyz, /openapi.json, /metrics. Every error is problem+json. With a
+ * gateway, the other paths of a policy that names an upstream are the gateway's (WebSocket
+ * upgrades too), or all of them on a listener whose role is `gateway`. With a dashboard,
+ * /dashboard and below are its.
+ */
+export function createDecisionServer(holder: PolicyHolder, options: DecisionServerOptions = {}): Listener {
+  const { role = 'all', gateway, extra = {} } = options;
+  const routes = role !== 'gateway' && Object.keys(extra).length > 0 ? extra : undefined;
+  // Only a listener of the server's own paths and the application's tells them apart.
+  const forwards = (served: ServedPolicy, url: string | undefined): boolean =>
+    role === 'gateway' || (role === 'all' && isForwarded(served.compiled, url));
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const served = holder.current();
     const release = holder.hold?.(served);
     const own = routes?.[(req.url ?? '/').split('?')[0]!];
     let work: Promise<void>;
-    if (own === undefined && gateway !== undefined && isForwarded(served.compiled, req.url))
+    if (own === undefined && gateway !== undefined && forwards(served, req.url))
       work = gateway.web(served.compiled, req, res);
     else {
       // The path in the one spelling the gateway tells its own paths by, so both agree on them.
@@ -125,7 +150,7 @@ export function createDecisionServer(
         req.resume();
         send(res, refused);
         work = Promise.resolve();
-      } else work = own !== undefined ? own(req, res) : handle(holder, served, req, res, dashboard, path);
+      } else work = own !== undefined ? own(req, res) : handle(holder, served, req, res, path, options);
     }
     // One reaction for both ends (a catch and a finally would add two promises per request).
     work.then(release, (error: unknown) => {
@@ -137,13 +162,15 @@ export function createDecisionServer(
         release?.();
       }
     });
-  });
-  if (gateway !== undefined)
+  };
+  const server: Listener =
+    options.tls === undefined ? createServer(onRequest) : createHttpsServer(options.tls, onRequest);
+  if (gateway !== undefined && role !== 'admin')
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const served = holder.current();
       const release = holder.hold?.(served);
       gateway
-        .upgrade(served.compiled, req, socket, head)
+        .upgrade(served.compiled, req, socket, head, role === 'gateway')
         .catch(() => socket.destroy())
         .finally(release);
     });
@@ -155,8 +182,8 @@ async function handle(
   served: ServedPolicy,
   req: IncomingMessage,
   res: ServerResponse,
-  dashboard: Dashboard | undefined,
   path: string,
+  { dashboard, gateway }: DecisionServerOptions,
 ): Promise<void> {
   if (dashboard !== undefined && isDashboardPath(path)) return dashboard.handle(req, res, served, path);
   const route = routes[path];
@@ -185,14 +212,28 @@ async function handle(
     }
     if (path === '/openapi.json')
       return send(res, { status: 200, headers: { 'Content-Type': 'application/json' }, body: openApiBody });
-    const ready = await served.ready();
-    return send(
-      res,
-      json(ready ? 200 : 503, { status: ready ? 'ok' : 'unavailable', store: served.storeType }),
-    );
+    return send(res, await readiness(served, gateway));
   }
   req.resume();
   send(res, problem(404, 'not_found', 'Not Found', 'No such endpoint; see /openapi.json.'));
+}
+
+/**
+ * /readyz: ready when the store answers and, in gateway mode, every route's upstream accepts
+ * connections; each route's state is listed by its name, with the reason in words.
+ */
+async function readiness(served: ServedPolicy, gateway: Gateway | undefined): Promise<HttpResponse> {
+  const gated = gateway !== undefined && served.compiled.policy.upstreams.length > 0;
+  const [store, upstreams] = await Promise.all([
+    served.ready(),
+    gated ? gateway.health(served.compiled) : undefined,
+  ]);
+  const ready = store && (upstreams ?? []).every((u) => u.status === 'ok');
+  return json(ready ? 200 : 503, {
+    status: ready ? 'ok' : 'unavailable',
+    store: served.storeType,
+    ...(upstreams === undefined ? {} : { upstreams }),
+  });
 }
 
 function refuseMethod(req: IncomingMessage, res: ServerResponse, allow: string): void {

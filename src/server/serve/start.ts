@@ -2,17 +2,27 @@ import type { AddressInfo } from 'node:net';
 import type { Clock } from '../../core/clock.js';
 import { startEnvoy, type RunningEnvoy } from '../envoy/index.js';
 import { servedEnvoy } from '../envoy/served.js';
-import type { Server } from 'node:http';
 import { Dashboard } from '../dashboard/dashboard.js';
 import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
 import type { Policy } from '../policy/model.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pathText } from '../policy/errors.js';
+import { reservedPathOverlaps } from '../policy/reserved-paths.js';
 import { isLoopbackHost } from './auth.js';
 import { createEchoServer } from './echo.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { LivePolicy, type ReloadTrigger } from './live-policy.js';
 import { createServerLog, type ServerLog, throttledReport } from './log.js';
 import { ServerMetrics } from './metrics.js';
-import { createDecisionServer } from './server.js';
+import { createDecisionServer, type DecisionServerOptions, type Listener } from './server.js';
+import {
+  listenerPlan,
+  readTls,
+  sameListeners,
+  tlsFailure,
+  tokensRequired,
+  type ListenerPlan,
+} from './listeners.js';
 import { StartError } from './start-error.js';
 import { StartedParts } from './started-parts.js';
 import { openStore, type OpenedStore } from './store.js';
@@ -46,12 +56,21 @@ export interface ServeOptions {
    * loopback and the policy's `hosts`. @default []
    */
   allowedHost?: readonly string[];
+  /** The admin listener's host, when it has one. @default the policy's server.admin.host, else host */
+  adminHost?: string;
+  /** The admin listener's port, when it has one. @default the policy's server.admin.port, else 8412 */
+  adminPort?: number;
 }
 
 /** A running server: its address, and how to stop it (in-flight requests finish first). */
 export interface RunningServer {
+  /** The main listener's. */
   readonly url: string;
-  readonly server: Server;
+  /** Where the server's own paths are: the admin listener's URL, else the main one's. */
+  readonly adminUrl: string;
+  readonly server: Listener;
+  /** The admin listener, when the server's own paths are apart. */
+  readonly admin: Listener | undefined;
   /** Envoy's rate limit service, when it runs. */
   readonly envoy: RunningEnvoy | undefined;
   /** Reads the policy file again and serves it if it is valid; true when it was applied. */
@@ -66,8 +85,9 @@ export interface RunningServer {
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const log = options.log ?? createServerLog();
-  const { text, loaded } = readPolicy(options);
+  const { text, loaded, plan } = readPolicy(options);
   const { policy } = loaded;
+  const tls = readTls(plan);
   const parts = new StartedParts();
   const echo = options.echoUpstream === true ? await startEcho(policy.upstream) : undefined;
   if (echo !== undefined) parts.add(() => echo.close());
@@ -83,7 +103,14 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
         opened,
         log,
         metrics,
-        tokensRequired: !isLoopbackHost(options.host),
+        tokensRequired: tokensRequired(plan, options.host),
+        refuse: (next) =>
+          sameListeners(plan, listenerPlan(next.policy, options))
+            ? undefined
+            : next.issue(
+                ['server'],
+                'cannot move a listener while the server runs (server.admin, server.tls, or an upstream added or removed, which moves the admin listener by default): restart it',
+              ),
         envoyConfig: options.envoyConfig,
         ...(options.clock === undefined ? {} : { clock: options.clock }),
         allowedHosts: options.allowedHost ?? [],
@@ -100,47 +127,104 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     grpcFailure,
   );
   if (envoy !== undefined) parts.add(() => envoy.close());
-  const gateway = createGateway({ onUpstreamError: upstreamReporter(log) });
-  const server = createDecisionServer(
-    live,
+  const gateway = createGateway({ onUpstreamError: upstreamReporter(log), observer: metrics.gateway });
+  const own: DecisionServerOptions = {
     gateway,
     dashboard,
-    envoy === undefined
-      ? {}
-      : { '/json': (req, res) => envoy.json(req, res, live.current().authorize(req, 'decide')) },
-  );
-  await parts.attempt(() => listen(server, options.port, options.host));
+    extra:
+      envoy === undefined
+        ? {}
+        : {
+            '/json': (req: IncomingMessage, res: ServerResponse) =>
+              envoy.json(req, res, live.current().authorize(req, 'decide')),
+          },
+  };
+  let server: Listener;
+  try {
+    server = createDecisionServer(live, {
+      ...own,
+      role: plan.admin === undefined ? 'all' : 'gateway',
+      ...(tls === undefined ? {} : { tls }),
+    });
+  } catch (error) {
+    await parts.stopAll();
+    throw tlsFailure(error);
+  }
+  const admin = plan.admin === undefined ? undefined : createDecisionServer(live, { ...own, role: 'admin' });
+  // The pool of upstream connections stops after the listeners, which stop together.
   parts.add(() => gateway.close());
+  const listening: Listener[] = [];
+  parts.add(() => Promise.all(listening.map((listener) => closeListener(listener, gateway))));
+  await parts.attempt(() => listen(server, options.port, options.host));
+  listening.push(server);
+  if (admin !== undefined) {
+    await parts.attempt(() => listen(admin, plan.admin!.port, plan.admin!.host), adminFailure);
+    listening.push(admin);
+  }
   if (options.watch === true) live.watchFile();
   dashboard.start(live, metrics, log);
-  const url = announce(options, policy, opened.type, server, echo !== undefined, envoy, log);
+  const urls = {
+    url: urlOf(server, options.host),
+    adminUrl: urlOf(admin ?? server, plan.admin?.host ?? options.host),
+  };
+  announce(options, policy, opened.type, urls, echo !== undefined, envoy, log);
   let closing: Promise<void> | undefined;
   return {
-    url,
+    ...urls,
     server,
+    admin,
     envoy,
     reload: (trigger) => live.reload(trigger),
-    close: () => (closing ??= stop(server, dashboard, gateway, parts, log)),
+    close: () => (closing ??= stop(dashboard, gateway, parts, log)),
   };
+}
+
+/** The URL of a listener that listens. */
+function urlOf(listener: Listener, host: string): string {
+  const { port } = listener.address() as AddressInfo;
+  const scheme = 'setSecureContext' in listener ? 'https' : 'http';
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+function adminFailure(error: unknown): StartError {
+  const code = (error as NodeJS.ErrnoException).code ?? 'error';
+  return new StartError(
+    `sluice serve: the admin listener (server.admin, --admin-port) cannot listen (${code})`,
+  );
+}
+
+/**
+ * Stops a listener: no new connections, requests in flight finish; a WebSocket tunnel may last
+ * for hours, so it is cut, not waited for.
+ */
+function closeListener(listener: Listener, gateway: Gateway): Promise<void> {
+  return new Promise<void>((resolve) => {
+    listener.close(() => resolve());
+    listener.closeIdleConnections();
+    gateway.closeTunnels();
+  });
 }
 
 /**
  * The policy file, read and loaded; a StartError when the server may not listen where asked
  * (without tokens, only on loopback).
  */
-function readPolicy(options: ServeOptions): { text: string; loaded: LoadedPolicy } {
+function readPolicy(options: ServeOptions): { text: string; loaded: LoadedPolicy; plan: ListenerPlan } {
   const text = readPolicyFile(options.config);
   const loaded = loadPolicyText(text, {
     file: options.config,
     env: options.env,
     envoyConfig: options.envoyConfig,
   });
-  if (loaded.policy.tokens.length === 0 && !isLoopbackHost(options.host)) {
+  const plan = listenerPlan(loaded.policy, options);
+  if (loaded.policy.tokens.length === 0 && tokensRequired(plan, options.host)) {
+    const [which, host] =
+      plan.admin === undefined ? ['server', options.host] : ['admin listener', plan.admin.host];
     throw new StartError(
-      `sluice serve: the policy has no auth tokens, so the server listens on loopback only (127.0.0.1, ::1, localhost), not on ${options.host}; add auth.tokens to the policy to listen there`,
+      `sluice serve: the policy has no auth tokens, so the ${which} listens on loopback only (127.0.0.1, ::1, localhost), not on ${host}; add auth.tokens to the policy to listen there`,
     );
   }
-  return { text, loaded };
+  return { text, loaded, plan };
 }
 
 /** Envoy's rate limit service, when the policy, --envoy-config or --grpc-port asks for it. */
@@ -179,24 +263,30 @@ function announce(
   options: ServeOptions,
   policy: Policy,
   store: string,
-  server: Server,
+  { url, adminUrl }: { url: string; adminUrl: string },
   echo: boolean,
   envoy: RunningEnvoy | undefined,
   log: ServerLog,
-): string {
-  const { port } = server.address() as AddressInfo;
+): void {
   const plainKeysShared = store !== 'memory' && policy.clients.secrets.length === 0;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  const url = `http://${host}:${port}`;
+  const tokens = policy.tokens.length > 0;
   // One write: a reader that waits for the address gets every line at once.
   options.out(
-    startupText(url, options.config, policy.rules.length, store, policy.tokens.length > 0) +
+    startupText(url, adminUrl, options.config, policy.rules.length, store, tokens) +
       (plainKeysShared ? plainKeysWarning(store) : '') +
-      (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo)) +
+      gatewayText(url, policy, echo) +
+      reservedPathWarnings(policy) +
       (envoy === undefined ? '' : envoyText(options.host, envoy.port)),
   );
   log.info(
-    { event: 'start', url, rules: policy.rules.length, store, auth: policy.tokens.length > 0 },
+    {
+      event: 'start',
+      url,
+      ...(adminUrl === url ? {} : { admin: adminUrl }),
+      rules: policy.rules.length,
+      store,
+      auth: tokens,
+    },
     'sluice serve listening',
   );
   if (plainKeysShared)
@@ -206,25 +296,21 @@ function announce(
         .trim()
         .replace(/^sluice: /, ''),
     );
-  return url;
 }
 
-/** Stops the server: no new connections, requests in flight finish, then every part stops. */
+/**
+ * Stops the server: no new connections, requests in flight finish (the listeners are the last
+ * parts started, so the first stopped), then every other part stops.
+ */
 async function stop(
-  server: Server,
   dashboard: Dashboard,
   gateway: Gateway,
   parts: StartedParts,
   log: ServerLog,
 ): Promise<void> {
   log.info({ event: 'stopping' }, 'stopping: no new connections; requests in flight finish');
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-    dashboard.close();
-    // A WebSocket tunnel may last for hours: it is cut, not waited for.
-    gateway.closeTunnels();
-  });
+  dashboard.close();
+  gateway.closeTunnels();
   await parts.stopAll();
   log.info({ event: 'stopped' }, 'stopped');
 }
@@ -236,22 +322,32 @@ async function stop(
 const plainKeysWarning = (store: string): string =>
   `sluice: warning: the policy has no clients.pseudonymSecret, so keys go to the ${store} store as plain text (client addresses, header values); set a secret to store HMACs of them\n`;
 
-function startupText(url: string, config: string, rules: number, store: string, tokens: boolean): string {
+function startupText(
+  url: string,
+  adminUrl: string,
+  config: string,
+  rules: number,
+  store: string,
+  tokens: boolean,
+): string {
   const auth = tokens ? ` -H "authorization: Bearer $SLUICE_TOKEN"` : '';
   const example = JSON.stringify({
     items: [{ request: { method: 'POST', path: '/api/login', address: '203.0.113.7' } }],
   });
   return (
     `sluice: serving ${config} (${rules} ${rules === 1 ? 'rule' : 'rules'}, ${store} store) on ${url}\n` +
+    (adminUrl === url
+      ? ''
+      : `sluice: the server's own API, health, metrics and dashboard (/v1/*, /healthz, /readyz, /metrics, /openapi.json, /dashboard) are at ${adminUrl}\n`) +
     (tokens
       ? ''
-      : 'sluice: the policy has no auth tokens: listening on loopback only, without authentication\n') +
-    `Try a decision:\n  curl -s ${url}/v1/decisions -H 'content-type: application/json'${auth} -d '${example}'\n` +
-    `Live dashboard: ${url}/dashboard${tokens ? ' (sign in with an admin token)' : ''}\n`
+      : `sluice: the policy has no auth tokens: ${adminUrl === url ? 'listening' : 'the admin listener is'} on loopback only, without authentication\n`) +
+    `Try a decision:\n  curl -s ${adminUrl}/v1/decisions -H 'content-type: application/json'${auth} -d '${example}'\n` +
+    `Live dashboard: ${adminUrl}/dashboard${tokens ? ' (sign in with an admin token)' : ''}\n`
   );
 }
 
-function listen(server: Server, port: number, host: string): Promise<void> {
+function listen(server: Listener, port: number, host: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -267,7 +363,7 @@ async function startEcho(upstream: string | undefined): Promise<{ close(): Promi
   const host = target?.hostname.replace(/^\[(.*)\]$/, '$1');
   if (target === undefined || target.protocol !== 'http:' || !isLoopbackHost(host!) || target.port === '')
     throw new StartError(
-      "sluice serve: --echo-upstream runs the echo application at the policy's upstream, which must then be an http:// URL on loopback with a port, such as http://127.0.0.1:8412",
+      "sluice serve: --echo-upstream runs the echo application at the policy's upstream, which must then be an http:// URL on loopback with a port, such as http://127.0.0.1:8410",
     );
   const echo = createEchoServer();
   try {
@@ -313,9 +409,23 @@ function grpcCode(error: unknown): string {
   return /EADDRINUSE|EACCES|EADDRNOTAVAIL/.exec(text)?.[0] ?? 'error';
 }
 
-function gatewayText(url: string, upstream: string, echo: boolean): string {
+function gatewayText(url: string, policy: Policy, echo: boolean): string {
+  const { upstream, upstreams } = policy;
+  if (upstreams.length === 0) return '';
+  const to =
+    upstream === undefined
+      ? `${upstreams.length} ${upstreams.length === 1 ? 'route' : 'routes'} (${upstreams.map((u) => u.name).join(', ')})`
+      : `${upstream}${echo ? ' (the built-in echo application)' : ''}`;
+  const which = policy.server.admin === 'main' ? 'every other path' : 'every path';
   return (
-    `sluice: gateway to ${upstream}${echo ? ' (the built-in echo application)' : ''}: every other path is limited by the rules and forwarded\n` +
+    `sluice: gateway to ${to}: ${which} is limited by the rules and forwarded\n` +
     `Try the gateway:\n  curl -si ${url}/\n`
   );
+}
+
+/** The warnings of `sluice check` on the paths the server keeps for itself, one line each. */
+function reservedPathWarnings(policy: Policy): string {
+  return reservedPathOverlaps(policy)
+    .map((overlap) => `sluice: warning: ${pathText(overlap.path)} ${overlap.what}\n`)
+    .join('');
 }

@@ -259,8 +259,9 @@ ${rules}`;
 describe('sluice serve: the dashboard in gateway mode', () => {
   let sluice: RunningSluice;
   before(async () => {
-    // Nothing listens upstream: a forwarded request would be a 502.
-    sluice = await startSluice(`version: 1\nupstream: http://127.0.0.1:9\n${rules}`);
+    // Nothing listens upstream: a forwarded request would be a 502. The dashboard is on the
+    // gateway's listener, where no spelling of it may be forwarded.
+    sluice = await startSluice(`version: 1\nupstream: http://127.0.0.1:9\nserver: { admin: main }\n${rules}`);
   });
   after(async () => {
     await sluice.stop();
