@@ -32,7 +32,7 @@ export function schemaProblems(data: unknown): SchemaProblem[] {
     errors.filter((e) => e.keyword === 'required').map((e) => `${e.instancePath}/${missingOf(e)}`),
   );
   for (const error of errors) {
-    const problem = describe(error, missing);
+    const problem = describe(error, missing, data);
     if (problem === undefined) continue;
     const id = `${pathText(problem.path)}|${problem.what}`;
     if (seen.has(id)) continue;
@@ -48,7 +48,11 @@ function missingOf(error: ErrorObject): string {
 
 const algorithms = quoted(fileChoices.algorithm);
 
-function describe(error: ErrorObject, missing: ReadonlySet<string>): SchemaProblem | undefined {
+function describe(
+  error: ErrorObject,
+  missing: ReadonlySet<string>,
+  data: unknown,
+): SchemaProblem | undefined {
   const path = segments(error.instancePath);
   const params = error.params as Record<string, unknown>;
   const is = (what: string): SchemaProblem => ({ path, atKey: false, what });
@@ -79,6 +83,7 @@ function describe(error: ErrorObject, missing: ReadonlySet<string>): SchemaProbl
       return { path: [...path, tag], atKey: false, what: `must be one of ${choices}` };
     }
     case 'type':
+      if (error.schemaPath === durationType) return is(durationHint(valueAt(data, path)));
       return is(`must be ${typeNames[String(params.type)] ?? String(params.type)}`);
     case 'const':
       return is(`must be ${JSON.stringify(params.allowedValue)}`);
@@ -107,6 +112,25 @@ function describe(error: ErrorObject, missing: ReadonlySet<string>): SchemaProbl
     default:
       return is(error.message ?? 'is not valid');
   }
+}
+
+const durationType = '#/$defs/duration/type';
+
+/**
+ * A duration written as a bare number (`period: 60`) is the likeliest slip: say which string to
+ * write, as the library's own duration check does. The number was written in the file itself (a
+ * value read from the environment is always a string), so repeating it shows no secret.
+ */
+function durationHint(value: unknown): string {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
+    return 'must be a duration string such as "10m": a whole number with ms, s, m, h or d';
+  return `must be a duration string with a unit: "${value}s" for seconds, "${value}ms" for milliseconds (a bare number has no unit)`;
+}
+
+function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
+  let at = data;
+  for (const segment of path) at = (at as Record<string | number, unknown> | undefined)?.[segment];
+  return at;
 }
 
 /** `/rules/0/limit` → ['rules', 0, 'limit']. */
