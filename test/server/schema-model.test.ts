@@ -21,6 +21,7 @@ describe('sluice.schema.json and the model', () => {
     for (const name of [
       'block',
       'match',
+      'headerAbsent',
       'ruleCommon',
       'clients',
       'defaults',
@@ -57,8 +58,11 @@ describe('sluice.schema.json and the model', () => {
     walk({ ...schema, $defs: {} }, '#', false);
     for (const [name, def] of Object.entries(defs)) walk(def, `#/$defs/${name}`, composedDefs.has(name));
     assert.deepEqual(open, []);
-    // The one map of free keys: header names to values, each a string.
-    assert.equal(defs.match.properties.headers.additionalProperties.type, 'string');
+    // The one map of free keys: header names to values, each a string or { absent: true }.
+    assert.deepEqual(defs.match.properties.headers.additionalProperties.anyOf, [
+      { type: 'string' },
+      { $ref: '#/$defs/headerAbsent' },
+    ]);
   });
 
   it("the enumerations are the model's: algorithms, failure, mode, scopes, proxy headers, store types, header styles", () => {

@@ -37,8 +37,14 @@ export interface MatchFile {
   paths?: string[];
   exceptPaths?: string[];
   host?: string;
-  headers?: Record<string, string>;
+  /** A value, `"*"` for any value, or {@link HeaderAbsentFile} for a header the request lacks. */
+  headers?: Record<string, string | HeaderAbsentFile>;
   sourceCidrs?: string[];
+}
+
+/** A header a request must not carry, in a rule's `match.headers`. */
+export interface HeaderAbsentFile {
+  absent: true;
 }
 
 export interface RuleCommonFile {
@@ -176,6 +182,7 @@ export const fileFields = {
   envoyRateLimit: { unit: true, requests_per_unit: true, unlimited: true, name: true, replaces: true },
   block: { duration: true, factor: true, max: true, forgetAfter: true },
   match: { methods: true, paths: true, exceptPaths: true, host: true, headers: true, sourceCidrs: true },
+  headerAbsent: { absent: true },
   ruleCommon: {
     name: true,
     match: true,
@@ -208,6 +215,7 @@ export const fileFields = {
   envoyRateLimit: Fields<EnvoyRateLimitFile>;
   block: Fields<BlockFile>;
   match: Fields<MatchFile>;
+  headerAbsent: Fields<HeaderAbsentFile>;
   ruleCommon: Fields<RuleCommonFile>;
   memoryStore: StoreFields<'memory'>;
   redisStore: StoreFields<'redis'>;

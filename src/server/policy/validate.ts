@@ -53,10 +53,17 @@ function describe(
   missing: ReadonlySet<string>,
   data: unknown,
 ): SchemaProblem | undefined {
+  // The branches of a header's value are said once, by the anyOf that holds them.
+  if (error.schemaPath.startsWith(`${headerValue}/`) || error.schemaPath.startsWith('#/$defs/headerAbsent/'))
+    return undefined;
   const path = segments(error.instancePath);
   const params = error.params as Record<string, unknown>;
   const is = (what: string): SchemaProblem => ({ path, atKey: false, what });
   switch (error.keyword) {
+    case 'anyOf':
+      if (error.schemaPath === headerValue)
+        return is(`must be a header value ("*" for any) or { absent: true }`);
+      return undefined;
     case 'if':
     case 'oneOf':
       // The branch's own errors say what is wrong; "must match the else schema" says nothing.
@@ -115,6 +122,8 @@ function describe(
 }
 
 const durationType = '#/$defs/duration/type';
+/** Where the match's header values are (a `$ref` starts schema paths afresh at its target). */
+const headerValue = '#/properties/headers/additionalProperties/anyOf';
 
 /**
  * A duration written as a bare number (`period: 60`) is the likeliest slip: say which string to
