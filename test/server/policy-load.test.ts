@@ -36,6 +36,8 @@ describe('policy loading', () => {
       defaults: { failure: 'closed', headers: 'draft', mode: 'enforce' },
       tokens: [],
       hosts: [],
+      allow: [],
+      deny: [],
       rules: [
         {
           ...enforced,

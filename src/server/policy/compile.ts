@@ -129,11 +129,19 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       ? bucketKeys([options.fallbackSecret])
       : (checkedSecrets(loaded, policy, issues) ?? bucketKeys([]));
   const read = proxiesRead ? attempt(['clients'], () => requestReader(policy.clients)) : undefined;
+  // The policy's lists are read once here; each rule's guard reads them before its own.
+  const policyListsRead = [
+    checkAddresses(loaded, ['allow'], policy.allow, issues),
+    checkAddresses(loaded, ['deny'], policy.deny, issues),
+  ].every(Boolean);
 
   const rules: CompiledRule[] = [];
   policy.rules.forEach((rule, i) => {
     const origin = loaded.origins[i]!;
+    const allow = [...policy.allow, ...rule.allow];
+    const deny = [...policy.deny, ...rule.deny];
     const listsRead = [
+      policyListsRead,
       checkAddresses(loaded, ['rules', i, 'allow'], rule.allow, issues),
       checkAddresses(loaded, ['rules', i, 'deny'], rule.deny, issues),
       checkAddresses(loaded, ['rules', i, 'match', 'sourceCidrs'], rule.match.sourceCidrs ?? [], issues),
@@ -182,14 +190,22 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
         cost: (request) => request.cost ?? rule.cost,
         headers: rule.headers,
         address: (request) => request.address,
-        ...(rule.allow.length > 0 ? { allow: withLoopback(rule.allow) } : {}),
-        ...(rule.deny.length > 0 ? { deny: withLoopback(rule.deny) } : {}),
+        ...(allow.length > 0 ? { allow: withLoopback(allow) } : {}),
+        ...(deny.length > 0 ? { deny: withLoopback(deny) } : {}),
         ...(options.onError === undefined ? {} : { onError: options.onError }),
         ...(events === undefined ? {} : { events }),
       }),
     );
     if (guard === undefined || matches === undefined) return;
-    rules.push({ name: rule.name, model: rule, limiters, guard, matches, keyText, listed: listsOf(rule) });
+    rules.push({
+      name: rule.name,
+      model: rule,
+      limiters,
+      guard,
+      matches,
+      keyText,
+      listed: listsOf(allow, deny),
+    });
   });
 
   if (issues.length > 0 || read === undefined) {
@@ -212,10 +228,13 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
   };
 }
 
-/** A rule's allow and deny lists as its guard reads them (`loopback` included, deny first). */
-function listsOf(rule: RuleModel): CompiledRule['listed'] {
-  const deny = rule.deny.length > 0 ? new AddressList(withLoopback(rule.deny), 'deny') : undefined;
-  const allow = rule.allow.length > 0 ? new AddressList(withLoopback(rule.allow), 'allow') : undefined;
+/**
+ * A rule's allow and deny lists (the policy's and its own) as its guard reads them (`loopback`
+ * included, deny first).
+ */
+function listsOf(allowed: readonly string[], denied: readonly string[]): CompiledRule['listed'] {
+  const deny = denied.length > 0 ? new AddressList(withLoopback(denied), 'deny') : undefined;
+  const allow = allowed.length > 0 ? new AddressList(withLoopback(allowed), 'allow') : undefined;
   return (address) => {
     if (deny?.has(address) === true) return 'denied';
     if (allow?.has(address) === true) return 'allowed';

@@ -142,6 +142,9 @@ export interface PolicyFile {
   upstream?: string;
   /** Envoy's rate limit service over gRPC. */
   envoy?: EnvoyFile;
+  /** Address lists of the whole policy: every rule reads them before its own. */
+  allow?: string[];
+  deny?: string[];
   rules: RuleFile[];
 }
 
@@ -162,6 +165,8 @@ export const fileFields = {
     hosts: true,
     upstream: true,
     envoy: true,
+    allow: true,
+    deny: true,
     rules: true,
   },
   envoy: { grpcPort: true, shadowMode: true, headers: true, dynamicMetadata: true, domains: true },

@@ -81,6 +81,9 @@ export interface Policy {
   readonly upstream: string | undefined;
   /** Envoy's rate limit service; undefined when the file has no `envoy`. */
   readonly envoy: EnvoyModel | undefined;
+  /** Clients every rule lets by, and those every rule refuses (403), besides the rule's own. */
+  readonly allow: readonly string[];
+  readonly deny: readonly string[];
   readonly rules: readonly RuleModel[];
 }
 

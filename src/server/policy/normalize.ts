@@ -49,6 +49,8 @@ export function normalizePolicy(file: PolicyFile): Policy {
             dynamicMetadata: file.envoy.dynamicMetadata ?? false,
             domains: file.envoy.domains,
           },
+    allow: file.allow ?? [],
+    deny: file.deny ?? [],
     rules: file.rules.map((rule) => normalizeRule(rule, defaults)),
   };
 }
