@@ -24,6 +24,8 @@ describe('sluice.schema.json and the model', () => {
       'headerAbsent',
       'ruleCommon',
       'clients',
+      'jwt',
+      'jwtVerify',
       'defaults',
       'auth',
       'envoy',
@@ -87,6 +89,7 @@ describe('sluice.schema.json and the model', () => {
       fileChoices.storeType,
     );
     assert.deepEqual(defs.headers.enum, [...HEADER_STYLES]);
+    assert.deepEqual(defs.jwtVerify.properties.algorithm.enum, fileChoices.jwtAlgorithm);
   });
 
   it('says that a burst defaults to the limit, unlike Traefik (1) and nginx (0)', () => {

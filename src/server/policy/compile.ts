@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Clock } from '../../core/clock.js';
 import { ruleEntries, ruleEntry } from '../../core/rules/index.js';
 import type { Rule } from '../../core/rules/rule.js';
@@ -9,7 +11,8 @@ import type { DecisionEvents } from '../../limiter/events.js';
 import { createLimiter, type Limiter } from '../../limiter/limiter.js';
 import type { Store } from '../../stores/contract/store.js';
 import { PolicyError, type PolicyIssue } from './errors.js';
-import { bucketKeys, compileKey, type BucketKeys } from './keys.js';
+import { bucketKeys, compileKey, cookieOf, type BucketKeys } from './keys.js';
+import { jwtCheckOf, jwtReader, type JwtCheck, type JwtClaims } from './jwt.js';
 import type { LoadedPolicy } from './load.js';
 import { compileMatch } from './match.js';
 import type { LimitModel, Policy, RuleModel } from './model.js';
@@ -129,6 +132,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       ? bucketKeys([options.fallbackSecret])
       : (checkedSecrets(loaded, policy, issues) ?? bucketKeys([]));
   const read = proxiesRead ? attempt(['clients'], () => requestReader(policy.clients)) : undefined;
+  const claims = jwtClaims(loaded, options.clock ?? Date.now, issues);
   // The policy's lists are read once here; each rule's guard reads them before its own.
   const policyListsRead = [
     checkAddresses(loaded, ['allow'], policy.allow, issues),
@@ -182,7 +186,8 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
         : attempt(origin.rule, () => createCascade(limiters, { mode: 'all-or-nothing' }));
     if (limits === undefined) return;
     const matches = attempt(['rules', i, 'match'], () => compileMatch(rule.match, `rules[${i}].match`));
-    const keyText = compileKey(rule.key, rule.name, policy.clients.ipv6Prefix);
+    const keyText = ruleKey(loaded, i, claims, issues);
+    if (keyText === undefined) return;
     const guard = attempt(origin.rule, () =>
       createGuard<DecisionRequest>({
         limits,
@@ -227,6 +232,66 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     },
   };
 }
+
+/**
+ * The text of a rule's key for a request; undefined when a `jwt:` part has no claims to read
+ * (no `clients.jwt`, an issue at the part; or a refused one, whose issue is already told).
+ */
+function ruleKey(
+  loaded: LoadedPolicy,
+  i: number,
+  claims: ((request: DecisionRequest) => JwtClaims) | undefined,
+  issues: PolicyIssue[],
+): ((request: DecisionRequest) => string) | undefined {
+  const { policy } = loaded;
+  const rule = policy.rules[i]!;
+  const missing = rule.key.findIndex((part) => part.startsWith('jwt:') && claims === undefined);
+  if (missing < 0) return compileKey(rule.key, rule.name, { ipv6Prefix: policy.clients.ipv6Prefix, claims });
+  if (policy.clients.jwt === undefined)
+    issues.push(
+      loaded.issue(
+        ['rules', i, 'key', missing],
+        'reads a JWT claim: the policy needs clients.jwt (where tokens are and how they are checked)',
+      ),
+    );
+  return undefined;
+}
+
+/**
+ * How `jwt:<claim>` key parts read a request's claims: the token from where `clients.jwt.from`
+ * says, checked as `verify` says (its key read once, here); undefined without `clients.jwt`, or
+ * when its check is refused (an issue at its line).
+ */
+function jwtClaims(
+  loaded: LoadedPolicy,
+  clock: Clock,
+  issues: PolicyIssue[],
+): ((request: DecisionRequest) => JwtClaims) | undefined {
+  const jwt = loaded.policy.clients.jwt;
+  if (jwt === undefined) return undefined;
+  let check: JwtCheck;
+  try {
+    check = jwtCheckOf(jwt.verify, (file) => readFileSync(resolve(dirname(loaded.file), file), 'utf8'));
+  } catch (error) {
+    // "secret: must be …": the field first, then what it must be.
+    const [field, what] = messageOf(error).split(': ', 2) as [string, string];
+    issues.push(loaded.issue(['clients', 'jwt', 'verify', field], what));
+    return undefined;
+  }
+  const read = jwtReader(check, clock);
+  const name = jwt.from.slice(jwt.from.indexOf(':') + 1);
+  if (jwt.from.startsWith('cookie:')) return (request) => read(cookieOf(request.headers.cookie, name));
+  const header = name.toLowerCase();
+  return (request) => read(bearerOf(request.headers[header]));
+}
+
+/** A header's token: after a `Bearer ` scheme (any case) when it has one, else the whole value. */
+function bearerOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return bearerScheme.test(value) ? value.slice(7).trim() : value.trim();
+}
+
+const bearerScheme = /^bearer /i;
 
 /**
  * A rule's allow and deny lists (the policy's and its own) as its guard reads them (`loopback`

@@ -73,7 +73,25 @@ export interface ClientsFile {
   ipv6Prefix?: number;
   pseudonymSecret?: string;
   previousSecrets?: string[];
+  jwt?: JwtFile;
 }
+
+/** Where `jwt:<claim>` key parts find a token, and how it is checked. */
+export interface JwtFile {
+  /** `header:<name>` (a `Bearer ` scheme read off) or `cookie:<name>`. */
+  from?: string;
+  /** How the token is checked; `false` reads the claims as the client wrote them. */
+  verify: false | JwtVerifyFile;
+}
+
+/** A verified token: HS256 with a shared `secret`, RS256 or ES256 with a PEM `publicKeyFile`. */
+export interface JwtVerifyFile {
+  algorithm: JwtAlgorithmName;
+  secret?: string;
+  publicKeyFile?: string;
+}
+
+export type JwtAlgorithmName = 'HS256' | 'RS256' | 'ES256';
 
 export interface DefaultsFile {
   failure?: FailureName;
@@ -208,7 +226,10 @@ export const fileFields = {
     ipv6Prefix: true,
     pseudonymSecret: true,
     previousSecrets: true,
+    jwt: true,
   },
+  jwt: { from: true, verify: true },
+  jwtVerify: { algorithm: true, secret: true, publicKeyFile: true },
   defaults: { failure: true, headers: true, mode: true },
   auth: { tokens: true },
   token: { token: true, scopes: true },
@@ -226,6 +247,8 @@ export const fileFields = {
   redisStore: StoreFields<'redis'>;
   postgresStore: StoreFields<'postgres'>;
   clients: Fields<ClientsFile>;
+  jwt: Fields<JwtFile>;
+  jwtVerify: Fields<JwtVerifyFile>;
   defaults: Fields<DefaultsFile>;
   auth: Fields<AuthFile>;
   token: Fields<TokenFile>;
@@ -239,6 +262,7 @@ export const fileChoices = {
   scope: ['decide', 'admin'],
   proxyHeader: ['x-forwarded-for', 'x-real-ip', 'forwarded'],
   storeType: ['memory', 'redis', 'postgres'],
+  jwtAlgorithm: ['HS256', 'RS256', 'ES256'],
 } as const satisfies {
   algorithm: readonly AlgorithmName[];
   failure: readonly FailureName[];
@@ -246,6 +270,7 @@ export const fileChoices = {
   scope: readonly ScopeName[];
   proxyHeader: readonly ProxyHeaderName[];
   storeType: readonly StoreFile['type'][];
+  jwtAlgorithm: readonly JwtAlgorithmName[];
 };
 
 /**

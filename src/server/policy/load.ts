@@ -207,8 +207,16 @@ function printable(policy: Policy, expanded: Map<Scalar, Expansion>): Policy {
   const secret = (value: string) => written.get(value) ?? hidden;
   const copy = JSON.parse(
     JSON.stringify(policy, (_key, value: unknown) => (typeof value === 'string' ? show(value) : value)),
-  ) as { clients: { secrets: string[] }; tokens: { token: string }[]; store: { url?: string } };
+  ) as {
+    clients: { secrets: string[]; jwt?: { verify: false | { secret?: string } } };
+    tokens: { token: string }[];
+    store: { url?: string };
+  };
   copy.clients.secrets = policy.clients.secrets.map(secret);
+  const jwtSecret = policy.clients.jwt?.verify === false ? undefined : policy.clients.jwt?.verify.secret;
+  const jwtCopy = copy.clients.jwt?.verify;
+  if (jwtSecret !== undefined && jwtCopy !== undefined && jwtCopy !== false)
+    jwtCopy.secret = secret(jwtSecret);
   copy.tokens.forEach((t, i) => (t.token = secret(policy.tokens[i]!.token)));
   if (copy.store.url !== undefined) copy.store.url = withoutPassword(copy.store.url);
   return copy as unknown as Policy;

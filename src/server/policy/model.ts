@@ -14,6 +14,7 @@ import type {
   ProxyHeaderName,
   ScopeName,
   StoreFile,
+  JwtVerifyFile,
 } from './file-types.js';
 
 export type { AlgorithmName, BlockFile, FailureName, ModeName, ScopeName, StoreFile };
@@ -42,6 +43,14 @@ export interface ClientsModel {
   readonly ipv6Prefix: number;
   /** Current secret first, then the previous ones; empty when keys are stored as they are. */
   readonly secrets: readonly string[];
+  /** Where `jwt:<claim>` key parts read a token and how it is checked; undefined: no JWT parts. */
+  readonly jwt: JwtModel | undefined;
+}
+
+/** `clients.jwt` with its default written out. */
+export interface JwtModel {
+  readonly from: string;
+  readonly verify: false | JwtVerifyFile;
 }
 
 export interface TokenModel {

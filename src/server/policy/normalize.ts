@@ -13,6 +13,7 @@ export const policyDefaults = {
   mode: 'enforce',
   key: ['address'],
   cost: 1,
+  jwtFrom: 'header:authorization',
 } as const;
 
 /** The file (already valid against the schema) with every default written out. */
@@ -34,6 +35,10 @@ export function normalizePolicy(file: PolicyFile): Policy {
         clients.pseudonymSecret === undefined
           ? []
           : [clients.pseudonymSecret, ...(clients.previousSecrets ?? [])],
+      jwt:
+        clients.jwt === undefined
+          ? undefined
+          : { from: clients.jwt.from ?? policyDefaults.jwtFrom, verify: clients.jwt.verify },
     },
     defaults,
     tokens: file.auth?.tokens ?? [],

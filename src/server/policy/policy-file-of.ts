@@ -18,6 +18,7 @@ export function policyFileOf(policy: Policy): PolicyFile {
       proxyHeader: clients.proxyHeader,
       ipv6Prefix: clients.ipv6Prefix,
       ...(pseudonymSecret === undefined ? {} : { pseudonymSecret, previousSecrets }),
+      ...(clients.jwt === undefined ? {} : { jwt: clients.jwt }),
     },
     ...(tokens.length === 0
       ? {}

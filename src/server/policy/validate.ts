@@ -54,7 +54,12 @@ function describe(
   data: unknown,
 ): SchemaProblem | undefined {
   // The branches of a header's value are said once, by the anyOf that holds them.
-  if (error.schemaPath.startsWith(`${headerValue}/`) || error.schemaPath.startsWith('#/$defs/headerAbsent/'))
+  if (
+    error.schemaPath.startsWith(`${headerValue}/`) ||
+    error.schemaPath.startsWith('#/$defs/headerAbsent/') ||
+    error.schemaPath.startsWith(`${jwtVerifyValue}/0/`) ||
+    error.schemaPath === '#/$defs/jwtVerify/type'
+  )
     return undefined;
   const path = segments(error.instancePath);
   const params = error.params as Record<string, unknown>;
@@ -63,6 +68,9 @@ function describe(
     case 'anyOf':
       if (error.schemaPath === headerValue)
         return is(`must be a header value ("*" for any) or { absent: true }`);
+      // A mapping's own errors say what is wrong with it.
+      if (error.schemaPath === jwtVerifyValue && !isMapping(valueAt(data, path)))
+        return is('must be false (claims read unverified) or { algorithm, secret or publicKeyFile }');
       return undefined;
     case 'if':
     case 'oneOf':
@@ -124,6 +132,11 @@ function describe(
 const durationType = '#/$defs/duration/type';
 /** Where the match's header values are (a `$ref` starts schema paths afresh at its target). */
 const headerValue = '#/properties/headers/additionalProperties/anyOf';
+const jwtVerifyValue = '#/properties/verify/anyOf';
+
+function isMapping(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
 
 /**
  * A duration written as a bare number (`period: 60`) is the likeliest slip: say which string to
@@ -155,7 +168,11 @@ function segments(pointer: string): (string | number)[] {
 /** What each pattern of the schema stands for, by the `$defs` entry (or property) it is in. */
 const patternNames = new Map<string, string>([
   [defs.duration.pattern, 'a duration such as "10m": a whole number with ms, s, m, h or d'],
-  [defs.key.items.pattern, 'address, method, path, route, host, header:<name> or literal:<text>'],
+  [
+    defs.key.items.pattern,
+    'address, method, path, route, host, header:<name>, cookie:<name>, query:<name>, jwt:<claim> or literal:<text>',
+  ],
+  [defs.jwt.properties.from.pattern, 'header:<name> or cookie:<name>'],
   [
     defs.ruleCommon.properties.name.pattern,
     'letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64',

@@ -20,7 +20,7 @@ const schemas = {
         type: 'string',
         minLength: 1,
         maxLength: 8192,
-        description: 'The request target; a query is ignored.',
+        description: 'The request target; its query is read only by query:<name> key parts.',
       },
       host: { type: 'string', maxLength: 1024, description: 'Default: the host header.' },
       headers: {
