@@ -14,6 +14,7 @@ const enforced = {
   mode: 'enforce',
   allow: [],
   deny: [],
+  response: { status: 429 },
 };
 
 describe('policy loading', () => {

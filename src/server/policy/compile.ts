@@ -13,9 +13,10 @@ import type { Store } from '../../stores/contract/store.js';
 import { PolicyError, type PolicyIssue } from './errors.js';
 import { bucketKeys, compileKey, cookieOf, type BucketKeys } from './keys.js';
 import { jwtCheckOf, jwtReader, type JwtCheck, type JwtClaims } from './jwt.js';
+import { responseProblem, withResponse } from './response.js';
 import type { LoadedPolicy } from './load.js';
 import { compileMatch } from './match.js';
-import type { LimitModel, Policy, RuleModel } from './model.js';
+import type { LimitModel, Policy, RuleModel, RuleOrigin } from './model.js';
 import {
   keyedRequest,
   requestReader,
@@ -111,7 +112,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
   /** Of those, the ones built here (not reused): a policy that fails to build closes only these. */
   const created: Limiter[] = [];
   /** Runs one library call; a refusal becomes an issue at `path`. */
-  const attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path): T | undefined => {
+  const attempt: Attempt = (path, make, refine) => {
     try {
       return make();
     } catch (error) {
@@ -152,30 +153,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     ].every(Boolean);
     const events = options.events?.(rule.name);
     const reused = options.reuse?.(rule);
-    const limiters: Limiter[] = reused === undefined ? [] : [...reused];
-    if (reused === undefined)
-      rule.limits.forEach((limit, j) => {
-        const path = origin.limits[j]!;
-        const algorithm = attempt(path, () => algorithmOf(limit), optionPath);
-        if (algorithm === undefined) return;
-        const limiter = attempt(
-          origin.rule,
-          () =>
-            createLimiter({
-              name: limit.name,
-              rule: algorithm,
-              store: options.store,
-              failure: rule.failure,
-              mode: rule.mode,
-              ...(options.clock === undefined ? {} : { clock: options.clock }),
-              ...(options.logger === undefined ? {} : { logger: options.logger }),
-              ...(events === undefined ? {} : { events }),
-            }),
-          // The limiter's own options (failure, mode) are written in the rule.
-          (message) => /^limiter "[^"]*" (failure|mode)\b/.exec(message)?.slice(1) ?? [],
-        );
-        if (limiter !== undefined) limiters.push(limiter);
-      });
+    const limiters = reused === undefined ? limitersOf(rule, origin, options, events, attempt) : [...reused];
     if (reused === undefined) created.push(...limiters);
     built.push(...limiters);
     // A rule whose parts were refused above is not built: its lists would be refused again.
@@ -188,12 +166,16 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     const matches = attempt(['rules', i, 'match'], () => compileMatch(rule.match, `rules[${i}].match`));
     const keyText = ruleKey(loaded, i, claims, issues);
     if (keyText === undefined) return;
+    const answer = responseProblem(rule.response);
+    if (answer !== undefined)
+      return void issues.push(loaded.issue(['rules', i, 'response', answer[0]], answer[1]));
     const guard = attempt(origin.rule, () =>
       createGuard<DecisionRequest>({
         limits,
         key: (request) => request.key ?? keys.current(keyText(request)),
         cost: (request) => request.cost ?? rule.cost,
         headers: rule.headers,
+        ...(rule.response.problem === undefined ? {} : { problem: rule.response.problem }),
         address: (request) => request.address,
         ...(allow.length > 0 ? { allow: withLoopback(allow) } : {}),
         ...(deny.length > 0 ? { deny: withLoopback(deny) } : {}),
@@ -206,7 +188,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       name: rule.name,
       model: rule,
       limiters,
-      guard,
+      guard: withResponse(guard, rule.response),
       matches,
       keyText,
       listed: listsOf(allow, deny),
@@ -231,6 +213,42 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       for (const limiter of built) if (kept?.has(limiter) !== true) limiter.close();
     },
   };
+}
+
+/** Runs one library call at `path`; a refusal becomes an issue there and the answer undefined. */
+type Attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path) => T | undefined;
+
+/** A rule's limiters, built by the library; a limit it refuses is an issue and left out. */
+function limitersOf(
+  rule: RuleModel,
+  origin: RuleOrigin,
+  options: CompileOptions,
+  events: DecisionEvents | undefined,
+  attempt: Attempt,
+): Limiter[] {
+  const limiters: Limiter[] = [];
+  rule.limits.forEach((limit, j) => {
+    const algorithm = attempt(origin.limits[j]!, () => algorithmOf(limit), optionPath);
+    if (algorithm === undefined) return;
+    const limiter = attempt(
+      origin.rule,
+      () =>
+        createLimiter({
+          name: limit.name,
+          rule: algorithm,
+          store: options.store,
+          failure: rule.failure,
+          mode: rule.mode,
+          ...(options.clock === undefined ? {} : { clock: options.clock }),
+          ...(options.logger === undefined ? {} : { logger: options.logger }),
+          ...(events === undefined ? {} : { events }),
+        }),
+      // The limiter's own options (failure, mode) are written in the rule.
+      (message) => /^limiter "[^"]*" (failure|mode)\b/.exec(message)?.slice(1) ?? [],
+    );
+    if (limiter !== undefined) limiters.push(limiter);
+  });
+  return limiters;
 }
 
 /**

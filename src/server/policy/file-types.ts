@@ -57,6 +57,22 @@ export interface RuleCommonFile {
   mode?: ModeName;
   allow?: string[];
   deny?: string[];
+  response?: ResponseFile;
+}
+
+/** How a rule answers a request over its limit: the status, and the problem body's wording or a body of its own. */
+export interface ResponseFile {
+  status?: 429 | 503 | 403;
+  problem?: ProblemFile;
+  contentType?: string;
+  body?: string;
+}
+
+/** The wording of the problem body (RFC 9457) of a refusal, as the library's `problem` option. */
+export interface ProblemFile {
+  type?: string;
+  title?: string;
+  detail?: string;
 }
 
 /** A rule: its one limit written in it, or a `limits` list. */
@@ -216,7 +232,10 @@ export const fileFields = {
     mode: true,
     allow: true,
     deny: true,
+    response: true,
   },
+  response: { status: true, problem: true, contentType: true, body: true },
+  problem: { type: true, title: true, detail: true },
   memoryStore: { type: true },
   redisStore: { type: true, url: true, timeout: true, prefix: true },
   postgresStore: { type: true, url: true, timeout: true, schema: true },
@@ -243,6 +262,8 @@ export const fileFields = {
   match: Fields<MatchFile>;
   headerAbsent: Fields<HeaderAbsentFile>;
   ruleCommon: Fields<RuleCommonFile>;
+  response: Fields<ResponseFile>;
+  problem: Fields<ProblemFile>;
   memoryStore: StoreFields<'memory'>;
   redisStore: StoreFields<'redis'>;
   postgresStore: StoreFields<'postgres'>;

@@ -15,6 +15,7 @@ import type {
   ScopeName,
   StoreFile,
   JwtVerifyFile,
+  ResponseFile,
 } from './file-types.js';
 
 export type { AlgorithmName, BlockFile, FailureName, ModeName, ScopeName, StoreFile };
@@ -33,6 +34,8 @@ export interface RuleModel {
   readonly mode: ModeName;
   readonly allow: readonly string[];
   readonly deny: readonly string[];
+  /** How a request over the limit is answered: status 429 and the library's problem body unless the file says otherwise. */
+  readonly response: ResponseFile;
   /** One limit, or several charged all or nothing. */
   readonly limits: readonly LimitModel[];
 }

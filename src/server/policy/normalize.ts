@@ -14,6 +14,7 @@ export const policyDefaults = {
   key: ['address'],
   cost: 1,
   jwtFrom: 'header:authorization',
+  status: 429,
 } as const;
 
 /** The file (already valid against the schema) with every default written out. */
@@ -74,6 +75,7 @@ function normalizeRule(rule: RuleFile, defaults: Policy['defaults']): RuleModel 
     mode,
     allow: rule.allow ?? [],
     deny: rule.deny ?? [],
+    response: { status: policyDefaults.status, ...rule.response },
     limits: listed.map((limit, i) => normalizeLimit(limit, limitName(rule.name, limit.name, i))),
   };
 }

@@ -173,6 +173,7 @@ const patternNames = new Map<string, string>([
     'address, method, path, route, host, header:<name>, cookie:<name>, query:<name>, jwt:<claim> or literal:<text>',
   ],
   [defs.jwt.properties.from.pattern, 'header:<name> or cookie:<name>'],
+  [defs.response.properties.contentType.pattern, 'a media type such as "text/plain; charset=utf-8"'],
   [
     defs.ruleCommon.properties.name.pattern,
     'letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64',

@@ -83,7 +83,7 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
       result.allowed = false;
       result.status = status;
       result.headers = sent;
-      result.body = JSON.parse(body);
+      result.body = bodyOf(sent, body);
       return result;
     }
     // The first rule's headers as they are: a copy is made only to merge a second rule's.
@@ -93,6 +93,14 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
   result.status = 200;
   result.headers = headers ?? {};
   return result;
+}
+
+/**
+ * A response's body as the result carries it: JSON as a value, a rule's own body of another type
+ * (its `response.body`) as the text it sends.
+ */
+function bodyOf(headers: HeaderValues, body: string): unknown {
+  return /[/+]json\b/i.test(headers['Content-Type'] ?? '') ? JSON.parse(body) : body;
 }
 
 /**

@@ -175,7 +175,11 @@ const schemas = {
           '200: go on (add headers to your response). Otherwise answer with this status, headers and body.',
       },
       headers: { type: 'object', additionalProperties: { type: 'string' } },
-      body: { ...ref('Problem'), description: 'The problem body to answer with, when not allowed.' },
+      body: {
+        description:
+          "The body to answer with, when not allowed: a problem body, or the text of a rule's own response body (its response.contentType in headers).",
+        oneOf: [ref('Problem'), { type: 'string' }],
+      },
     },
   },
   Decisions: {
