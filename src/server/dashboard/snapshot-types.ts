@@ -28,7 +28,7 @@ export interface LimitView {
 
 export interface RuleView {
   readonly name: string;
-  readonly mode: 'enforce' | 'shadow';
+  readonly mode: 'enforce' | 'shadow' | 'delay';
   readonly key: readonly string[];
   /** Decisions of its limits (and its allow and deny lists), per second over the last tick. */
   readonly perSecond: OutcomeCounts;

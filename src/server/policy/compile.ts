@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Clock } from '../../core/clock.js';
+import type { Duration } from '../../core/duration.js';
 import { ruleEntries, ruleEntry } from '../../core/rules/index.js';
 import type { Rule } from '../../core/rules/rule.js';
 import { AddressList } from '../../http/address-list.js';
@@ -166,6 +167,12 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     const matches = attempt(['rules', i, 'match'], () => compileMatch(rule.match, `rules[${i}].match`));
     const keyText = ruleKey(loaded, i, claims, issues);
     if (keyText === undefined) return;
+    if ((rule.mode === 'delay') !== (rule.maxWait !== undefined))
+      return void issues.push(
+        rule.mode === 'delay'
+          ? loaded.issue([...origin.rule, 'mode'], 'delay needs maxWait: the longest a request waits')
+          : loaded.issue([...origin.rule, 'maxWait'], 'is read only with mode: delay'),
+      );
     const answer = responseProblem(rule.response);
     if (answer !== undefined)
       return void issues.push(loaded.issue(['rules', i, 'response', answer[0]], answer[1]));
@@ -176,6 +183,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
         cost: (request) => request.cost ?? rule.cost,
         headers: rule.headers,
         ...(rule.response.problem === undefined ? {} : { problem: rule.response.problem }),
+        ...delayOptions(rule),
         address: (request) => request.address,
         ...(allow.length > 0 ? { allow: withLoopback(allow) } : {}),
         ...(deny.length > 0 ? { deny: withLoopback(deny) } : {}),
@@ -215,6 +223,11 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
   };
 }
 
+/** The guard's delay mode for a rule of `mode: delay`, with its `maxWait`. */
+function delayOptions(rule: RuleModel): { mode: 'delay'; maxWait: Duration } | object {
+  return rule.mode === 'delay' ? { mode: 'delay', maxWait: rule.maxWait as Duration } : {};
+}
+
 /** Runs one library call at `path`; a refusal becomes an issue there and the answer undefined. */
 type Attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path) => T | undefined;
 
@@ -238,7 +251,8 @@ function limitersOf(
           rule: algorithm,
           store: options.store,
           failure: rule.failure,
-          mode: rule.mode,
+          // A delaying rule's limiters enforce; the guard does the waiting.
+          mode: rule.mode === 'shadow' ? 'shadow' : 'enforce',
           ...(options.clock === undefined ? {} : { clock: options.clock }),
           ...(options.logger === undefined ? {} : { logger: options.logger }),
           ...(events === undefined ? {} : { events }),

@@ -9,7 +9,8 @@ import { ruleEntries, ruleKinds, type RuleKind, type RuleOptionsOf } from '../..
 import type { HeaderStyle } from '../../http/headers.js';
 
 export type FailureName = 'closed' | 'open';
-export type ModeName = 'enforce' | 'shadow';
+/** `delay` enforces too, but a request over the limit waits for its slot (up to `maxWait`) instead of a 429. */
+export type ModeName = 'enforce' | 'shadow' | 'delay';
 export type ScopeName = 'decide' | 'admin';
 export type ProxyHeaderName = 'x-forwarded-for' | 'x-real-ip' | 'forwarded';
 
@@ -58,6 +59,8 @@ export interface RuleCommonFile {
   allow?: string[];
   deny?: string[];
   response?: ResponseFile;
+  /** With `mode: delay`: the longest a request waits for its slot. */
+  maxWait?: string;
 }
 
 /** How a rule answers a request over its limit: the status, and the problem body's wording or a body of its own. */
@@ -233,6 +236,7 @@ export const fileFields = {
     allow: true,
     deny: true,
     response: true,
+    maxWait: true,
   },
   response: { status: true, problem: true, contentType: true, body: true },
   problem: { type: true, title: true, detail: true },
@@ -279,7 +283,7 @@ export const fileFields = {
 export const fileChoices = {
   algorithm: ruleKinds,
   failure: ['closed', 'open'],
-  mode: ['enforce', 'shadow'],
+  mode: ['enforce', 'shadow', 'delay'],
   scope: ['decide', 'admin'],
   proxyHeader: ['x-forwarded-for', 'x-real-ip', 'forwarded'],
   storeType: ['memory', 'redis', 'postgres'],

@@ -36,6 +36,8 @@ export interface RuleModel {
   readonly deny: readonly string[];
   /** How a request over the limit is answered: status 429 and the library's problem body unless the file says otherwise. */
   readonly response: ResponseFile;
+  /** With `mode: delay`, the longest a request waits for its slot; undefined otherwise. */
+  readonly maxWait: string | undefined;
   /** One limit, or several charged all or nothing. */
   readonly limits: readonly LimitModel[];
 }

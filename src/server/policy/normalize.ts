@@ -76,6 +76,7 @@ function normalizeRule(rule: RuleFile, defaults: Policy['defaults']): RuleModel 
     allow: rule.allow ?? [],
     deny: rule.deny ?? [],
     response: { status: policyDefaults.status, ...rule.response },
+    maxWait: rule.maxWait,
     limits: listed.map((limit, i) => normalizeLimit(limit, limitName(rule.name, limit.name, i))),
   };
 }

@@ -75,7 +75,7 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
     const outcome: GuardOutcome = await rule.guard.check(request, facts);
     for (const d of outcome.decisions) {
       decisions.push(decisionJson(rule.name, d));
-      if (rule.model.mode === 'enforce') enforcing.push(d);
+      if (rule.model.mode !== 'shadow') enforcing.push(d);
     }
     if (outcome.action === 'respond') {
       const { status, headers: sent, body } = outcome.response;
@@ -123,8 +123,8 @@ export async function peek(policy: CompiledPolicy, item: Item): Promise<Verdict>
     for (const limiter of rule.limiters) {
       const d = await limiter.peek(key);
       decisions.push(decisionJson(rule.name, d));
-      if (rule.model.mode === 'enforce') enforcing.push(d);
-      if (!d.allowed && rule.model.mode === 'enforce') refused = true;
+      if (rule.model.mode !== 'shadow') enforcing.push(d);
+      if (!d.allowed && rule.model.mode !== 'shadow') refused = true;
     }
     if (refused) break;
   }

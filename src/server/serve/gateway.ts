@@ -112,7 +112,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (forwarded === undefined) return send(res, ambiguous('path'));
       // The proxy parses this again and gets it back unchanged: the upstream gets what was matched.
       req.url = forwarded;
-      const admission = await admit(policy, req);
+      const admission = await admit(policy, req, delays(policy) ? closedSignal(res) : undefined);
       if ('response' in admission) return send(res, admission.response);
       for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);
       forwardedHeaders(req, trustOf(policy));
@@ -164,7 +164,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
  * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do. A Host
  * with no single reading is refused (400): a rule on a host could not say whether it applies.
  */
-async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admission> {
+async function admit(policy: CompiledPolicy, req: IncomingMessage, signal?: AbortSignal): Promise<Admission> {
   const request = policy.read({
     method: req.method ?? 'GET',
     path: req.url ?? '/',
@@ -178,6 +178,8 @@ async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admi
     path: request.path,
     preflight: isPreflight(req.method, req.headers['access-control-request-method']),
     hasOrigin: req.headers.origin !== undefined,
+    // A rule of mode: delay waits for a slot, and gives it back when the client leaves.
+    ...(signal === undefined ? {} : { signal }),
   };
   let headers: HeaderValues | undefined;
   for (const rule of policy.matching(request)) {
@@ -187,6 +189,24 @@ async function admit(policy: CompiledPolicy, req: IncomingMessage): Promise<Admi
     headers = headers === undefined ? outcome.headers : mergeHeaders(headers, outcome.headers);
   }
   return { headers: headers ?? {} };
+}
+
+const delaying = new WeakMap<CompiledPolicy, boolean>();
+
+/** Whether a rule of the policy may hold a request (`mode: delay`), worked out once per policy. */
+function delays(policy: CompiledPolicy): boolean {
+  let answer = delaying.get(policy);
+  if (answer === undefined) delaying.set(policy, (answer = policy.rules.some((rule) => rule.guard.delays)));
+  return answer;
+}
+
+/** Aborted when the response closes before it was sent: the client left while its request waited. */
+function closedSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableEnded) controller.abort();
+  });
+  return controller.signal;
 }
 
 /** Node joins repeated request headers into one value, but for a few it keeps a list. */
