@@ -43,6 +43,9 @@ describe('a rule of mode: delay', () => {
     const [window] = issuesOf(
       rule('mode: delay\n    maxWait: 1s', 'algorithm: fixed-window\n    limit: 1\n    window: 1s'),
     );
-    assert.match(window!, /^3:5: rules\[0\] is not accepted: waiting for a slot .* needs a token bucket without a lockout/);
+    assert.match(
+      window!,
+      /^3:5: rules\[0\] is not accepted: waiting for a slot .* needs a token bucket without a lockout/,
+    );
   });
 });
