@@ -3,6 +3,7 @@ import { MemoryStore } from '../stores/memory/store.js';
 import { compilePolicy } from './policy/compile.js';
 import { loadPolicyFile, type LoadOptions } from './policy/load.js';
 import type { Policy } from './policy/model.js';
+import { policyFileOf } from './policy/policy-file-of.js';
 import { reservedPathOverlaps } from './policy/reserved-paths.js';
 
 /**
@@ -27,7 +28,11 @@ export function checkPolicyFile(
   return loaded.printable();
 }
 
-/** The policy as `sluice check` prints it. */
+/**
+ * The policy as `sluice check` prints it: as a policy file with every default written out, which
+ * loads again into the same policy (JSON is YAML too).
+ */
 export function formatPolicy(policy: Policy, format: 'json' | 'yaml'): string {
-  return format === 'json' ? `${JSON.stringify(policy, null, 2)}\n` : stringify(policy);
+  const file = policyFileOf(policy);
+  return format === 'json' ? `${JSON.stringify(file, null, 2)}\n` : stringify(file);
 }

@@ -64,6 +64,20 @@ describe('policy errors', () => {
     ]);
   });
 
+  it('a duration written as a bare number suggests the string to write, with its unit', () => {
+    assert.deepEqual(
+      issuesOf(
+        bucket().replace('period: 10m', 'period: 60\n    block: { duration: 0 }') +
+          '  - { name: b, limits: [{ algorithm: fixed-window, limit: 1, window: 60 }] }\n',
+      ),
+      [
+        '6:13: rules[0].period must be a duration string with a unit: "60s" for seconds, "60ms" for milliseconds (a bare number has no unit)',
+        '7:24: rules[0].block.duration must be a duration string such as "10m": a whole number with ms, s, m, h or d',
+        '8:70: rules[1].limits[0].window must be a duration string with a unit: "60s" for seconds, "60ms" for milliseconds (a bare number has no unit)',
+      ],
+    );
+  });
+
   it('an unknown algorithm lists the known ones; a rule with neither algorithm nor limits says so', () => {
     assert.deepEqual(
       issuesOf(

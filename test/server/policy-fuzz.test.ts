@@ -88,6 +88,28 @@ const words = [
   '\t',
   '\u00e9',
   '\u0000',
+  // The policy language's richer parts, and the characters that shield ${NAME} while parsing.
+  'jwt',
+  'from',
+  'verify',
+  'HS256',
+  'RS256',
+  'secret',
+  'publicKeyFile',
+  'cookie:sid',
+  'query:k',
+  'jwt:sub',
+  'headers',
+  'absent',
+  'true',
+  'false',
+  'allow',
+  'deny',
+  'response',
+  'status',
+  'body',
+  '\uE000',
+  '\uE001',
 ];
 
 const text = fc

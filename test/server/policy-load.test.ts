@@ -14,6 +14,7 @@ const enforced = {
   mode: 'enforce',
   allow: [],
   deny: [],
+  response: { status: 429 },
 };
 
 describe('policy loading', () => {
@@ -38,6 +39,8 @@ describe('policy loading', () => {
       hosts: [],
       upstreams: [],
       server: { admin: 'main' },
+      allow: [],
+      deny: [],
       rules: [
         {
           ...enforced,

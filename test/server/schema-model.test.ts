@@ -21,8 +21,11 @@ describe('sluice.schema.json and the model', () => {
     for (const name of [
       'block',
       'match',
+      'headerAbsent',
       'ruleCommon',
       'clients',
+      'jwt',
+      'jwtVerify',
       'defaults',
       'auth',
       'envoy',
@@ -61,8 +64,11 @@ describe('sluice.schema.json and the model', () => {
     walk({ ...schema, $defs: {} }, '#', false);
     for (const [name, def] of Object.entries(defs)) walk(def, `#/$defs/${name}`, composedDefs.has(name));
     assert.deepEqual(open, []);
-    // The one map of free keys: header names to values, each a string.
-    assert.equal(defs.match.properties.headers.additionalProperties.type, 'string');
+    // The one map of free keys: header names to values, each a string or { absent: true }.
+    assert.deepEqual(defs.match.properties.headers.additionalProperties.anyOf, [
+      { type: 'string' },
+      { $ref: '#/$defs/headerAbsent' },
+    ]);
   });
 
   it("the enumerations are the model's: algorithms, failure, mode, scopes, proxy headers, store types, header styles", () => {
@@ -87,6 +93,7 @@ describe('sluice.schema.json and the model', () => {
       fileChoices.storeType,
     );
     assert.deepEqual(defs.headers.enum, [...HEADER_STYLES]);
+    assert.deepEqual(defs.jwtVerify.properties.algorithm.enum, fileChoices.jwtAlgorithm);
   });
 
   it('says that a burst defaults to the limit, unlike Traefik (1) and nginx (0)', () => {

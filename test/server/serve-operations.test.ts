@@ -185,7 +185,7 @@ describe('sluice serve: hot reload', () => {
       ],
     );
     assert.match(errors[0]!.msg, /rules\[0\]\.limit must be at least 1/);
-    assert.match(errors[1]!.msg, /rules\[1\]\.limits\[0\]\.window must be a string/);
+    assert.match(errors[1]!.msg, /rules\[1\]\.limits\[0\]\.window must be a duration string/);
     // Still the policy before: search's window of 7 goes on counting.
     assert.deepEqual(before, [[200, 6]]);
     assert.deepEqual(await statuses(search('cy')), [[200, 5]]);

@@ -28,7 +28,7 @@ export interface LimitView {
 
 export interface RuleView {
   readonly name: string;
-  readonly mode: 'enforce' | 'shadow';
+  readonly mode: 'enforce' | 'shadow' | 'delay';
   readonly key: readonly string[];
   /** Whether a limit of the rule locks a key out (`block`): its buckets can be unblocked. */
   readonly lockout: boolean;

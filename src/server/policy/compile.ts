@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Clock } from '../../core/clock.js';
+import type { Duration } from '../../core/duration.js';
 import { ruleEntries, ruleEntry } from '../../core/rules/index.js';
 import type { Rule } from '../../core/rules/rule.js';
 import { AddressList } from '../../http/address-list.js';
@@ -9,10 +12,12 @@ import type { DecisionEvents } from '../../limiter/events.js';
 import { createLimiter, type Limiter } from '../../limiter/limiter.js';
 import type { Store } from '../../stores/contract/store.js';
 import { PolicyError, type PolicyIssue } from './errors.js';
-import { bucketKeys, compileKey, type BucketKeys } from './keys.js';
+import { bucketKeys, compileKey, cookieOf, type BucketKeys } from './keys.js';
+import { jwtCheckOf, jwtReader, type JwtCheck, type JwtClaims } from './jwt.js';
+import { responseProblem, withResponse } from './response.js';
 import type { LoadedPolicy } from './load.js';
 import { compileMatch } from './match.js';
-import type { LimitModel, Policy, RuleModel } from './model.js';
+import type { LimitModel, Policy, RuleModel, RuleOrigin } from './model.js';
 import {
   keyedRequest,
   requestReader,
@@ -108,7 +113,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
   /** Of those, the ones built here (not reused): a policy that fails to build closes only these. */
   const created: Limiter[] = [];
   /** Runs one library call; a refusal becomes an issue at `path`. */
-  const attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path): T | undefined => {
+  const attempt: Attempt = (path, make, refine) => {
     try {
       return make();
     } catch (error) {
@@ -129,41 +134,27 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       ? bucketKeys([options.fallbackSecret])
       : (checkedSecrets(loaded, policy, issues) ?? bucketKeys([]));
   const read = proxiesRead ? attempt(['clients'], () => requestReader(policy.clients)) : undefined;
+  const claims = jwtClaims(loaded, options.clock ?? Date.now, issues);
+  // The policy's lists are read once here; each rule's guard reads them before its own.
+  const policyListsRead = [
+    checkAddresses(loaded, ['allow'], policy.allow, issues),
+    checkAddresses(loaded, ['deny'], policy.deny, issues),
+  ].every(Boolean);
 
   const rules: CompiledRule[] = [];
   policy.rules.forEach((rule, i) => {
     const origin = loaded.origins[i]!;
+    const allow = [...policy.allow, ...rule.allow];
+    const deny = [...policy.deny, ...rule.deny];
     const listsRead = [
+      policyListsRead,
       checkAddresses(loaded, ['rules', i, 'allow'], rule.allow, issues),
       checkAddresses(loaded, ['rules', i, 'deny'], rule.deny, issues),
       checkAddresses(loaded, ['rules', i, 'match', 'sourceCidrs'], rule.match.sourceCidrs ?? [], issues),
     ].every(Boolean);
     const events = options.events?.(rule.name);
     const reused = options.reuse?.(rule);
-    const limiters: Limiter[] = reused === undefined ? [] : [...reused];
-    if (reused === undefined)
-      rule.limits.forEach((limit, j) => {
-        const path = origin.limits[j]!;
-        const algorithm = attempt(path, () => algorithmOf(limit), optionPath);
-        if (algorithm === undefined) return;
-        const limiter = attempt(
-          origin.rule,
-          () =>
-            createLimiter({
-              name: limit.name,
-              rule: algorithm,
-              store: options.store,
-              failure: rule.failure,
-              mode: rule.mode,
-              ...(options.clock === undefined ? {} : { clock: options.clock }),
-              ...(options.logger === undefined ? {} : { logger: options.logger }),
-              ...(events === undefined ? {} : { events }),
-            }),
-          // The limiter's own options (failure, mode) are written in the rule.
-          (message) => /^limiter "[^"]*" (failure|mode)\b/.exec(message)?.slice(1) ?? [],
-        );
-        if (limiter !== undefined) limiters.push(limiter);
-      });
+    const limiters = reused === undefined ? limitersOf(rule, origin, options, events, attempt) : [...reused];
     if (reused === undefined) created.push(...limiters);
     built.push(...limiters);
     // A rule whose parts were refused above is not built: its lists would be refused again.
@@ -174,22 +165,42 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
         : attempt(origin.rule, () => createCascade(limiters, { mode: 'all-or-nothing' }));
     if (limits === undefined) return;
     const matches = attempt(['rules', i, 'match'], () => compileMatch(rule.match, `rules[${i}].match`));
-    const keyText = compileKey(rule.key, rule.name, policy.clients.ipv6Prefix);
+    const keyText = ruleKey(loaded, i, claims, issues);
+    if (keyText === undefined) return;
+    if ((rule.mode === 'delay') !== (rule.maxWait !== undefined))
+      return void issues.push(
+        rule.mode === 'delay'
+          ? loaded.issue([...origin.rule, 'mode'], 'delay needs maxWait: the longest a request waits')
+          : loaded.issue([...origin.rule, 'maxWait'], 'is read only with mode: delay'),
+      );
+    const answer = responseProblem(rule.response);
+    if (answer !== undefined)
+      return void issues.push(loaded.issue(['rules', i, 'response', answer[0]], answer[1]));
     const guard = attempt(origin.rule, () =>
       createGuard<DecisionRequest>({
         limits,
         key: (request) => request.key ?? keys.current(keyText(request)),
         cost: (request) => request.cost ?? rule.cost,
         headers: rule.headers,
+        ...(rule.response.problem === undefined ? {} : { problem: rule.response.problem }),
+        ...delayOptions(rule),
         address: (request) => request.address,
-        ...(rule.allow.length > 0 ? { allow: withLoopback(rule.allow) } : {}),
-        ...(rule.deny.length > 0 ? { deny: withLoopback(rule.deny) } : {}),
+        ...(allow.length > 0 ? { allow: withLoopback(allow) } : {}),
+        ...(deny.length > 0 ? { deny: withLoopback(deny) } : {}),
         ...(options.onError === undefined ? {} : { onError: options.onError }),
         ...(events === undefined ? {} : { events }),
       }),
     );
     if (guard === undefined || matches === undefined) return;
-    rules.push({ name: rule.name, model: rule, limiters, guard, matches, keyText, listed: listsOf(rule) });
+    rules.push({
+      name: rule.name,
+      model: rule,
+      limiters,
+      guard: withResponse(guard, rule.response),
+      matches,
+      keyText,
+      listed: listsOf(allow, deny),
+    });
   });
 
   if (issues.length > 0 || read === undefined) {
@@ -212,10 +223,115 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
   };
 }
 
-/** A rule's allow and deny lists as its guard reads them (`loopback` included, deny first). */
-function listsOf(rule: RuleModel): CompiledRule['listed'] {
-  const deny = rule.deny.length > 0 ? new AddressList(withLoopback(rule.deny), 'deny') : undefined;
-  const allow = rule.allow.length > 0 ? new AddressList(withLoopback(rule.allow), 'allow') : undefined;
+/** The guard's delay mode for a rule of `mode: delay`, with its `maxWait`. */
+function delayOptions(rule: RuleModel): { mode: 'delay'; maxWait: Duration } | object {
+  return rule.mode === 'delay' ? { mode: 'delay', maxWait: rule.maxWait as Duration } : {};
+}
+
+/** Runs one library call at `path`; a refusal becomes an issue there and the answer undefined. */
+type Attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path) => T | undefined;
+
+/** A rule's limiters, built by the library; a limit it refuses is an issue and left out. */
+function limitersOf(
+  rule: RuleModel,
+  origin: RuleOrigin,
+  options: CompileOptions,
+  events: DecisionEvents | undefined,
+  attempt: Attempt,
+): Limiter[] {
+  const limiters: Limiter[] = [];
+  rule.limits.forEach((limit, j) => {
+    const algorithm = attempt(origin.limits[j]!, () => algorithmOf(limit), optionPath);
+    if (algorithm === undefined) return;
+    const limiter = attempt(
+      origin.rule,
+      () =>
+        createLimiter({
+          name: limit.name,
+          rule: algorithm,
+          store: options.store,
+          failure: rule.failure,
+          // A delaying rule's limiters enforce; the guard does the waiting.
+          mode: rule.mode === 'shadow' ? 'shadow' : 'enforce',
+          ...(options.clock === undefined ? {} : { clock: options.clock }),
+          ...(options.logger === undefined ? {} : { logger: options.logger }),
+          ...(events === undefined ? {} : { events }),
+        }),
+      // The limiter's own options (failure, mode) are written in the rule.
+      (message) => /^limiter "[^"]*" (failure|mode)\b/.exec(message)?.slice(1) ?? [],
+    );
+    if (limiter !== undefined) limiters.push(limiter);
+  });
+  return limiters;
+}
+
+/**
+ * The text of a rule's key for a request; undefined when a `jwt:` part has no claims to read
+ * (no `clients.jwt`, an issue at the part; or a refused one, whose issue is already told).
+ */
+function ruleKey(
+  loaded: LoadedPolicy,
+  i: number,
+  claims: ((request: DecisionRequest) => JwtClaims) | undefined,
+  issues: PolicyIssue[],
+): ((request: DecisionRequest) => string) | undefined {
+  const { policy } = loaded;
+  const rule = policy.rules[i]!;
+  const missing = rule.key.findIndex((part) => part.startsWith('jwt:') && claims === undefined);
+  if (missing < 0) return compileKey(rule.key, rule.name, { ipv6Prefix: policy.clients.ipv6Prefix, claims });
+  if (policy.clients.jwt === undefined)
+    issues.push(
+      loaded.issue(
+        ['rules', i, 'key', missing],
+        'reads a JWT claim: the policy needs clients.jwt (where tokens are and how they are checked)',
+      ),
+    );
+  return undefined;
+}
+
+/**
+ * How `jwt:<claim>` key parts read a request's claims: the token from where `clients.jwt.from`
+ * says, checked as `verify` says (its key read once, here); undefined without `clients.jwt`, or
+ * when its check is refused (an issue at its line).
+ */
+function jwtClaims(
+  loaded: LoadedPolicy,
+  clock: Clock,
+  issues: PolicyIssue[],
+): ((request: DecisionRequest) => JwtClaims) | undefined {
+  const jwt = loaded.policy.clients.jwt;
+  if (jwt === undefined) return undefined;
+  let check: JwtCheck;
+  try {
+    check = jwtCheckOf(jwt.verify, (file) => readFileSync(resolve(dirname(loaded.file), file), 'utf8'));
+  } catch (error) {
+    // "secret: must be …": the field first, then what it must be.
+    const [field, what] = messageOf(error).split(': ', 2) as [string, string];
+    issues.push(loaded.issue(['clients', 'jwt', 'verify', field], what));
+    return undefined;
+  }
+  const read = jwtReader(check, clock);
+  const name = jwt.from.slice(jwt.from.indexOf(':') + 1);
+  if (jwt.from.startsWith('cookie:')) return (request) => read(cookieOf(request.headers.cookie, name));
+  const header = name.toLowerCase();
+  return (request) => read(bearerOf(request.headers[header]));
+}
+
+/** A header's token: after a `Bearer ` scheme (any case) when it has one, else the whole value. */
+function bearerOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return bearerScheme.test(value) ? value.slice(7).trim() : value.trim();
+}
+
+const bearerScheme = /^bearer /i;
+
+/**
+ * A rule's allow and deny lists (the policy's and its own) as its guard reads them (`loopback`
+ * included, deny first).
+ */
+function listsOf(allowed: readonly string[], denied: readonly string[]): CompiledRule['listed'] {
+  const deny = denied.length > 0 ? new AddressList(withLoopback(denied), 'deny') : undefined;
+  const allow = allowed.length > 0 ? new AddressList(withLoopback(allowed), 'allow') : undefined;
   return (address) => {
     if (deny?.has(address) === true) return 'denied';
     if (allow?.has(address) === true) return 'allowed';

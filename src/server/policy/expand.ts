@@ -17,6 +17,35 @@ export interface ExpansionProblem {
 const reference = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\{/g;
 
 /**
+ * `${NAME}` is written unquoted in flow mappings (`{ token: ${TOKEN}, scopes: [decide] }`), where
+ * YAML reads its braces as a mapping and refuses the line. Before parsing, each `${NAME}` is
+ * written `$<open>NAME<close>` with two private-use characters of the same length, which YAML
+ * reads as plain text anywhere; every scalar gets its `${NAME}` back right after parsing, before
+ * anything reads it. Only a text that holds neither character is shielded, so every one of them
+ * in the parsed document is one put there here; columns stay where they were written.
+ */
+const open = '\uE000';
+const close = '\uE001';
+const shieldable = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+const shielded = /\$\uE000([A-Za-z_][A-Za-z0-9_]*)\uE001/g;
+
+/** The text to parse: `${NAME}` shielded from YAML's flow syntax (see above). */
+export function shieldReferences(text: string): string {
+  if (text.includes(open) || text.includes(close) || !text.includes('${')) return text;
+  return text.replace(shieldable, `$${open}$1${close}`);
+}
+
+/** Gives every scalar of `doc`, keys included, the `${NAME}` that {@link shieldReferences} hid. */
+function unshield(doc: Document): void {
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value === 'string' && node.value.includes(open))
+        node.value = node.value.replace(shielded, '$${$1}');
+    },
+  });
+}
+
+/**
  * Replaces `${NAME}` in every string value of `doc` (never in keys) by the environment variable
  * NAME, and `$${` by a literal `${`, before validation, so that secrets and URLs stay out of
  * the file. The result is not read as YAML again: a variable's value is one string, whatever it
@@ -29,6 +58,7 @@ export function expandEnvironment(
 ): { expanded: Map<Scalar, Expansion>; problems: ExpansionProblem[] } {
   const expanded = new Map<Scalar, Expansion>();
   const problems: ExpansionProblem[] = [];
+  unshield(doc);
   visit(doc, {
     Scalar(key, node) {
       if (key === 'key' || typeof node.value !== 'string' || !node.value.includes('${')) return;

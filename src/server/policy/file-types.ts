@@ -9,7 +9,8 @@ import { ruleEntries, ruleKinds, type RuleKind, type RuleOptionsOf } from '../..
 import type { HeaderStyle } from '../../http/headers.js';
 
 export type FailureName = 'closed' | 'open';
-export type ModeName = 'enforce' | 'shadow';
+/** `delay` enforces too, but a request over the limit waits for its slot (up to `maxWait`) instead of a 429. */
+export type ModeName = 'enforce' | 'shadow' | 'delay';
 export type ScopeName = 'decide' | 'admin';
 export type ProxyHeaderName = 'x-forwarded-for' | 'x-real-ip' | 'forwarded';
 
@@ -37,8 +38,14 @@ export interface MatchFile {
   paths?: string[];
   exceptPaths?: string[];
   host?: string;
-  headers?: Record<string, string>;
+  /** A value, `"*"` for any value, or {@link HeaderAbsentFile} for a header the request lacks. */
+  headers?: Record<string, string | HeaderAbsentFile>;
   sourceCidrs?: string[];
+}
+
+/** A header a request must not carry, in a rule's `match.headers`. */
+export interface HeaderAbsentFile {
+  absent: true;
 }
 
 export interface RuleCommonFile {
@@ -51,6 +58,24 @@ export interface RuleCommonFile {
   mode?: ModeName;
   allow?: string[];
   deny?: string[];
+  response?: ResponseFile;
+  /** With `mode: delay`: the longest a request waits for its slot. */
+  maxWait?: string;
+}
+
+/** How a rule answers a request over its limit: the status, and the problem body's wording or a body of its own. */
+export interface ResponseFile {
+  status?: 429 | 503 | 403;
+  problem?: ProblemFile;
+  contentType?: string;
+  body?: string;
+}
+
+/** The wording of the problem body (RFC 9457) of a refusal, as the library's `problem` option. */
+export interface ProblemFile {
+  type?: string;
+  title?: string;
+  detail?: string;
 }
 
 /** A rule: its one limit written in it, or a `limits` list. */
@@ -67,7 +92,25 @@ export interface ClientsFile {
   ipv6Prefix?: number;
   pseudonymSecret?: string;
   previousSecrets?: string[];
+  jwt?: JwtFile;
 }
+
+/** Where `jwt:<claim>` key parts find a token, and how it is checked. */
+export interface JwtFile {
+  /** `header:<name>` (a `Bearer ` scheme read off) or `cookie:<name>`. */
+  from?: string;
+  /** How the token is checked; `false` reads the claims as the client wrote them. */
+  verify: false | JwtVerifyFile;
+}
+
+/** A verified token: HS256 with a shared `secret`, RS256 or ES256 with a PEM `publicKeyFile`. */
+export interface JwtVerifyFile {
+  algorithm: JwtAlgorithmName;
+  secret?: string;
+  publicKeyFile?: string;
+}
+
+export type JwtAlgorithmName = 'HS256' | 'RS256' | 'ES256';
 
 export interface DefaultsFile {
   failure?: FailureName;
@@ -167,6 +210,9 @@ export interface PolicyFile {
   server?: ServerFile;
   /** Envoy's rate limit service over gRPC. */
   envoy?: EnvoyFile;
+  /** Address lists of the whole policy: every rule reads them before its own. */
+  allow?: string[];
+  deny?: string[];
   rules: RuleFile[];
 }
 
@@ -189,6 +235,8 @@ export const fileFields = {
     upstreams: true,
     server: true,
     envoy: true,
+    allow: true,
+    deny: true,
     rules: true,
   },
   server: { admin: true, tls: true },
@@ -213,6 +261,7 @@ export const fileFields = {
   envoyRateLimit: { unit: true, requests_per_unit: true, unlimited: true, name: true, replaces: true },
   block: { duration: true, factor: true, max: true, forgetAfter: true },
   match: { methods: true, paths: true, exceptPaths: true, host: true, headers: true, sourceCidrs: true },
+  headerAbsent: { absent: true },
   ruleCommon: {
     name: true,
     match: true,
@@ -223,7 +272,11 @@ export const fileFields = {
     mode: true,
     allow: true,
     deny: true,
+    response: true,
+    maxWait: true,
   },
+  response: { status: true, problem: true, contentType: true, body: true },
+  problem: { type: true, title: true, detail: true },
   memoryStore: { type: true },
   redisStore: { type: true, url: true, timeout: true, prefix: true },
   postgresStore: { type: true, url: true, timeout: true, schema: true },
@@ -233,7 +286,10 @@ export const fileFields = {
     ipv6Prefix: true,
     pseudonymSecret: true,
     previousSecrets: true,
+    jwt: true,
   },
+  jwt: { from: true, verify: true },
+  jwtVerify: { algorithm: true, secret: true, publicKeyFile: true },
   defaults: { failure: true, headers: true, mode: true },
   auth: { tokens: true },
   token: { token: true, scopes: true },
@@ -249,11 +305,16 @@ export const fileFields = {
   envoyRateLimit: Fields<EnvoyRateLimitFile>;
   block: Fields<BlockFile>;
   match: Fields<MatchFile>;
+  headerAbsent: Fields<HeaderAbsentFile>;
   ruleCommon: Fields<RuleCommonFile>;
+  response: Fields<ResponseFile>;
+  problem: Fields<ProblemFile>;
   memoryStore: StoreFields<'memory'>;
   redisStore: StoreFields<'redis'>;
   postgresStore: StoreFields<'postgres'>;
   clients: Fields<ClientsFile>;
+  jwt: Fields<JwtFile>;
+  jwtVerify: Fields<JwtVerifyFile>;
   defaults: Fields<DefaultsFile>;
   auth: Fields<AuthFile>;
   token: Fields<TokenFile>;
@@ -263,10 +324,11 @@ export const fileFields = {
 export const fileChoices = {
   algorithm: ruleKinds,
   failure: ['closed', 'open'],
-  mode: ['enforce', 'shadow'],
+  mode: ['enforce', 'shadow', 'delay'],
   scope: ['decide', 'admin'],
   proxyHeader: ['x-forwarded-for', 'x-real-ip', 'forwarded'],
   storeType: ['memory', 'redis', 'postgres'],
+  jwtAlgorithm: ['HS256', 'RS256', 'ES256'],
 } as const satisfies {
   algorithm: readonly AlgorithmName[];
   failure: readonly FailureName[];
@@ -274,6 +336,7 @@ export const fileChoices = {
   scope: readonly ScopeName[];
   proxyHeader: readonly ProxyHeaderName[];
   storeType: readonly StoreFile['type'][];
+  jwtAlgorithm: readonly JwtAlgorithmName[];
 };
 
 /**

@@ -4,7 +4,7 @@ import { LineCounter, parseDocument, type Document, type Scalar } from 'yaml';
 import { loadEnvoyDomains } from '../envoy/load.js';
 import type { EnvoyDomains } from '../envoy/config.js';
 import { PolicyError, pathText, type PolicyIssue } from './errors.js';
-import { expandEnvironment, expansionOf, type Expansion } from './expand.js';
+import { expandEnvironment, expansionOf, shieldReferences, type Expansion } from './expand.js';
 import type { PolicyFile } from './file-types.js';
 import { locate } from './locate.js';
 import type { Policy, RuleOrigin } from './model.js';
@@ -59,7 +59,7 @@ export interface LoadOptions {
 export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedPolicy {
   const file = options.file ?? 'sluice.yaml';
   const lines = new LineCounter();
-  const doc = parseDocument(text, {
+  const doc = parseDocument(shieldReferences(text), {
     lineCounter: lines,
     prettyErrors: false,
     uniqueKeys: true,
@@ -81,8 +81,11 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
     // An unknown key is said of the mapping it is in: "rules[0] has an unknown key "burts"".
     const where = pathText(atKey ? path.slice(0, -1) : path);
     const from = atKey ? undefined : expansionOf(expanded, doc.getIn(path, true));
+    // A value that only wrote `$${` read no variable: there is none to name.
     const source =
-      from === undefined ? '' : ` (the value of ${from.names.map((n) => `\${${n}}`).join(', ')})`;
+      from === undefined || from.names.length === 0
+        ? ''
+        : ` (the value of ${from.names.map((n) => `\${${n}}`).join(', ')})`;
     return {
       ...place,
       path: pathText(path),
@@ -202,8 +205,16 @@ function printable(policy: Policy, expanded: Map<Scalar, Expansion>): Policy {
   const secret = (value: string) => written.get(value) ?? hidden;
   const copy = JSON.parse(
     JSON.stringify(policy, (_key, value: unknown) => (typeof value === 'string' ? show(value) : value)),
-  ) as { clients: { secrets: string[] }; tokens: { token: string }[]; store: { url?: string } };
+  ) as {
+    clients: { secrets: string[]; jwt?: { verify: false | { secret?: string } } };
+    tokens: { token: string }[];
+    store: { url?: string };
+  };
   copy.clients.secrets = policy.clients.secrets.map(secret);
+  const jwtSecret = policy.clients.jwt?.verify === false ? undefined : policy.clients.jwt?.verify.secret;
+  const jwtCopy = copy.clients.jwt?.verify;
+  if (jwtSecret !== undefined && jwtCopy !== undefined && jwtCopy !== false)
+    jwtCopy.secret = secret(jwtSecret);
   copy.tokens.forEach((t, i) => (t.token = secret(policy.tokens[i]!.token)));
   if (copy.store.url !== undefined) copy.store.url = withoutPassword(copy.store.url);
   return copy as unknown as Policy;

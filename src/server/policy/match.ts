@@ -8,7 +8,8 @@ import { withLoopback, type DecisionRequest } from './request.js';
 /**
  * A rule's `match` compiled once: every condition given must hold. Methods as the guard reads
  * them (GET brings HEAD); paths (and exceptPaths, left out) in the one spelling of `normalizePath`, `*` for a segment or part
- * of one, a final `/**` for everything below; header values exact, `*` for any.
+ * of one, a final `/**` for everything below; header values exact, `*` for any, `{ absent: true }`
+ * for a header the request must not carry.
  */
 export function compileMatch(match: MatchFile, option: string): (request: DecisionRequest) => boolean {
   const methods = match.methods === undefined ? undefined : new Set(match.methods);
@@ -23,8 +24,9 @@ export function compileMatch(match: MatchFile, option: string): (request: Decisi
       'a host name such as api.example.com (a port is ignored)',
       match.host,
     );
+  // A header asked to be absent is written `undefined` here: one comparison covers all three forms.
   const headers = Object.entries(match.headers ?? {}).map(
-    ([name, value]) => [name.toLowerCase(), value] as const,
+    ([name, value]) => [name.toLowerCase(), typeof value === 'string' ? value : undefined] as const,
   );
   const sources =
     match.sourceCidrs === undefined
@@ -37,7 +39,9 @@ export function compileMatch(match: MatchFile, option: string): (request: Decisi
     if (host !== undefined && request.host !== host) return false;
     for (const [name, value] of headers) {
       const given = request.headers[name];
-      if (given === undefined || (value !== '*' && given !== value)) return false;
+      if (value === undefined) {
+        if (given !== undefined) return false;
+      } else if (given === undefined || (value !== '*' && given !== value)) return false;
     }
     return sources === undefined || sources.has(request.address);
   };

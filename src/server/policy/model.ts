@@ -14,6 +14,8 @@ import type {
   ProxyHeaderName,
   ScopeName,
   StoreFile,
+  JwtVerifyFile,
+  ResponseFile,
 } from './file-types.js';
 
 export type { AlgorithmName, BlockFile, FailureName, ModeName, ScopeName, StoreFile };
@@ -32,6 +34,10 @@ export interface RuleModel {
   readonly mode: ModeName;
   readonly allow: readonly string[];
   readonly deny: readonly string[];
+  /** How a request over the limit is answered: status 429 and the library's problem body unless the file says otherwise. */
+  readonly response: ResponseFile;
+  /** With `mode: delay`, the longest a request waits for its slot; undefined otherwise. */
+  readonly maxWait: string | undefined;
   /** One limit, or several charged all or nothing. */
   readonly limits: readonly LimitModel[];
 }
@@ -42,6 +48,14 @@ export interface ClientsModel {
   readonly ipv6Prefix: number;
   /** Current secret first, then the previous ones; empty when keys are stored as they are. */
   readonly secrets: readonly string[];
+  /** Where `jwt:<claim>` key parts read a token and how it is checked; undefined: no JWT parts. */
+  readonly jwt: JwtModel | undefined;
+}
+
+/** `clients.jwt` with its default written out. */
+export interface JwtModel {
+  readonly from: string;
+  readonly verify: false | JwtVerifyFile;
 }
 
 export interface TokenModel {
@@ -108,6 +122,9 @@ export interface Policy {
   readonly server: ServerModel;
   /** Envoy's rate limit service; undefined when the file has no `envoy`. */
   readonly envoy: EnvoyModel | undefined;
+  /** Clients every rule lets by, and those every rule refuses (403), besides the rule's own. */
+  readonly allow: readonly string[];
+  readonly deny: readonly string[];
   readonly rules: readonly RuleModel[];
 }
 

@@ -20,6 +20,8 @@ export const policyDefaults = {
   mode: 'enforce',
   key: ['address'],
   cost: 1,
+  jwtFrom: 'header:authorization',
+  status: 429,
 } as const;
 
 /** The file (already valid against the schema) with every default written out. */
@@ -50,6 +52,10 @@ export function normalizePolicy(file: PolicyFile): Policy {
         clients.pseudonymSecret === undefined
           ? []
           : [clients.pseudonymSecret, ...(clients.previousSecrets ?? [])],
+      jwt:
+        clients.jwt === undefined
+          ? undefined
+          : { from: clients.jwt.from ?? policyDefaults.jwtFrom, verify: clients.jwt.verify },
     },
     defaults,
     tokens: file.auth?.tokens ?? [],
@@ -78,6 +84,8 @@ export function normalizePolicy(file: PolicyFile): Policy {
             dynamicMetadata: file.envoy.dynamicMetadata ?? false,
             domains: file.envoy.domains,
           },
+    allow: file.allow ?? [],
+    deny: file.deny ?? [],
     rules: file.rules.map((rule) => normalizeRule(rule, defaults)),
   };
 }
@@ -96,6 +104,8 @@ function normalizeRule(rule: RuleFile, defaults: Policy['defaults']): RuleModel 
     mode,
     allow: rule.allow ?? [],
     deny: rule.deny ?? [],
+    response: { status: policyDefaults.status, ...rule.response },
+    maxWait: rule.maxWait,
     limits: listed.map((limit, i) => normalizeLimit(limit, limitName(rule.name, limit.name, i))),
   };
 }

@@ -7,7 +7,7 @@ import type { ClientsModel } from './model.js';
 /** A request as a caller describes it to the decision API. */
 export interface RequestInput {
   method: string;
-  /** The request target's path (a query is ignored). */
+  /** The request target's path; its query is read only by `query:<name>` key parts. */
   path: string;
   /** The Host header's value; taken from `headers.host` when left out. */
   host?: string;
@@ -28,6 +28,8 @@ export interface DecisionRequest {
   readonly headers: Readonly<Record<string, string>>;
   /** The client's address, or undefined when there is none (a caller-built key). */
   readonly address: string | undefined;
+  /** The request target's query, without its `?` (`query:<name>` key parts read it); may be left out. */
+  readonly query?: string;
   readonly key?: string;
   readonly cost?: number;
 }
@@ -51,11 +53,20 @@ export function requestReader(clients: ClientsModel): (input: RequestInput) => D
     return {
       method: input.method.toUpperCase(),
       path: normalizePath(pathOf(input.path)),
+      query: queryOf(input.path),
       host,
       headers,
       address: addressOf({ peer: input.address, headers }).address,
     };
   };
+}
+
+/** The query of a request target: after its first `?`, up to a `#`; empty when it has none. */
+function queryOf(target: string): string {
+  const mark = target.indexOf('?');
+  if (mark < 0) return '';
+  const hash = target.indexOf('#', mark);
+  return target.slice(mark + 1, hash < 0 ? undefined : hash);
 }
 
 /** A caller-built key: no request facts at all. */

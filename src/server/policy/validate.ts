@@ -32,7 +32,7 @@ export function schemaProblems(data: unknown): SchemaProblem[] {
     errors.filter((e) => e.keyword === 'required').map((e) => `${e.instancePath}/${missingOf(e)}`),
   );
   for (const error of errors) {
-    const problem = describe(error, missing);
+    const problem = describe(error, missing, data);
     if (problem === undefined) continue;
     const id = `${pathText(problem.path)}|${problem.what}`;
     if (seen.has(id)) continue;
@@ -48,11 +48,30 @@ function missingOf(error: ErrorObject): string {
 
 const algorithms = quoted(fileChoices.algorithm);
 
-function describe(error: ErrorObject, missing: ReadonlySet<string>): SchemaProblem | undefined {
+function describe(
+  error: ErrorObject,
+  missing: ReadonlySet<string>,
+  data: unknown,
+): SchemaProblem | undefined {
+  // The branches of a header's value are said once, by the anyOf that holds them.
+  if (
+    error.schemaPath.startsWith(`${headerValue}/`) ||
+    error.schemaPath.startsWith('#/$defs/headerAbsent/') ||
+    error.schemaPath.startsWith(`${jwtVerifyValue}/0/`) ||
+    error.schemaPath === '#/$defs/jwtVerify/type'
+  )
+    return undefined;
   const path = segments(error.instancePath);
   const params = error.params as Record<string, unknown>;
   const is = (what: string): SchemaProblem => ({ path, atKey: false, what });
   switch (error.keyword) {
+    case 'anyOf':
+      if (error.schemaPath === headerValue)
+        return is(`must be a header value ("*" for any) or { absent: true }`);
+      // A mapping's own errors say what is wrong with it.
+      if (error.schemaPath === jwtVerifyValue && !isMapping(valueAt(data, path)))
+        return is('must be false (claims read unverified) or { algorithm, secret or publicKeyFile }');
+      return undefined;
     case 'if':
     case 'oneOf':
       // The branch's own errors say what is wrong; "must match the else schema" says nothing.
@@ -79,6 +98,7 @@ function describe(error: ErrorObject, missing: ReadonlySet<string>): SchemaProbl
       return { path: [...path, tag], atKey: false, what: `must be one of ${choices}` };
     }
     case 'type':
+      if (error.schemaPath === durationType) return is(durationHint(valueAt(data, path)));
       return is(`must be ${typeNames[String(params.type)] ?? String(params.type)}`);
     case 'const':
       return is(`must be ${JSON.stringify(params.allowedValue)}`);
@@ -109,6 +129,32 @@ function describe(error: ErrorObject, missing: ReadonlySet<string>): SchemaProbl
   }
 }
 
+const durationType = '#/$defs/duration/type';
+/** Where the match's header values are (a `$ref` starts schema paths afresh at its target). */
+const headerValue = '#/properties/headers/additionalProperties/anyOf';
+const jwtVerifyValue = '#/properties/verify/anyOf';
+
+function isMapping(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A duration written as a bare number (`period: 60`) is the likeliest slip: say which string to
+ * write, as the library's own duration check does. The number was written in the file itself (a
+ * value read from the environment is always a string), so repeating it shows no secret.
+ */
+function durationHint(value: unknown): string {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
+    return 'must be a duration string such as "10m": a whole number with ms, s, m, h or d';
+  return `must be a duration string with a unit: "${value}s" for seconds, "${value}ms" for milliseconds (a bare number has no unit)`;
+}
+
+function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
+  let at = data;
+  for (const segment of path) at = (at as Record<string | number, unknown> | undefined)?.[segment];
+  return at;
+}
+
 /** `/rules/0/limit` → ['rules', 0, 'limit']. */
 function segments(pointer: string): (string | number)[] {
   if (pointer === '') return [];
@@ -122,7 +168,12 @@ function segments(pointer: string): (string | number)[] {
 /** What each pattern of the schema stands for, by the `$defs` entry (or property) it is in. */
 const patternNames = new Map<string, string>([
   [defs.duration.pattern, 'a duration such as "10m": a whole number with ms, s, m, h or d'],
-  [defs.key.items.pattern, 'address, method, path, route, host, header:<name> or literal:<text>'],
+  [
+    defs.key.items.pattern,
+    'address, method, path, route, host, header:<name>, cookie:<name>, query:<name>, jwt:<claim> or literal:<text>',
+  ],
+  [defs.jwt.properties.from.pattern, 'header:<name> or cookie:<name>'],
+  [defs.response.properties.contentType.pattern, 'a media type such as "text/plain; charset=utf-8"'],
   [
     defs.ruleCommon.properties.name.pattern,
     'letters, digits, ".", "_" and "-", starting with a letter or digit, at most 64',

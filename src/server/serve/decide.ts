@@ -77,7 +77,7 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
     const outcome: GuardOutcome = await rule.guard.check(request, facts);
     for (const d of outcome.decisions) {
       decisions.push(decisionJson(rule.name, d));
-      if (rule.model.mode === 'enforce') enforcing.push(d);
+      if (rule.model.mode !== 'shadow') enforcing.push(d);
     }
     if (outcome.action === 'respond') {
       const { status, headers: sent, body } = outcome.response;
@@ -85,7 +85,7 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
       result.allowed = false;
       result.status = status;
       result.headers = sent;
-      result.body = JSON.parse(body);
+      result.body = bodyOf(sent, body);
       return result;
     }
     // The first rule's headers as they are: a copy is made only to merge a second rule's.
@@ -95,6 +95,14 @@ export async function decide(policy: CompiledPolicy, item: Item): Promise<Decisi
   result.status = 200;
   result.headers = headers ?? {};
   return result;
+}
+
+/**
+ * A response's body as the result carries it: JSON as a value, a rule's own body of another type
+ * (its `response.body`) as the text it sends.
+ */
+function bodyOf(headers: HeaderValues, body: string): unknown {
+  return /[/+]json\b/i.test(headers['Content-Type'] ?? '') ? JSON.parse(body) : body;
 }
 
 /**
@@ -117,8 +125,8 @@ export async function peek(policy: CompiledPolicy, item: Item): Promise<Verdict>
     for (const limiter of rule.limiters) {
       const d = await limiter.peek(key);
       decisions.push(decisionJson(rule.name, d));
-      if (rule.model.mode === 'enforce') enforcing.push(d);
-      if (!d.allowed && rule.model.mode === 'enforce') refused = true;
+      if (rule.model.mode !== 'shadow') enforcing.push(d);
+      if (!d.allowed && rule.model.mode !== 'shadow') refused = true;
     }
     if (refused) break;
   }

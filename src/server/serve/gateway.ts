@@ -163,7 +163,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           ? { response: ambiguous('host') }
           : route === undefined
             ? { response: noRoute() }
-            : await admit(policy, req, request);
+            : await admit(policy, req, request, delays(policy) ? closedSignal(res) : undefined);
       if ('response' in admission) return send(res, admission.response);
       for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);
       forwardedHeaders(req, trustOf(policy));
@@ -248,12 +248,15 @@ async function admit(
   policy: CompiledPolicy,
   req: IncomingMessage,
   request: DecisionRequest,
+  signal?: AbortSignal,
 ): Promise<Admission> {
   const facts = {
     method: request.method,
     path: request.path,
     preflight: isPreflight(req.method, req.headers['access-control-request-method']),
     hasOrigin: req.headers.origin !== undefined,
+    // A rule of mode: delay waits for a slot, and gives it back when the client leaves.
+    ...(signal === undefined ? {} : { signal }),
   };
   let headers: HeaderValues | undefined;
   for (const rule of policy.matching(request)) {
@@ -263,6 +266,24 @@ async function admit(
     headers = headers === undefined ? outcome.headers : mergeHeaders(headers, outcome.headers);
   }
   return { headers: headers ?? {} };
+}
+
+const delaying = new WeakMap<CompiledPolicy, boolean>();
+
+/** Whether a rule of the policy may hold a request (`mode: delay`), worked out once per policy. */
+function delays(policy: CompiledPolicy): boolean {
+  let answer = delaying.get(policy);
+  if (answer === undefined) delaying.set(policy, (answer = policy.rules.some((rule) => rule.guard.delays)));
+  return answer;
+}
+
+/** Aborted when the response closes before it was sent: the client left while its request waited. */
+function closedSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableEnded) controller.abort();
+  });
+  return controller.signal;
 }
 
 /** Node joins repeated request headers into one value, but for a few it keeps a list. */

@@ -20,7 +20,7 @@ const schemas = {
         type: 'string',
         minLength: 1,
         maxLength: 8192,
-        description: 'The request target; a query is ignored.',
+        description: 'The request target; its query is read only by query:<name> key parts.',
       },
       host: { type: 'string', maxLength: 1024, description: 'Default: the host header.' },
       headers: {
@@ -182,7 +182,11 @@ const schemas = {
           '200: go on (add headers to your response). Otherwise answer with this status, headers and body.',
       },
       headers: { type: 'object', additionalProperties: { type: 'string' } },
-      body: { ...ref('Problem'), description: 'The problem body to answer with, when not allowed.' },
+      body: {
+        description:
+          "The body to answer with, when not allowed: a problem body, or the text of a rule's own response body (its response.contentType in headers).",
+        oneOf: [ref('Problem'), { type: 'string' }],
+      },
     },
   },
   Decisions: {
