@@ -97,7 +97,7 @@ describe('sluice serve: without tokens', () => {
       pkg.scripts.start,
       'node --import tsx src/server/bin.ts serve --config sluice.example.yaml --echo-upstream',
     );
-    assert.equal(pkg.bin.sluice, './dist/sluice.js');
+    assert.equal(pkg.bin.sluice, './bin/sluice.js');
   });
 
   it('serves the example policy on loopback, says so and how to try it, and stops cleanly on SIGTERM', async () => {
