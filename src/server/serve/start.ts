@@ -109,11 +109,14 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
       ? {}
       : { '/json': (req, res) => envoy.json(req, res, live.current().authorize(req, 'decide')) },
   );
-  await parts.attempt(() => listen(server, options.port, options.host));
+  await parts.attempt(
+    () => listen(server, options.port, options.host),
+    (error) => listenFailure(error, options.host, options.port),
+  );
   parts.add(() => gateway.close());
   if (options.watch === true) live.watchFile();
   dashboard.start(live, metrics);
-  const url = announce(options, policy, opened.type, server, echo !== undefined, envoy, log);
+  const url = announce(options, policy, opened, server, echo !== undefined, envoy, log);
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -178,20 +181,22 @@ function grpcFailure(error: unknown): StartError {
 function announce(
   options: ServeOptions,
   policy: Policy,
-  store: string,
+  opened: OpenedStore,
   server: Server,
   echo: boolean,
   envoy: RunningEnvoy | undefined,
   log: ServerLog,
 ): string {
   const { port } = server.address() as AddressInfo;
+  const store = opened.type;
   const plainKeysShared = store !== 'memory' && policy.clients.secrets.length === 0;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${host}:${port}`;
   // One write: a reader that waits for the address gets every line at once.
   options.out(
-    startupText(url, options.config, policy.rules.length, store, policy.tokens.length > 0) +
+    startupText(url, options.config, policy, store) +
       (plainKeysShared ? plainKeysWarning(store) : '') +
+      (opened.unavailable === undefined ? '' : unavailableWarning(store, opened.unavailable)) +
       (policy.upstream === undefined ? '' : gatewayText(url, policy.upstream, echo)) +
       (envoy === undefined ? '' : envoyText(options.host, envoy.port)),
   );
@@ -199,6 +204,8 @@ function announce(
     { event: 'start', url, rules: policy.rules.length, store, auth: policy.tokens.length > 0 },
     'sluice serve listening',
   );
+  if (opened.unavailable !== undefined)
+    log.warn({ event: 'store-unavailable', store }, 'the store did not answer at start');
   if (plainKeysShared)
     log.warn(
       { event: 'plain-keys', store },
@@ -236,11 +243,11 @@ async function stop(
 const plainKeysWarning = (store: string): string =>
   `sluice: warning: the policy has no clients.pseudonymSecret, so keys go to the ${store} store as plain text (client addresses, header values); set a secret to store HMACs of them\n`;
 
-function startupText(url: string, config: string, rules: number, store: string, tokens: boolean): string {
+function startupText(url: string, config: string, policy: Policy, store: string): string {
+  const rules = policy.rules.length;
+  const tokens = policy.tokens.length > 0;
   const auth = tokens ? ` -H "authorization: Bearer $SLUICE_TOKEN"` : '';
-  const example = JSON.stringify({
-    items: [{ request: { method: 'POST', path: '/api/login', address: '203.0.113.7' } }],
-  });
+  const example = JSON.stringify({ items: [{ request: exampleRequest(policy) }] });
   return (
     `sluice: serving ${config} (${rules} ${rules === 1 ? 'rule' : 'rules'}, ${store} store) on ${url}\n` +
     (tokens
@@ -249,6 +256,47 @@ function startupText(url: string, config: string, rules: number, store: string, 
     `Try a decision:\n  curl -s ${url}/v1/decisions -H 'content-type: application/json'${auth} -d '${example}'\n` +
     `Live dashboard: ${url}/dashboard${tokens ? ' (sign in with an admin token)' : ''}\n`
   );
+}
+
+/**
+ * A request the policy's first rule with a plain path decides (its first method and path, the
+ * headers its match and key read), so that the start-up's curl line shows a rule at work.
+ */
+function exampleRequest(policy: Policy): Record<string, unknown> {
+  const plain = (path: string) => !/[*{]/.test(path);
+  const rule =
+    policy.rules.find((r) => r.match.paths?.some(plain) === true) ??
+    policy.rules.find((r) => r.match.paths === undefined);
+  const match = rule?.match ?? {};
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(match.headers ?? {}))
+    headers[name] = value === '*' ? 'example' : value;
+  for (const part of rule?.key ?? []) if (part.startsWith('header:')) headers[part.slice(7)] = 'example';
+  return {
+    method: match.methods?.[0] ?? 'GET',
+    path: match.paths?.find(plain) ?? '/',
+    address: '203.0.113.7',
+    ...(Object.keys(headers).length === 0 ? {} : { headers }),
+  };
+}
+
+/** Said at start when the store did not answer, with why: the server runs meanwhile. */
+const unavailableWarning = (store: string, why: string): string =>
+  `sluice: warning: the ${store} store did not answer at start; each rule's failure policy answers until it does, and /readyz says unavailable. ${why}\n`;
+
+/** A port that cannot be listened on, said in one line (EADDRINUSE: another process has it). */
+function listenFailure(error: unknown, host: string, port: number): StartError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? 'error';
+  const why =
+    code === 'EADDRINUSE'
+      ? 'the port is in use by another process (a sluice server already running?); stop it, or choose another port with --port'
+      : code === 'EACCES'
+        ? 'permission denied; choose a port above 1023 with --port'
+        : code === 'EADDRNOTAVAIL'
+          ? "the address is not one of this machine's; choose another with --host"
+          : 'see the code';
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new StartError(`sluice serve: cannot listen on ${address} (${code}): ${why}`);
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {
