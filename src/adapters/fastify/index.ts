@@ -16,7 +16,6 @@ import {
   isPreflight,
   type Guard,
   type GuardOutcome,
-  type RateLimitOptions,
   type RequestRateLimit,
 } from '../../http/guard.js';
 import type { HeaderValues } from '../../http/headers.js';
@@ -30,7 +29,9 @@ import { pathOf } from '../../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
 import { closeSignal, finishOnClose } from '../node/response.js';
 
+import type { RateLimitInput } from '../../http/quick-options.js';
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
 
 declare module 'fastify' {
@@ -62,7 +63,7 @@ const REQUEST_PROPERTY = 'rateLimit';
  * @example
  * app.post('/api/messages', { onRequest: rateLimit({ limits: messages, key: (req) => userKey(req) }) }, handler);
  */
-export function rateLimit(options: RateLimitOptions<FastifyRequest>): RateLimitHook {
+export function rateLimit(options: RateLimitInput<FastifyRequest>): RateLimitHook {
   const guard = createGuard(withSocketAddress(options, (request) => request.raw));
   return function rateLimitHook(request, reply, done) {
     const method = request.method;
@@ -140,7 +141,7 @@ function apply(
  */
 export async function rateLimitPlugin(
   instance: FastifyInstance,
-  options: RateLimitOptions<FastifyRequest>,
+  options: RateLimitInput<FastifyRequest>,
 ): Promise<void> {
   // Fastify hands a plugin its register options too (prefix, logLevel, …): keep only ours.
   const {
@@ -148,7 +149,7 @@ export async function rateLimitPlugin(
     logLevel: _logLevel,
     logSerializers: _logSerializers,
     ...own
-  } = options as RateLimitOptions<FastifyRequest> & Record<'prefix' | 'logLevel' | 'logSerializers', unknown>;
+  } = options as RateLimitInput<FastifyRequest> & Record<'prefix' | 'logLevel' | 'logSerializers', unknown>;
   const hook = rateLimit(own);
   // Declared once per context: a second plugin (another limit) finds it there already.
   if (!instance.hasRequestDecorator(REQUEST_PROPERTY)) instance.decorateRequest(REQUEST_PROPERTY, null);
