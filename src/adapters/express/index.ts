@@ -7,6 +7,8 @@
  * const app = express();
  * app.use(rateLimit({ limits: writes, key: (req) => ipKey(clientAddress(req).address), methods: ['POST'] }));
  * app.post('/api/things', (req, res) => res.json({ ok: true }));
+ *
+ * @module sluice/express
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../../core/decision.js';

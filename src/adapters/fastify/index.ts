@@ -7,6 +7,8 @@
  * const app = Fastify();
  * app.post('/login', { onRequest: rateLimit({ limits: perIp, key: (req) => ipKey(req.ip) }) }, login);
  * await app.register(rateLimitPlugin, { limits: general, key: (req) => ipKey(req.ip) });
+ *
+ * @module sluice/fastify
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Decision } from '../../core/decision.js';

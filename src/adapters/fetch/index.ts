@@ -7,6 +7,8 @@
  * import { rateLimit } from 'sluice/fetch';
  * const limit = rateLimit({ limits: perIp, key: (request) => ipKey(clientAddressOf(request)) });
  * Deno.serve(limit.wrap((request) => new Response('hello')));
+ *
+ * @module sluice/fetch
  */
 import type { Decision } from '../../core/decision.js';
 import {

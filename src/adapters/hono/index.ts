@@ -6,6 +6,8 @@
  * import { rateLimit } from 'sluice/hono';
  * const app = new Hono();
  * app.use('/api/*', rateLimit({ limits: writes, key: (c) => userKey(c), methods: ['POST'] }));
+ *
+ * @module sluice/hono
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Decision } from '../../core/decision.js';

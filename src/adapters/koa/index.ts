@@ -6,6 +6,8 @@
  * import { rateLimit } from 'sluice/koa';
  * const app = new Koa();
  * app.use(rateLimit({ limits: writes, key: (ctx) => ipKey(clientAddress(ctx.req).address), methods: ['POST'] }));
+ *
+ * @module sluice/koa
  */
 import type { Context, Middleware } from 'koa';
 import type { Decision } from '../../core/decision.js';

@@ -8,6 +8,8 @@
  * import { RateLimitGuard, RateLimitModule } from 'sluice/nestjs';
  * const imports = [RateLimitModule.forRoot({ limits: api, key: (req) => ipKey(clientAddress(req).address) })];
  * const providers = [{ provide: APP_GUARD, useClass: RateLimitGuard }]; // in your AppModule
+ *
+ * @module sluice/nestjs
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {

@@ -9,6 +9,8 @@
  *   if (!(await limit(req, res))) return; // a 429, 400, 401, 500 or 503 was sent
  *   res.end('hello');
  * });
+ *
+ * @module sluice/node
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../../core/decision.js';
