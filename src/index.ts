@@ -1,6 +1,8 @@
 /**
  * sluice: rate limiting for HTTP APIs. The main entry holds the pure core, the limiter, the
  * memory store and the Store contract; it needs no optional dependency.
+ *
+ * @module sluice
  */
 export { tokenBucket, TokenBucketRule, type TokenBucketOptions } from './core/rules/token-bucket.js';
 export { calendarQuota, CalendarQuotaRule, type CalendarQuotaOptions } from './core/rules/calendar-quota.js';

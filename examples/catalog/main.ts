@@ -11,4 +11,4 @@ const credentials = new Credentials();
 credentials.sessions.set('alice-session', 'u17');
 credentials.tokens.set('alice-token', 'u17');
 
-await serve(createApp({ credentials }).server, 'catalog', 8413);
+await serve(createApp({ credentials }).server, 'catalog', 8423);

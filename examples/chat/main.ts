@@ -2,4 +2,4 @@
 import { serve } from '../shared/serve.js';
 import { createApp } from './app.js';
 
-await serve(createApp().server, 'chat', 8411);
+await serve(createApp().server, 'chat', 8421);

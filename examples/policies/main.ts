@@ -5,4 +5,4 @@
 import { serve } from '../shared/serve.js';
 import { createApp } from './app.js';
 
-await serve(createApp({ partnerKeys: new Set(['demo-partner']) }).server, 'policies', 8414);
+await serve(createApp({ partnerKeys: new Set(['demo-partner']) }).server, 'policies', 8424);

@@ -17,4 +17,4 @@ sessions.byId.set('demo', { userId: 1 });
 const users = new Users();
 users.ids.add(1);
 
-await serve(createApp({ authSecrets, apiKeys, sessions, users }).server, 'reports', 8412);
+await serve(createApp({ authSecrets, apiKeys, sessions, users }).server, 'reports', 8422);

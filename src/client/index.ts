@@ -2,6 +2,8 @@
  * `sluice/client`: a fetch that waits as the server says. Browser-safe: it uses only fetch,
  * Headers, AbortSignal, ReadableStream, TextEncoder and setTimeout, no Node module.
  * The contract is in docs/client.md.
+ *
+ * @module sluice/client
  */
 export { withRetries, retryingFetch, idempotentMethods, type FetchFunction } from './retry.js';
 export {

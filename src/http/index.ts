@@ -9,6 +9,8 @@
  * import { createGuard, pathOf } from 'sluice/http';
  * const guard = createGuard({ limits: api, key: () => 'client-1' });
  * const outcome = await guard.check(req, { method: req.method, path: pathOf(req.url) });
+ *
+ * @module sluice/http
  */
 export {
   createGuard,

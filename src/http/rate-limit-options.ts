@@ -74,7 +74,8 @@ export interface RateLimitOptions<Request> {
   onError?: (error: unknown, details: ErrorReportDetails) => void;
   /**
    * Clients answered 403 (`code: "denied"`) before anything else runs: no skip, no key function,
-   * no store. Addresses and CIDR ranges, IPv4 and IPv6 (`"203.0.113.0/24"`, `"2001:db8::/32"`);
+   * no store. Addresses and CIDR ranges, IPv4 and IPv6 (`"203.0.113.0/24"`, `"2001:db8::/32"`),
+   * or the named ranges `"loopback"`, `"linklocal"` and `"uniquelocal"`;
    * an IPv4-mapped IPv6 client matches its IPv4 range. Deny is decided first, so an address on
    * both lists is denied. It applies to every request that reaches this limit, whatever its
    * method or route (`methods` and `exclude` only say what is charged).

@@ -10,6 +10,18 @@ import type { Ipv4Embedding } from './ipv4-embedded.js';
 export const LOOPBACK: readonly string[] = Object.freeze(['127.0.0.0/8', '::1/128', '::ffff:127.0.0.0/104']);
 
 /**
+ * The names a list of ranges may hold in place of ranges, as Express's `trust proxy` (proxy-addr)
+ * and the server's policy file spell them: `loopback` (this machine), `linklocal` (169.254.0.0/16,
+ * fe80::/10) and `uniquelocal` (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7: private
+ * networks, where a proxy in a cluster usually is).
+ */
+export const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  loopback: LOOPBACK,
+  linklocal: Object.freeze(['169.254.0.0/16', 'fe80::/10']),
+  uniquelocal: Object.freeze(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7']),
+});
+
+/**
  * Internal: a set of CIDR ranges compiled once, matched without allocation. IPv4 ranges are
  * (network, mask) pairs of uint32; IPv6 ranges are eight groups plus a prefix length.
  * IPv4-mapped IPv6 ranges with a prefix of at least 96 are stored as IPv4, because the parsers
@@ -28,9 +40,13 @@ export class CidrSet {
     const v4: number[] = [];
     const v6: number[] = [];
     const v6Prefixes: number[] = [];
-    ranges.forEach((range: unknown, index) => {
-      const name = `${option}[${index}]`;
+    const add = (range: unknown, name: string) => {
       if (typeof range !== 'string') throw optionError(name, 'a CIDR string');
+      const named = Object.hasOwn(NAMED_RANGES, range) ? NAMED_RANGES[range] : undefined;
+      if (named !== undefined) {
+        for (const each of named) add(each, name);
+        return;
+      }
       const slash = range.indexOf('/');
       const end = slash < 0 ? range.length : slash;
       const family = parseIp(range, 0, end);
@@ -64,7 +80,8 @@ export class CidrSet {
         if (prefix <= 96 && holdsMappedBlock(parsed.v6, prefix)) v4.push(0, 0);
         embedding?.ipv4RangesWithin(parsed.v6, prefix, v4);
       }
-    });
+    };
+    ranges.forEach((range: unknown, index) => add(range, `${option}[${index}]`));
     this.v4 = Uint32Array.from(v4);
     this.v6 = Uint16Array.from(v6);
     this.v6Prefixes = Uint8Array.from(v6Prefixes);

@@ -23,7 +23,9 @@ export type ClientAddressSource =
 /** Options of {@link createClientAddress} and {@link clientAddress}. */
 export interface ClientAddressOptions {
   /**
-   * Addresses and CIDR ranges (IPv4 and IPv6) of your own proxies. Only a connection from one
+   * Addresses and CIDR ranges (IPv4 and IPv6) of your own proxies, or the named ranges Express
+   * uses: `loopback`, `linklocal` (169.254.0.0/16, fe80::/10) and `uniquelocal` (10.0.0.0/8,
+   * 172.16.0.0/12, 192.168.0.0/16, fc00::/7). Only a connection from one
    * of these has its proxy header read; in X-Forwarded-For and Forwarded, entries in this set are
    * walked past from the right. Never put a range here that clients can connect from.
    * @default LOOPBACK — 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104 (a proxy on the same machine,

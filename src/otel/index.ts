@@ -1,6 +1,8 @@
 /**
  * sluice/otel: decision events as OpenTelemetry metrics. The only entry that imports
  * `@opentelemetry/api` (an optional peer dependency); the rest of sluice has no dependency.
+ *
+ * @module sluice/otel
  */
 export {
   bindDecisionMetrics,

@@ -8,6 +8,8 @@
  * @example
  * import { httpConformance } from 'sluice/testing';
  * httpConformance({ name: 'koa', header: readHeader, start: startKoaApp });
+ *
+ * @module sluice/testing
  */
 export {
   httpConformance,

@@ -5,14 +5,14 @@ import {
   rateLimit,
   sendError,
   sendRateLimited,
-  type RateLimitOptions,
+  type RateLimitInput,
 } from '../../src/adapters/express/index.js';
 import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
 import { nodeHeader, socketApp } from '../../src/testing/index.js';
 
 function build(spec: AppSpec): Promise<RunningApp> {
   const app = express();
-  const limit = (options: RateLimitOptions<unknown> | undefined): RequestHandler[] =>
+  const limit = (options: RateLimitInput<unknown> | undefined): RequestHandler[] =>
     options === undefined ? [] : [rateLimit(options)];
   // The handlers read the body: a limit that answered late would leave the open-body request hanging.
   const body = express.text({ type: '*/*', limit: '2mb' });

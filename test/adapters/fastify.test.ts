@@ -10,6 +10,7 @@ import {
   sendError,
   sendRateLimited,
   type RateLimitOptions,
+  type RateLimitInput,
 } from '../../src/adapters/fastify/index.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
 import { abandonRequest, leavingRequest, nodeHeader } from '../../src/testing/index.js';
@@ -28,7 +29,7 @@ async function build(spec: AppSpec): Promise<RunningApp> {
   // Fastify parses text/plain and JSON bodies itself; handlers read `request.body`.
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
   const ok = async () => ({ ok: true });
-  const limit = (options: RateLimitOptions<unknown> | undefined) =>
+  const limit = (options: RateLimitInput<unknown> | undefined) =>
     options === undefined ? {} : { onRequest: rateLimit(options) };
 
   if (spec.exposedByCors !== undefined) {

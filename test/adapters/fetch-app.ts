@@ -12,6 +12,7 @@ import {
   type FetchLimit,
   type PeerInfo,
   type RateLimitOptions,
+  type RateLimitInput,
 } from '../../src/adapters/fetch/index.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../src/http/index.js';
 
@@ -33,7 +34,7 @@ const ok: Handler = async (request) => {
 
 export function fetchApp(spec: AppSpec): Handler {
   const limitOf = (options: unknown): FetchLimit | undefined =>
-    options === undefined ? undefined : rateLimit(options as RateLimitOptions<Request>);
+    options === undefined ? undefined : rateLimit(options as RateLimitInput<Request>);
   const limited = (options: unknown, handler: Handler): Handler => limitOf(options)?.wrap(handler) ?? handler;
 
   const routes = new Map<string, Handler>([

@@ -8,12 +8,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { AddressInfo } from 'node:net';
 import { MemoryStore, clientAddress, createLimiter, tokenBucket } from '../../src/index.js';
 import { FailingStore } from '../../src/testing/index.js';
-import {
-  rateLimit,
-  sendError,
-  sendRateLimited,
-  type RateLimitOptions,
-} from '../../src/adapters/hono/index.js';
+import { rateLimit, sendError, sendRateLimited, type RateLimitInput } from '../../src/adapters/hono/index.js';
 import { httpConformance, type AppSpec, type HttpReply, type RunningApp } from '../../src/testing/index.js';
 import { abandonRequest, leavingRequest } from '../../src/testing/index.js';
 import type { ServerResponse } from 'node:http';
@@ -27,7 +22,7 @@ async function reply(response: Response): Promise<HttpReply> {
 async function build(spec: AppSpec): Promise<RunningApp> {
   const app = new Hono();
   const pass: MiddlewareHandler = (_c, next) => next();
-  const limit = (options: RateLimitOptions<unknown> | undefined) =>
+  const limit = (options: RateLimitInput<unknown> | undefined) =>
     options === undefined ? pass : rateLimit(options);
   // The handlers read the body: a limit that answered late would leave the open-body request hanging.
   const ok = async (c: Context) => {

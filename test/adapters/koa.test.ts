@@ -7,7 +7,7 @@ import {
   rateLimitOf,
   sendError,
   sendRateLimited,
-  type RateLimitOptions,
+  type RateLimitInput,
 } from '../../src/adapters/koa/index.js';
 
 type Handler = (ctx: Context) => Promise<void>;
@@ -21,7 +21,7 @@ const ok: Handler = async (ctx) => {
 };
 
 /** A handler behind an optional limit: the limit's `next` is the handler. */
-function limited(options: RateLimitOptions<unknown> | undefined, handler: Handler): Middleware {
+function limited(options: RateLimitInput<unknown> | undefined, handler: Handler): Middleware {
   if (options === undefined) return (ctx) => handler(ctx);
   const limit = rateLimit(options);
   return (ctx) => limit(ctx, () => handler(ctx));

@@ -15,7 +15,7 @@ import {
   rateLimitOf,
   sendError,
   sendRateLimited,
-  type RateLimitOptions,
+  type RateLimitInput,
 } from '../../src/adapters/nestjs/index.js';
 import {
   abandonRequest,
@@ -26,7 +26,7 @@ import {
 } from '../../src/testing/index.js';
 
 /** `@RateLimit(options)` where the spec asks for a limit, nothing elsewhere. */
-function limitedBy(options: RateLimitOptions<unknown> | undefined): MethodDecorator & ClassDecorator {
+function limitedBy(options: RateLimitInput<unknown> | undefined): MethodDecorator & ClassDecorator {
   return options === undefined ? () => undefined : RateLimit(options);
 }
 

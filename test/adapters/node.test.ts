@@ -5,7 +5,7 @@ import {
   rateLimitOf,
   sendError,
   sendRateLimited,
-  type RateLimitOptions,
+  type RateLimitInput,
 } from '../../src/adapters/node/index.js';
 import { httpConformance, type AppSpec, type RunningApp } from '../../src/testing/index.js';
 import { nodeHeader, socketApp } from '../../src/testing/index.js';
@@ -13,7 +13,7 @@ import { nodeHeader, socketApp } from '../../src/testing/index.js';
 type Limit = (request: IncomingMessage, response: ServerResponse) => Promise<boolean>;
 
 function build(spec: AppSpec): Promise<RunningApp> {
-  const limit = (options: RateLimitOptions<unknown> | undefined): Limit | undefined =>
+  const limit = (options: RateLimitInput<unknown> | undefined): Limit | undefined =>
     options === undefined ? undefined : rateLimit(options);
   const everyRoute = limit(spec.everyRoute);
   const perRoute = new Map<string, Limit | undefined>([

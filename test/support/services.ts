@@ -54,3 +54,13 @@ export async function skipUnlessReachable(name: string, url: string): Promise<st
   reportSkipped(reason);
   return reason;
 }
+
+/** A loopback port nothing listens on: one the system just gave out and took back. */
+export async function closedPort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

@@ -7,21 +7,20 @@
  * const app = express();
  * app.use(rateLimit({ limits: writes, key: (req) => ipKey(clientAddress(req).address), methods: ['POST'] }));
  * app.post('/api/things', (req, res) => res.json({ ok: true }));
+ *
+ * @module sluice/express
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Decision } from '../../core/decision.js';
 import { withSocketAddress } from '../shared/socket-address.js';
-import {
-  createGuard,
-  type GuardOutcome,
-  type RateLimitOptions,
-  type RequestRateLimit,
-} from '../../http/guard.js';
+import { createGuard, type GuardOutcome, type RequestRateLimit } from '../../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../../http/problem.js';
 import { applyNodeOutcome, nodeGuardFacts, sendNodeResponse } from '../node/response.js';
+import type { RateLimitInput } from '../../http/quick-options.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 
 declare global {
   // Express's own way to type what middleware adds to its requests: declaration merging.
@@ -53,7 +52,7 @@ declare global {
  * app.post('/api/messages', rateLimit({ limits: messages, key: (req) => userKey(req) }), postMessage);
  */
 export function rateLimit(
-  options: RateLimitOptions<Request>,
+  options: RateLimitInput<Request>,
 ): (request: Request, response: Response, next: NextFunction) => void {
   const guard = createGuard(withSocketAddress(options, (request) => request));
   return (request, response, next) => {

@@ -7,6 +7,8 @@
  * const app = Fastify();
  * app.post('/login', { onRequest: rateLimit({ limits: perIp, key: (req) => ipKey(req.ip) }) }, login);
  * await app.register(rateLimitPlugin, { limits: general, key: (req) => ipKey(req.ip) });
+ *
+ * @module sluice/fastify
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Decision } from '../../core/decision.js';
@@ -16,7 +18,6 @@ import {
   isPreflight,
   type Guard,
   type GuardOutcome,
-  type RateLimitOptions,
   type RequestRateLimit,
 } from '../../http/guard.js';
 import type { HeaderValues } from '../../http/headers.js';
@@ -30,7 +31,9 @@ import { pathOf } from '../../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
 import { closeSignal, finishOnClose } from '../node/response.js';
 
+import type { RateLimitInput } from '../../http/quick-options.js';
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
 
 declare module 'fastify' {
@@ -62,7 +65,7 @@ const REQUEST_PROPERTY = 'rateLimit';
  * @example
  * app.post('/api/messages', { onRequest: rateLimit({ limits: messages, key: (req) => userKey(req) }) }, handler);
  */
-export function rateLimit(options: RateLimitOptions<FastifyRequest>): RateLimitHook {
+export function rateLimit(options: RateLimitInput<FastifyRequest>): RateLimitHook {
   const guard = createGuard(withSocketAddress(options, (request) => request.raw));
   return function rateLimitHook(request, reply, done) {
     const method = request.method;
@@ -140,7 +143,7 @@ function apply(
  */
 export async function rateLimitPlugin(
   instance: FastifyInstance,
-  options: RateLimitOptions<FastifyRequest>,
+  options: RateLimitInput<FastifyRequest>,
 ): Promise<void> {
   // Fastify hands a plugin its register options too (prefix, logLevel, …): keep only ours.
   const {
@@ -148,7 +151,7 @@ export async function rateLimitPlugin(
     logLevel: _logLevel,
     logSerializers: _logSerializers,
     ...own
-  } = options as RateLimitOptions<FastifyRequest> & Record<'prefix' | 'logLevel' | 'logSerializers', unknown>;
+  } = options as RateLimitInput<FastifyRequest> & Record<'prefix' | 'logLevel' | 'logSerializers', unknown>;
   const hook = rateLimit(own);
   // Declared once per context: a second plugin (another limit) finds it there already.
   if (!instance.hasRequestDecorator(REQUEST_PROPERTY)) instance.decorateRequest(REQUEST_PROPERTY, null);

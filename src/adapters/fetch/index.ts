@@ -7,6 +7,8 @@
  * import { rateLimit } from 'sluice/fetch';
  * const limit = rateLimit({ limits: perIp, key: (request) => ipKey(clientAddressOf(request)) });
  * Deno.serve(limit.wrap((request) => new Response('hello')));
+ *
+ * @module sluice/fetch
  */
 import type { Decision } from '../../core/decision.js';
 import {
@@ -14,7 +16,6 @@ import {
   isPreflight,
   needsFinishing,
   type GuardOutcome,
-  type RateLimitOptions,
   type RequestRateLimit,
 } from '../../http/guard.js';
 import type { HeaderValues } from '../../http/headers.js';
@@ -30,7 +31,9 @@ import { recordPeer, withPeerAddress, type PeerInfo } from './peer.js';
 import { keepAdmitted, stateOf, takeAdmitted } from './state.js';
 import { finishingBody } from './finishing-body.js';
 
+import type { RateLimitInput } from '../../http/quick-options.js';
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
 export { clientAddressOf, type PeerInfo } from './peer.js';
 
@@ -80,7 +83,7 @@ export type WrappedRest<Rest extends unknown[]> = Rest extends [] ? [info?: Peer
  * const limit = rateLimit({ limits: writes, key: (request) => ipKey(clientAddressOf(request)), methods: ['POST'] });
  * export default { fetch: limit.wrap(app) };
  */
-export function rateLimit(options: RateLimitOptions<Request>): FetchLimit {
+export function rateLimit(options: RateLimitInput<Request>): FetchLimit {
   const guard = createGuard(withPeerAddress(options));
   /** The limit's answer: a response, or undefined to go on; without a promise when nothing waited. */
   const admit = (

@@ -5,6 +5,7 @@
  * and `deny` lists read the same one.
  */
 import type { RateLimitOptions } from '../../http/guard.js';
+import type { RateLimitInput } from '../../http/quick-options.js';
 import {
   createClientAddress,
   type ClientAddressFunction,
@@ -82,7 +83,7 @@ function peerOf(request: Request, info: unknown): string | undefined {
 }
 
 /** The guard's options with the default `address`: the peer behind the route's `proxies`. */
-export function withPeerAddress(options: RateLimitOptions<Request>): RateLimitOptions<Request> {
+export function withPeerAddress(options: RateLimitInput<Request>): RateLimitOptions<Request> {
   return withSocketAddress(options, (request) => ({ request, peer: peerAddress(request) }));
 }
 

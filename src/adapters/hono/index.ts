@@ -6,16 +6,12 @@
  * import { rateLimit } from 'sluice/hono';
  * const app = new Hono();
  * app.use('/api/*', rateLimit({ limits: writes, key: (c) => userKey(c), methods: ['POST'] }));
+ *
+ * @module sluice/hono
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Decision } from '../../core/decision.js';
-import {
-  createGuard,
-  isPreflight,
-  needsFinishing,
-  type RateLimitOptions,
-  type RequestRateLimit,
-} from '../../http/guard.js';
+import { createGuard, isPreflight, needsFinishing, type RequestRateLimit } from '../../http/guard.js';
 import type { HeaderValues } from '../../http/headers.js';
 import {
   errorResponse,
@@ -26,8 +22,12 @@ import {
 import { pathOf } from '../../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
 import { finishOnClose, type ClosingResponse } from '../node/response.js';
+import { isQuick, type RateLimitInput } from '../../http/quick-options.js';
+import type { ClientAddressInput } from '../../keys/client-address.js';
+import { withSocketAddress } from '../shared/socket-address.js';
 
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
 
 /**
@@ -64,8 +64,9 @@ declare module 'hono' {
  * @example
  * app.post('/api/messages', rateLimit({ limits: messages, key: (c) => userKey(c) }), (c) => c.json({ ok: true }));
  */
-export function rateLimit(options: RateLimitOptions<Context>): MiddlewareHandler {
-  const guard = createGuard(options);
+export function rateLimit(options: RateLimitInput<Context>): MiddlewareHandler {
+  // The one-line form keys by the client address: read from the peer the runtime hands Hono.
+  const guard = createGuard(isQuick(options) ? withSocketAddress(options, addressInput) : options);
   return async (c, next) => {
     const method = c.req.method;
     const outcome = await guard.check(c, {
@@ -153,4 +154,30 @@ function setHeaders(c: Context, headers: HeaderValues): void {
     const value = headers[name] as string;
     c.header(name, name === EXPOSE_HEADER ? mergeExposed(c.res.headers.get(EXPOSE_HEADER), value) : value);
   }
+}
+
+/**
+ * The client address input of a Hono request, from what its runtime puts in `c.env`: the node
+ * request under @hono/node-server (`incoming`), Deno's handler info (`remoteAddr`), Bun's server
+ * (`requestIP`); no peer elsewhere (Workers: pass `key`, e.g. from `CF-Connecting-IP`).
+ */
+function addressInput(c: Context): ClientAddressInput {
+  const env = c.env as
+    | {
+        incoming?: { socket?: { remoteAddress?: string } };
+        remoteAddr?: { hostname?: unknown };
+        requestIP?: (request: Request) => { address?: unknown } | null | undefined;
+      }
+    | undefined;
+  const request = c.req.raw;
+  try {
+    if (env?.incoming?.socket !== undefined) return { socket: env.incoming.socket, headers: request.headers };
+    const hostname = env?.remoteAddr?.hostname;
+    if (typeof hostname === 'string') return { request, peer: hostname };
+    const address = typeof env?.requestIP === 'function' ? env.requestIP(request)?.address : undefined;
+    if (typeof address === 'string') return { request, peer: address };
+  } catch {
+    // A runtime object that throws when asked knows no peer.
+  }
+  return { request, peer: undefined };
 }

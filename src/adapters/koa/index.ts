@@ -6,17 +6,13 @@
  * import { rateLimit } from 'sluice/koa';
  * const app = new Koa();
  * app.use(rateLimit({ limits: writes, key: (ctx) => ipKey(clientAddress(ctx.req).address), methods: ['POST'] }));
+ *
+ * @module sluice/koa
  */
 import type { Context, Middleware } from 'koa';
 import type { Decision } from '../../core/decision.js';
 import { withSocketAddress } from '../shared/socket-address.js';
-import {
-  createGuard,
-  isPreflight,
-  type RateLimitOptions,
-  type RequestFacts,
-  type RequestRateLimit,
-} from '../../http/guard.js';
+import { createGuard, isPreflight, type RequestFacts, type RequestRateLimit } from '../../http/guard.js';
 import type { HeaderValues } from '../../http/headers.js';
 import {
   errorResponse,
@@ -28,7 +24,9 @@ import { pathOf } from '../../http/path.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
 import { finishOnClose } from '../node/response.js';
 
+import type { RateLimitInput } from '../../http/quick-options.js';
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
 
 declare module 'koa' {
@@ -56,7 +54,7 @@ declare module 'koa' {
  * @example
  * router.post('/api/messages', rateLimit({ limits: messages, key: (ctx) => userKey(ctx) }), postMessage);
  */
-export function rateLimit(options: RateLimitOptions<Context>): Middleware {
+export function rateLimit(options: RateLimitInput<Context>): Middleware {
   // Built once: options are checked here, at setup, not on the first request.
   const guard = createGuard(withSocketAddress(options, (ctx) => ctx.req));
   return async (ctx, next) => {

@@ -8,6 +8,8 @@
  * import { RateLimitGuard, RateLimitModule } from 'sluice/nestjs';
  * const imports = [RateLimitModule.forRoot({ limits: api, key: (req) => ipKey(clientAddress(req).address) })];
  * const providers = [{ provide: APP_GUARD, useClass: RateLimitGuard }]; // in your AppModule
+ *
+ * @module sluice/nestjs
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
@@ -24,7 +26,7 @@ import {
 } from '@nestjs/common';
 import type { Decision } from '../../core/decision.js';
 import { withSocketAddress } from '../shared/socket-address.js';
-import { createGuard, type Guard, type RateLimitOptions, type RequestRateLimit } from '../../http/guard.js';
+import { createGuard, type Guard, type RequestRateLimit } from '../../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../../http/problem.js';
 import {
   applyNodeOutcome,
@@ -34,7 +36,9 @@ import {
   type RateLimitedRequest,
 } from '../node/response.js';
 
+import type { RateLimitInput } from '../../http/quick-options.js';
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
 
 /** The injection token of the module's limit (what {@link RateLimitModule.forRoot} was given). */
@@ -80,7 +84,7 @@ function nodeResponseOf(response: PlatformResponse): ServerResponse {
   return 'raw' in response ? response.raw : response;
 }
 
-function guardFor<Request>(options: RateLimitOptions<Request>): Guard<unknown> {
+function guardFor<Request>(options: RateLimitInput<Request>): Guard<unknown> {
   return createGuard(withSocketAddress(options, messageOf)) as Guard<unknown>;
 }
 
@@ -95,7 +99,7 @@ function guardFor<Request>(options: RateLimitOptions<Request>): Guard<unknown> {
  * class Auth { @Post('login') @RateLimit({ limits: logins, key: (req) => ipKey(clientAddress(req).address) }) login() {} }
  */
 export function RateLimit<Request = IncomingMessage>(
-  options: RateLimitOptions<Request>,
+  options: RateLimitInput<Request>,
 ): ClassDecorator & MethodDecorator {
   const guard = guardFor(options);
   return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
@@ -153,7 +157,7 @@ export class RateLimitGuard<Request = IncomingMessage> implements CanActivate {
   readonly #moduleLimit: Guard<unknown> | undefined;
 
   /** @param options the module's limit; `new RateLimitGuard(options)` works outside DI too. */
-  constructor(options?: RateLimitOptions<Request>) {
+  constructor(options?: RateLimitInput<Request>) {
     this.#moduleLimit = options === undefined ? undefined : guardFor(options);
   }
 
@@ -196,7 +200,7 @@ Optional()(RateLimitGuard, undefined, 0);
 export interface RateLimitModuleAsyncOptions<Request = IncomingMessage> {
   imports?: ModuleMetadata['imports'];
   inject?: InjectionToken[];
-  useFactory: (...args: never[]) => RateLimitOptions<Request> | Promise<RateLimitOptions<Request>>;
+  useFactory: (...args: never[]) => RateLimitInput<Request> | Promise<RateLimitInput<Request>>;
   /** Visible in every module without importing it. @default false */
   global?: boolean;
 }
@@ -219,7 +223,7 @@ export class RateLimitModule {
    * RateLimitModule.forRoot({ limits: api, key: (req) => ipKey(clientAddress(req).address) })
    */
   static forRoot<Request = IncomingMessage>(
-    options: RateLimitOptions<Request>,
+    options: RateLimitInput<Request>,
     { global = false }: { global?: boolean } = {},
   ): DynamicModule {
     return moduleWith({ provide: RATE_LIMIT_OPTIONS, useValue: options }, [], global);

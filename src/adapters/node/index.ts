@@ -9,16 +9,13 @@
  *   if (!(await limit(req, res))) return; // a 429, 400, 401, 500 or 503 was sent
  *   res.end('hello');
  * });
+ *
+ * @module sluice/node
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from '../../core/decision.js';
 import { withSocketAddress } from '../shared/socket-address.js';
-import {
-  createGuard,
-  type GuardOutcome,
-  type RateLimitOptions,
-  type RequestRateLimit,
-} from '../../http/guard.js';
+import { createGuard, type GuardOutcome, type RequestRateLimit } from '../../http/guard.js';
 import { errorResponse, limitedResponse, type LimitedResponseOptions } from '../../http/problem.js';
 import {
   applyNodeOutcome,
@@ -27,7 +24,9 @@ import {
   type RateLimitedRequest,
 } from './response.js';
 
+import type { RateLimitInput } from '../../http/quick-options.js';
 export type { RateLimitOptions, KeySpec, KeyResult, ErrorReportDetails } from '../../http/guard.js';
+export type { QuickRateLimitOptions, RateLimitInput } from '../../http/quick-options.js';
 export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
 
 /**
@@ -38,7 +37,7 @@ export type { CountOnly, RequestRateLimit } from '../../http/guard.js';
  * when its response closes.
  */
 export function rateLimit(
-  options: RateLimitOptions<IncomingMessage>,
+  options: RateLimitInput<IncomingMessage>,
 ): (request: IncomingMessage, response: ServerResponse) => Promise<boolean> {
   const guard = createGuard(withSocketAddress(options, (request) => request));
   const apply = (request: IncomingMessage, response: ServerResponse, outcome: GuardOutcome) =>

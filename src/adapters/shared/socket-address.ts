@@ -7,6 +7,7 @@
 import { optionError } from '../../core/errors.js';
 import type { RateLimitOptions } from '../../http/guard.js';
 import { AddressList } from '../../http/address-list.js';
+import { expandQuick, isQuick, type RateLimitInput } from '../../http/quick-options.js';
 import {
   createClientAddress,
   type ClientAddressInput,
@@ -15,7 +16,8 @@ import {
 
 /**
  * The options as the guard takes them: `proxies` read here and replaced by an `address`
- * function, unless the application gave its own `address` (then `proxies` is a mistake).
+ * function, unless the application gave its own `address` (then `proxies` is a mistake). The
+ * one-line form (`{ limit, window }`) is expanded first, keyed by that same client address.
  *
  * @example
  * createGuard(withSocketAddress(options, (req) => req)) // node:http and Express
@@ -23,10 +25,15 @@ import {
  * createGuard(withSocketAddress(options, (request) => ({ request, peer: peerOf(request) }))) // fetch
  */
 export function withSocketAddress<Request>(
-  options: RateLimitOptions<Request>,
+  input: RateLimitInput<Request>,
   inputOf: (request: Request) => ClientAddressInput,
 ): RateLimitOptions<Request> {
-  if (typeof options !== 'object' || options === null) return options; // the guard says why
+  if (typeof input !== 'object' || input === null) return input; // the guard says why
+  let options = input as RateLimitOptions<Request>;
+  if (isQuick(input)) {
+    const resolve = input.address === undefined ? compile(input.proxies ?? {}) : undefined;
+    options = expandQuick(input, resolve && ((request) => resolve(inputOf(request)).address));
+  }
   const { proxies, ...rest } = options;
   if (rest.address !== undefined) {
     if (proxies !== undefined)

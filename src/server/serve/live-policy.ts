@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync, readlinkSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname, isAbsolute } from 'node:path';
 import type { Clock } from '../../core/clock.js';
 import type { Limiter } from '../../limiter/limiter.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
@@ -20,8 +20,8 @@ import { limitHealth, openBreakers } from './store-health.js';
 export type ReloadTrigger = 'signal' | 'file';
 
 /**
- * How long the file's folder must stay quiet (no change) before the file is read again: an editor
- * saves in steps.
+ * How long the policy file must stay quiet (no change) before it is read again: an editor saves
+ * in steps.
  */
 const QUIET_MS = 100;
 const FAILURE_LOG_INTERVAL_MS = 60_000;
@@ -61,6 +61,12 @@ export class LivePolicy implements PolicyHolder {
   private quietTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private lastFailureLog = -Infinity;
+  /**
+   * The hash of the last text a reload rejected: the same text again is not reloaded from a file
+   * change and its errors are not logged again (a server whose log is written beside an invalid
+   * policy would otherwise reject it at every line it logs).
+   */
+  private rejectedHash: string | undefined;
   /**
    * On the memory store, the secret keys are stored under when the policy has none: drawn once,
    * kept across reloads (a kept limiter's buckets keep their keys).
@@ -121,14 +127,18 @@ export class LivePolicy implements PolicyHolder {
     return this.reloading;
   }
 
-  /** Reloads whenever the file changes (its folder is watched: editors replace files by renaming). */
+  /**
+   * Reloads whenever the file changes. Its folder is watched (editors replace files by renaming),
+   * but only changes of the file's own name, or of the link it is, are looked at: other files in
+   * the folder (the server's own log) never make it read again.
+   */
   watchFile(): void {
     const { config, log } = this.options;
+    const names = watchedNames(config);
     try {
-      // Any change in the folder is looked at: the file may be a link whose target is swapped
-      // (a Kubernetes ConfigMap renames a folder of links), which names no event after the file.
-      // The file is read again only once the changes go quiet, and served only if its text changed.
-      this.watcher = watch(dirname(config), { persistent: false }, () => {
+      this.watcher = watch(dirname(config), { persistent: false }, (_event, name) => {
+        // No name given (some platforms): it may have been the file.
+        if (name !== null && !names.has(String(name))) return;
         clearTimeout(this.quietTimer);
         this.quietTimer = setTimeout(() => void this.reloadIfChanged(), QUIET_MS);
       });
@@ -156,13 +166,17 @@ export class LivePolicy implements PolicyHolder {
       // Removed or being replaced: the rename that follows is a change of its own.
       return;
     }
-    if (text !== this.generation.text) await this.reload('file');
+    // Saved without a change, or the text a reload already rejected: nothing new to read.
+    if (text === this.generation.text || textHash(text) === this.rejectedHash) return;
+    await this.reload('file');
   }
 
   private async reloadNow(trigger: ReloadTrigger): Promise<boolean> {
     const { config, env, log, metrics } = this.options;
+    let hash: string | undefined;
     try {
       const text = readPolicyFile(config);
+      hash = textHash(text);
       const loaded = loadPolicyText(text, { file: config, env, envoyConfig: this.options.envoyConfig });
       const previous = this.generation.served.compiled.policy.store;
       if (JSON.stringify(loaded.policy.store) !== JSON.stringify(previous)) {
@@ -186,9 +200,17 @@ export class LivePolicy implements PolicyHolder {
       this.retire(this.generation, built.kept);
       this.generation = built.generation;
       this.announce(loaded, true, trigger, built.kept.size);
+      this.rejectedHash = undefined;
       return true;
     } catch (error) {
       metrics.rejected();
+      const repeated = hash !== undefined && hash === this.rejectedHash;
+      this.rejectedHash = hash;
+      if (repeated) {
+        // Its errors were logged when it was first rejected: one line says it is still so.
+        log.warn({ event: 'reload-rejected-again', trigger }, 'reload rejected: the file is unchanged since');
+        return false;
+      }
       if (error instanceof PolicyError) logPolicyIssues(log, error, 'reload rejected');
       // Last: a reader that sees this line has seen every error line before it.
       log.error(
@@ -301,4 +323,25 @@ export interface LivePolicyOptions {
 /** What a rule's limiters are made of: equal, they can be kept as they are. */
 function limitsOf(rule: RuleModel): string {
   return JSON.stringify({ limits: rule.limits, failure: rule.failure, mode: rule.mode });
+}
+
+/** A short hash of a policy file's text, to know it again. */
+function textHash(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * The names in the policy file's folder whose change may change the file: its own, and when it
+ * is a link into the same folder (a Kubernetes ConfigMap: `sluice.yaml -> ..data/sluice.yaml`,
+ * where `..data` is a link swapped by renaming), the first name of the link's target.
+ */
+function watchedNames(config: string): Set<string> {
+  const names = new Set([basename(config)]);
+  try {
+    const target = readlinkSync(config);
+    if (!isAbsolute(target)) names.add(target.split(/[\\/]/)[0]!);
+  } catch {
+    // Not a link: its own name is all.
+  }
+  return names;
 }

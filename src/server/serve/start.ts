@@ -155,7 +155,10 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   parts.add(() => gateway.close());
   const listening: Listener[] = [];
   parts.add(() => Promise.all(listening.map((listener) => closeListener(listener, gateway))));
-  await parts.attempt(() => listen(server, options.port, options.host));
+  await parts.attempt(
+    () => listen(server, options.port, options.host),
+    (error) => listenFailure(error, options.host, options.port),
+  );
   listening.push(server);
   if (admin !== undefined) {
     await parts.attempt(() => listen(admin, plan.admin!.port, plan.admin!.host), adminFailure);
@@ -167,7 +170,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     url: urlOf(server, options.host),
     adminUrl: urlOf(admin ?? server, plan.admin?.host ?? options.host),
   };
-  announce(options, policy, opened.type, urls, echo !== undefined, envoy, log);
+  announce(options, policy, opened, urls, echo !== undefined, envoy, log);
   let closing: Promise<void> | undefined;
   return {
     ...urls,
@@ -262,18 +265,20 @@ function grpcFailure(error: unknown): StartError {
 function announce(
   options: ServeOptions,
   policy: Policy,
-  store: string,
+  opened: OpenedStore,
   { url, adminUrl }: { url: string; adminUrl: string },
   echo: boolean,
   envoy: RunningEnvoy | undefined,
   log: ServerLog,
 ): void {
+  const store = opened.type;
   const plainKeysShared = store !== 'memory' && policy.clients.secrets.length === 0;
   const tokens = policy.tokens.length > 0;
   // One write: a reader that waits for the address gets every line at once.
   options.out(
-    startupText(url, adminUrl, options.config, policy.rules.length, store, tokens) +
+    startupText(url, adminUrl, options.config, policy, store) +
       (plainKeysShared ? plainKeysWarning(store) : '') +
+      (opened.unavailable === undefined ? '' : unavailableWarning(store, opened.unavailable)) +
       gatewayText(url, policy, echo) +
       reservedPathWarnings(policy) +
       (envoy === undefined ? '' : envoyText(options.host, envoy.port)),
@@ -289,6 +294,8 @@ function announce(
     },
     'sluice serve listening',
   );
+  if (opened.unavailable !== undefined)
+    log.warn({ event: 'store-unavailable', store }, 'the store did not answer at start');
   if (plainKeysShared)
     log.warn(
       { event: 'plain-keys', store },
@@ -322,18 +329,11 @@ async function stop(
 const plainKeysWarning = (store: string): string =>
   `sluice: warning: the policy has no clients.pseudonymSecret, so keys go to the ${store} store as plain text (client addresses, header values); set a secret to store HMACs of them\n`;
 
-function startupText(
-  url: string,
-  adminUrl: string,
-  config: string,
-  rules: number,
-  store: string,
-  tokens: boolean,
-): string {
+function startupText(url: string, adminUrl: string, config: string, policy: Policy, store: string): string {
+  const rules = policy.rules.length;
+  const tokens = policy.tokens.length > 0;
   const auth = tokens ? ` -H "authorization: Bearer $SLUICE_TOKEN"` : '';
-  const example = JSON.stringify({
-    items: [{ request: { method: 'POST', path: '/api/login', address: '203.0.113.7' } }],
-  });
+  const example = JSON.stringify({ items: [{ request: exampleRequest(policy) }] });
   return (
     `sluice: serving ${config} (${rules} ${rules === 1 ? 'rule' : 'rules'}, ${store} store) on ${url}\n` +
     (adminUrl === url
@@ -345,6 +345,49 @@ function startupText(
     `Try a decision:\n  curl -s ${adminUrl}/v1/decisions -H 'content-type: application/json'${auth} -d '${example}'\n` +
     `Live dashboard: ${adminUrl}/dashboard${tokens ? ' (sign in with an admin token)' : ''}\n`
   );
+}
+
+/**
+ * A request the policy's first rule with a plain path decides (its first method and path, the
+ * headers its match and key read), so that the start-up's curl line shows a rule at work.
+ */
+function exampleRequest(policy: Policy): Record<string, unknown> {
+  const plain = (path: string) => !/[*{]/.test(path);
+  const rule =
+    policy.rules.find((r) => r.match.paths?.some(plain) === true) ??
+    policy.rules.find((r) => r.match.paths === undefined);
+  const match = rule?.match ?? {};
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(match.headers ?? {})) {
+    // A header the rule wants absent is left out; any value stands for a wildcard.
+    if (typeof value === 'string') headers[name] = value === '*' ? 'example' : value;
+  }
+  for (const part of rule?.key ?? []) if (part.startsWith('header:')) headers[part.slice(7)] = 'example';
+  return {
+    method: match.methods?.[0] ?? 'GET',
+    path: match.paths?.find(plain) ?? '/',
+    address: '203.0.113.7',
+    ...(Object.keys(headers).length === 0 ? {} : { headers }),
+  };
+}
+
+/** Said at start when the store did not answer, with why: the server runs meanwhile. */
+const unavailableWarning = (store: string, why: string): string =>
+  `sluice: warning: the ${store} store did not answer at start; each rule's failure policy answers until it does, and /readyz says unavailable. ${why}\n`;
+
+/** A port that cannot be listened on, said in one line (EADDRINUSE: another process has it). */
+function listenFailure(error: unknown, host: string, port: number): StartError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? 'error';
+  const why =
+    code === 'EADDRINUSE'
+      ? 'the port is in use by another process (a sluice server already running?); stop it, or choose another port with --port'
+      : code === 'EACCES'
+        ? 'permission denied; choose a port above 1023 with --port'
+        : code === 'EADDRNOTAVAIL'
+          ? "the address is not one of this machine's; choose another with --host"
+          : 'see the code';
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new StartError(`sluice serve: cannot listen on ${address} (${code}): ${why}`);
 }
 
 function listen(server: Listener, port: number, host: string): Promise<void> {

@@ -2,6 +2,7 @@ import type * as ioredis from 'ioredis';
 import type * as pg from 'pg';
 import type { Duration } from '../../core/duration.js';
 import type { Store } from '../../stores/contract/store.js';
+import { driverError, type DriverErrorRules, type DriverFailure } from '../../stores/shared/driver-error.js';
 import { MemoryStore } from '../../stores/memory/store.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import type { StoreFile } from '../policy/model.js';
@@ -30,6 +31,29 @@ export interface OpenedStore {
    */
   warm?(compiled: CompiledPolicy): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Why the store did not answer at start, in words (no address, no password): the server starts
+   * anyway and each rule's failure policy answers until it does.
+   */
+  readonly unavailable?: string;
+}
+
+/**
+ * Codes of a first connection that failed for a reason no wait will mend: a database that does
+ * not exist, credentials the server refuses. The server does not start on them.
+ */
+const SETUP_FAILURES = new Set(['3D000', '28P01', '28000', 'WRONGPASS', 'NOAUTH']);
+
+/**
+ * What a failed first connection means: a StartError for a setup mistake, otherwise the reason
+ * in words for the start-up warning. Said as the store's coded error says it (by code, never by
+ * the driver's text, which may quote the URL).
+ */
+function firstFailure(type: string, error: unknown, rules: DriverErrorRules): string {
+  const failure: DriverFailure = driverError(error, rules);
+  if (failure.driverCode !== undefined && SETUP_FAILURES.has(failure.driverCode))
+    throw new StartError(`sluice serve: the ${type} store cannot be used: ${failure.message}`);
+  return failure.message;
 }
 
 /** How long the start waits for a shared store's first connection (the pool's connection timeout). */
@@ -43,9 +67,11 @@ export const READINESS_APPLICATION = 'sluice readiness';
 
 /**
  * Opens the policy's store. A shared store that is down does not stop the server: it starts,
- * /readyz says "unavailable", and each rule's failure policy answers (closed: 503) until the
- * store is back; the client reconnects by itself. A driver that is not installed does stop it:
- * ioredis for Redis and pg for PostgreSQL are optional peers of the package.
+ * says why the store did not answer (`unavailable`), /readyz says "unavailable", and each rule's
+ * failure policy answers (closed: 503) until the store is back; the client reconnects by itself.
+ * A driver that is not installed does stop it (ioredis for Redis and pg for PostgreSQL are
+ * optional peers of the package), and so does a database that does not exist or credentials
+ * the store refuses.
  */
 export async function openStore(config: StoreFile): Promise<OpenedStore> {
   if (config.type === 'memory') {
@@ -64,6 +90,7 @@ export async function openStore(config: StoreFile): Promise<OpenedStore> {
 async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise<OpenedStore> {
   const { Redis } = await driver<typeof ioredis>('ioredis', 'redis');
   const { RedisStore } = await import('../../stores/redis/index.js');
+  const { redisErrors } = await import('../../stores/redis/errors.js');
   // No offline queue: while Redis is down a decision fails at once (and the rule's failure
   // policy answers) instead of waiting in a queue; the client keeps reconnecting.
   const client = new Redis(config.url, {
@@ -72,8 +99,10 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
     maxRetriesPerRequest: 0,
     retryStrategy: () => 500,
   });
-  // Connection errors are what /readyz reports; logging each retry would flood the output.
-  client.on('error', () => {});
+  // Connection errors are what /readyz reports; logging each retry would flood the output. The
+  // last one says, at start, why Redis did not answer.
+  let lastError: unknown;
+  client.on('error', (error: unknown) => (lastError = error));
   // The first connection is waited for (at most as long as PostgreSQL's), so that a server that
   // prints its address decides on Redis from its first request instead of failing it while the
   // connection is still being made; a Redis that is down does not stop the start.
@@ -81,6 +110,15 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
     client.connect().catch(() => {}),
     FIRST_CONNECTION_MS,
   );
+  let unavailable: string | undefined;
+  if (client.status !== 'ready') {
+    try {
+      unavailable = firstFailure('redis', lastError ?? new Error('no answer'), redisErrors);
+    } catch (error) {
+      client.disconnect();
+      throw error;
+    }
+  }
   const view = () =>
     new RedisStore({
       client,
@@ -98,6 +136,7 @@ async function openRedis(config: Extract<StoreFile, { type: 'redis' }>): Promise
     close: async () => {
       client.disconnect();
     },
+    ...(unavailable === undefined ? {} : { unavailable }),
   };
 }
 
@@ -105,6 +144,7 @@ async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): P
   const { default: driverPg } = await driver<{ default: typeof pg }>('pg', 'postgres');
   const { PostgresStore } = await import('../../stores/postgres/index.js');
   const { schemaNames } = await import('../../stores/postgres/migrations.js');
+  const { postgresErrors } = await import('../../stores/postgres/errors.js');
   const pool = new driverPg.Pool({
     connectionString: config.url,
     max: DECISION_CONNECTIONS,
@@ -138,7 +178,17 @@ async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): P
       migrated = undefined;
       throw error;
     }));
-  await migrate().catch(() => {});
+  let unavailable: string | undefined;
+  try {
+    await migrate();
+  } catch (error) {
+    try {
+      unavailable = firstFailure('postgres', error, postgresErrors);
+    } catch (setup) {
+      await Promise.all([pool.end(), side.end()]);
+      throw setup;
+    }
+  }
   // One statement that reads every table decisions write: a lock that stalls them stalls it.
   const n = schemaNames(config.schema);
   const probe = `SELECT 1 FROM ${n.tokenBuckets}, ${n.windowCounters}, ${n.quotaCounters} LIMIT 0`;
@@ -158,6 +208,7 @@ async function openPostgres(config: Extract<StoreFile, { type: 'postgres' }>): P
     close: async () => {
       await Promise.all([pool.end(), side.end()]);
     },
+    ...(unavailable === undefined ? {} : { unavailable }),
   };
 }
 

@@ -1,6 +1,12 @@
 import { SluiceError } from '../../core/errors.js';
 import { deadlineError } from '../shared/deadline.js';
-import { driverError, type DriverErrorRules, type DriverFailure } from '../shared/driver-error.js';
+import {
+  connectionFailure,
+  driverError,
+  type DriverErrorClass,
+  type DriverErrorRules,
+  type DriverFailure,
+} from '../shared/driver-error.js';
 
 /** A SluiceError from the PostgreSQL store; `sqlState` (and `driverCode`) is the SQLSTATE, if any. */
 export type PostgresStoreError = DriverFailure & { readonly sqlState?: string };
@@ -10,6 +16,30 @@ export type PostgresStoreError = DriverFailure & { readonly sqlState?: string };
 const schemaStates = new Set(['42P01', '3F000', '42883', '42703']);
 // query_canceled (statement_timeout, or the store's own deadline), lock_not_available (lock_timeout).
 const timeoutStates = new Set(['57014', '55P03']);
+// Connecting worked, but the settings name a database, user or privilege the server refuses: said
+// in words, since a bare SQLSTATE sends the reader to the manual for what is a setup mistake.
+const setupStates: Readonly<Record<string, DriverErrorClass>> = {
+  '3D000': {
+    code: 'SLUICE_STORE_UNAVAILABLE',
+    says: 'unavailable: the database does not exist',
+    hint: 'create it, or correct the database name of the connection settings',
+  },
+  '28P01': {
+    code: 'SLUICE_STORE_UNAVAILABLE',
+    says: 'unavailable: password authentication failed',
+    hint: 'check the user and password of the connection settings',
+  },
+  '28000': {
+    code: 'SLUICE_STORE_UNAVAILABLE',
+    says: 'unavailable: the server refused this user (invalid authorization)',
+    hint: "check the user of the connection settings and the server's pg_hba.conf",
+  },
+  '42501': {
+    code: 'SLUICE_STORE_UNAVAILABLE',
+    says: 'unavailable: permission denied',
+    hint: "the user lacks a privilege on sluice's schema or tables (to create them in migrate(), or to use them)",
+  },
+};
 
 /**
  * How the PostgreSQL store reads driver errors (pg and postgres.js both carry the SQLSTATE, or
@@ -17,13 +47,16 @@ const timeoutStates = new Set(['57014', '55P03']);
  * a server-side timeout `SLUICE_STORE_TIMEOUT`, a data exception (SQLSTATE class 22: a value out
  * of range or of the wrong form) `SLUICE_ARGUMENT`, since the input caused it and a failure
  * policy must not admit it; anything else (lost or refused connection, server shutdown)
- * `SLUICE_STORE_UNAVAILABLE`.
+ * `SLUICE_STORE_UNAVAILABLE`, in words for a missing database, refused credentials, a missing
+ * privilege and a connection that could not be made.
  */
 export const postgresErrors: DriverErrorRules = {
   store: 'PostgreSQL store',
   codeName: 'SQLSTATE',
   codeProperty: 'sqlState',
   classify(code) {
+    const setup = Object.hasOwn(setupStates, code) ? setupStates[code] : undefined;
+    if (setup !== undefined) return setup;
     if (schemaStates.has(code)) {
       return {
         code: 'SLUICE_STORE_SCHEMA',
@@ -39,7 +72,7 @@ export const postgresErrors: DriverErrorRules = {
         hint: 'out of range or of the wrong form',
       };
     }
-    return undefined;
+    return connectionFailure(code);
   },
 };
 

@@ -1,6 +1,8 @@
 /**
  * sluice/postgres: the PostgreSQL store. `pg` or `postgres` (postgres.js) is an optional
  * peer dependency: pass your own pool.
+ *
+ * @module sluice/postgres
  */
 export {
   PostgresStore,

@@ -1,6 +1,11 @@
 import { SluiceError } from '../../core/errors.js';
 import { deadlineError } from '../shared/deadline.js';
-import { driverError, type DriverErrorRules, type DriverFailure } from '../shared/driver-error.js';
+import {
+  connectionFailure,
+  driverError,
+  type DriverErrorRules,
+  type DriverFailure,
+} from '../shared/driver-error.js';
 
 /** What the store's timeouts name: the store and the option that bounds it. */
 export const TIMEOUT_SUBJECT = 'Redis (RedisStore timeout)';
@@ -22,7 +27,14 @@ export const redisErrors: DriverErrorRules = {
     const system = (error as { code?: unknown } | null)?.code;
     return typeof system === 'string' ? system : undefined;
   },
-  classify: () => undefined,
+  classify: (code) =>
+    code === 'WRONGPASS' || code === 'NOAUTH'
+      ? {
+          code: 'SLUICE_STORE_UNAVAILABLE',
+          says: 'unavailable: authentication failed',
+          hint: 'check the user and password of the connection settings',
+        }
+      : connectionFailure(code),
 };
 
 /** A client's error as a coded error of the Redis store (see {@link redisErrors}). */

@@ -7,6 +7,8 @@
  *
  * Internals (the Lua scripts and their SHAs, the algorithm modules, Cluster slot hashing) stay in
  * their modules: they change with every new algorithm and are no API.
+ *
+ * @module sluice/redis
  */
 export { RedisStore, type RedisStoreOptions, type RedisHashTag } from './store.js';
 export { RedisRuleBuckets } from './rule-buckets.js';

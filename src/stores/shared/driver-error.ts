@@ -96,3 +96,38 @@ export function driverError(error: unknown, rules: DriverErrorRules): DriverFail
   }
   return failure;
 }
+
+/** Words for the Node system codes of a connection that could not be made or was lost. */
+const connectionWords: Readonly<Record<string, { says: string; hint: string }>> = {
+  ECONNREFUSED: {
+    says: 'unavailable: connection refused',
+    hint: 'nothing listens at the host and port of the connection settings; is the server running there?',
+  },
+  ENOTFOUND: {
+    says: 'unavailable: host name not found',
+    hint: 'check the host of the connection settings',
+  },
+  EAI_AGAIN: {
+    says: 'unavailable: host name not resolved',
+    hint: 'the name server did not answer; check the host of the connection settings',
+  },
+  ETIMEDOUT: {
+    says: 'unavailable: connection timed out',
+    hint: 'the host did not answer; check the host, the port and the firewall between',
+  },
+  EHOSTUNREACH: {
+    says: 'unavailable: host unreachable',
+    hint: 'no route to the host of the connection settings',
+  },
+  ECONNRESET: { says: 'unavailable: connection reset', hint: 'the server or a proxy between closed it' },
+};
+
+/**
+ * What a Node system code of a failed or lost connection means, in words, for a store's
+ * `classify` (`SLUICE_STORE_UNAVAILABLE` with a reason and what to check); undefined for any
+ * other code. Never names the address: it may come from a URL that holds a password.
+ */
+export function connectionFailure(code: string): DriverErrorClass | undefined {
+  const words = Object.hasOwn(connectionWords, code) ? connectionWords[code] : undefined;
+  return words === undefined ? undefined : { code: 'SLUICE_STORE_UNAVAILABLE', ...words };
+}

@@ -7,6 +7,7 @@ import { inspect } from 'node:util';
 import { manualClock, type ManualClock } from '../../core/clock.js';
 import { tokenBucket } from '../../core/rules/token-bucket.js';
 import type { RateLimitOptions } from '../../http/guard.js';
+import type { RateLimitInput } from '../../http/quick-options.js';
 import type { HeaderStyle } from '../../http/headers.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../../limiter/limiter.js';
 import { MemoryStore } from '../../stores/memory/store.js';
@@ -30,7 +31,7 @@ export type LimitedRoute = 'POST /api/things' | 'POST /api/messages';
  */
 export interface AppSpec {
   /** A limit in front of every route (global middleware, hook or plugin). */
-  everyRoute?: RateLimitOptions<unknown>;
+  everyRoute?: RateLimitInput<unknown>;
   /**
    * Where `everyRoute` is mounted: only paths under it pass the limit, and the framework's own
    * way of mounting is used (Express: `app.use('/api', …)`, where `req.path` loses the prefix).
@@ -39,7 +40,7 @@ export interface AppSpec {
   /** `everyRoute` mounted twice, as an app that registers the middleware twice would. */
   everyRouteTwice?: boolean;
   /** Limits on one route only. */
-  routes?: Partial<Record<LimitedRoute, RateLimitOptions<unknown>>>;
+  routes?: Partial<Record<LimitedRoute, RateLimitInput<unknown>>>;
   /**
    * `POST /api/login`: the handler computes `key(request)`, awaits `limiter.take(key)` and answers
    * refusals with `sendRateLimited(…, decision, { headers })`, thrown errors with `sendError`.

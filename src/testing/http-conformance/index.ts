@@ -28,6 +28,7 @@ import { keyTests } from './key-tests.js';
 import { noThrowTests } from './no-throw-tests.js';
 import { onErrorTests } from './on-error-tests.js';
 import { privacyTests } from './privacy-tests.js';
+import { quickFormTests } from './quick-form-tests.js';
 import { refusalTests } from './refusal-tests.js';
 import { routeTests } from './route-tests.js';
 import { storeFailureTests } from './store-failure-tests.js';
@@ -60,5 +61,6 @@ export function httpConformance(harness: HttpHarness): void {
     countOnlyTests(suite);
     delayTests(suite);
     privacyTests(suite);
+    quickFormTests(suite);
   });
 }
