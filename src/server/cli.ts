@@ -5,7 +5,7 @@ import { testClock } from './envoy/test-clock.js';
 import { explainRequest, formatExplanation } from './explain.js';
 import { PolicyError } from './policy/errors.js';
 import { StartError, serve, type RunningServer } from './serve/start.js';
-import { FALLBACK_TOKEN_VARIABLE, TOKEN_VARIABLE, runTop } from './top/top.js';
+import { DEFAULT_URLS, FALLBACK_TOKEN_VARIABLE, TOKEN_VARIABLE, runTop } from './top/top.js';
 
 /** Where the CLI writes; a test passes its own. */
 export interface CliIo {
@@ -212,9 +212,13 @@ function addTop(program: Command, io: CliIo, setExitCode: SetExitCode): void {
     .description(
       "The dashboard's live numbers in the terminal: decisions per second by rule and outcome, refusal ratio, store latency, the heaviest refused bucket ids (pseudonymous) and recent refusals; an admin token from SLUICE_ADMIN_TOKEN (else SLUICE_TOKEN); redrawn in place, fitted to the terminal",
     )
-    .option('--url <url>', 'the server (sluice serve)', urlArgument, 'http://127.0.0.1:8411')
+    .option(
+      '--url <url>',
+      "the server's own API, where its dashboard is (default: sluice serve's admin listener http://127.0.0.1:8412 when a sluice server answers there, as in gateway mode, else http://127.0.0.1:8411)",
+      urlArgument,
+    )
     .option('--iterations <n>', 'stop after this many tables (default: until Ctrl-C)', countArgument)
-    .action(async (options: { url: string; iterations?: number }) => {
+    .action(async (options: { url?: string; iterations?: number }) => {
       const interrupt = new AbortController();
       const stop = () => interrupt.abort();
       process.once('SIGINT', stop);
@@ -229,7 +233,8 @@ function addTop(program: Command, io: CliIo, setExitCode: SetExitCode): void {
         setExitCode(
           await runTop(
             {
-              url: options.url,
+              urls: options.url === undefined ? DEFAULT_URLS : [options.url],
+              named: options.url !== undefined,
               token: tokenVariable === undefined ? undefined : io.env[tokenVariable],
               tokenVariable,
               iterations: options.iterations,

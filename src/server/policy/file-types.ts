@@ -13,6 +13,12 @@ export type FailureName = 'closed' | 'open';
 export type ModeName = 'enforce' | 'shadow' | 'delay';
 export type ScopeName = 'decide' | 'admin';
 export type ProxyHeaderName = 'x-forwarded-for' | 'x-real-ip' | 'forwarded';
+/**
+ * The names a list of addresses may hold for a whole range, the library's and Express's:
+ * `loopback` (this machine), `linklocal` (169.254.0.0/16, fe80::/10) and `uniquelocal`
+ * (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7: private networks).
+ */
+export type ProxyRangeName = 'loopback' | 'linklocal' | 'uniquelocal';
 
 export interface BlockFile {
   duration: string;
@@ -87,6 +93,7 @@ export type StoreFile =
   | { type: 'postgres'; url: string; timeout?: string; schema?: string };
 
 export interface ClientsFile {
+  /** Addresses and CIDR ranges of your own proxies, and the named ranges ({@link ProxyRangeName}). */
   trustedProxies?: string[];
   proxyHeader?: ProxyHeaderName;
   ipv6Prefix?: number;
@@ -327,6 +334,7 @@ export const fileChoices = {
   mode: ['enforce', 'shadow', 'delay'],
   scope: ['decide', 'admin'],
   proxyHeader: ['x-forwarded-for', 'x-real-ip', 'forwarded'],
+  proxyRange: ['loopback', 'linklocal', 'uniquelocal'],
   storeType: ['memory', 'redis', 'postgres'],
   jwtAlgorithm: ['HS256', 'RS256', 'ES256'],
 } as const satisfies {
@@ -335,6 +343,7 @@ export const fileChoices = {
   mode: readonly ModeName[];
   scope: readonly ScopeName[];
   proxyHeader: readonly ProxyHeaderName[];
+  proxyRange: readonly ProxyRangeName[];
   storeType: readonly StoreFile['type'][];
   jwtAlgorithm: readonly JwtAlgorithmName[];
 };

@@ -127,7 +127,7 @@ describe('sluice top', () => {
     assert.match(down.stderr, /cannot read the server at --url \(ECONNREFUSED\)/);
     const help = await runSluice(['top', '--help']);
     assert.equal(help.code, 0);
-    for (const option of ['--url', '--iterations', 'SLUICE_ADMIN_TOKEN'])
+    for (const option of ['--url', '--iterations', 'SLUICE_ADMIN_TOKEN', 'http://127.0.0.1:8412'])
       assert.ok(help.stdout.includes(option), option);
   });
 });
