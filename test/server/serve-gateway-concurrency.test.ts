@@ -3,13 +3,14 @@
  * an upstream on loopback that holds its slow responses until the test lets them go. At most
  * `max` requests of a key are in flight, and the next gets the rule's 429 without reaching the
  * upstream; a slot is released when the response ends, when the upstream fails and when the
- * client leaves. A reload keeps an unchanged rule's count, and a request in flight across
- * reloads releases its slot to the limit that gave it. The decision API decides none of it.
+ * client leaves, a WebSocket's when its tunnel closes. A reload keeps an unchanged rule's count,
+ * and a request in flight across reloads releases its slot to the limit that gave it. The
+ * decision API decides none of it.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, type ClientRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import { startUpstream, type Upstream } from './gateway-support.js';
+import { openWebSocket, startUpstream, type Upstream } from './gateway-support.js';
 import { logOf, replacePolicy, waitForLog } from './ops-support.js';
 import { startSluice, type RunningSluice } from './serve-support.js';
 
@@ -161,6 +162,18 @@ describe('sluice serve: a concurrency rule in gateway mode', () => {
       (await Promise.all([staying.answer, again.answer])).map((a) => a.status),
       [200, 200],
     );
+  });
+
+  it('holds a slot for as long as a WebSocket tunnel is open', async () => {
+    const open = () => openWebSocket(`${sluice.url}/socket`, { 'x-client': 'client-seven' });
+    const first = await open();
+    const second = await open();
+    assert.ok(first.upgraded && second.upgraded);
+    const third = await open();
+    assert.equal(third.upgraded ? 101 : third.status, 429);
+    first.socket.destroy();
+    assert.equal((await fastUntilAdmitted('client-seven')).status, 200);
+    second.socket.destroy();
   });
 
   it('is not decided by the decision API: a request item does not match it, a rule item is refused', async () => {
