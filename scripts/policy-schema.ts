@@ -1,8 +1,9 @@
 /**
  * Writes the algorithms' part of sluice.schema.json from the rule registry
  * (src/core/rules/index.ts): one definition of each algorithm's options, and one branch per
- * algorithm in a rule's `limits` entries and in a rule that writes its limit in itself. The rest
- * of the file is written by hand and kept as it is.
+ * algorithm in a rule's `limits` entries and in a rule that writes its limit in itself; then the
+ * concurrency rule's (src/server/policy/concurrency.ts), a branch of a rule only. The rest of the
+ * file is written by hand and kept as it is.
  *
  *   node --import tsx scripts/policy-schema.ts     rewrites sluice.schema.json
  *
@@ -13,6 +14,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { format, resolveConfig } from 'prettier';
 import { ruleEntries, type AnyRuleEntry } from '../src/core/rules/index.js';
+import { CONCURRENCY, concurrencySchema } from '../src/server/policy/concurrency.js';
 
 type Schema = Record<string, unknown>;
 
@@ -45,7 +47,9 @@ export function withRuleSchemas(schema: Schema): Schema {
   for (const [name, def] of Object.entries(defs)) {
     if (isAlgorithm(def)) continue;
     rebuilt[name] = def;
-    if (name === 'count') for (const entry of ruleEntries) rebuilt[entry.name] = definition(entry);
+    if (name !== 'count') continue;
+    for (const entry of ruleEntries) rebuilt[entry.name] = definition(entry);
+    rebuilt.concurrency = concurrencySchema;
   }
   rebuilt.limit = {
     ...defs.limit,
@@ -60,11 +64,19 @@ export function withRuleSchemas(schema: Schema): Schema {
     ...rule,
     else: {
       ...rule.else,
-      oneOf: ruleEntries.map((entry) => ({
-        allOf: [ref('ruleCommon'), ref(entry.name)],
-        properties: { algorithm: tagged(entry) },
-        unevaluatedProperties: false,
-      })),
+      oneOf: [
+        ...ruleEntries.map((entry) => ({
+          allOf: [ref('ruleCommon'), ref(entry.name)],
+          properties: { algorithm: tagged(entry) },
+          unevaluatedProperties: false,
+        })),
+        // A concurrency limit is a rule of its own: never an entry of a `limits` list.
+        {
+          allOf: [ref('ruleCommon'), ref('concurrency')],
+          properties: { algorithm: { const: CONCURRENCY } },
+          unevaluatedProperties: false,
+        },
+      ],
     },
   };
   return { ...schema, $defs: rebuilt };

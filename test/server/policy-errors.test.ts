@@ -84,8 +84,8 @@ describe('policy errors', () => {
         'version: 1\nrules:\n  - name: a\n    algorithm: leaky-bucket\n  - name: b\n    key: [address]\n',
       ),
       [
-        '4:16: rules[0].algorithm must be one of "token-bucket", "fixed-window", "sliding-window", "calendar-quota" or "anchored-window"',
-        '5:5: rules[1] needs an algorithm ("token-bucket", "fixed-window", "sliding-window", "calendar-quota" or "anchored-window") or a list of limits',
+        '4:16: rules[0].algorithm must be one of "token-bucket", "fixed-window", "sliding-window", "calendar-quota", "anchored-window" or "concurrency"',
+        '5:5: rules[1] needs an algorithm ("token-bucket", "fixed-window", "sliding-window", "calendar-quota", "anchored-window" or "concurrency") or a list of limits',
       ],
     );
   });

@@ -20,6 +20,7 @@ describe('sluice.schema.json and the model', () => {
     assert.deepEqual(keys(schema.properties), fields(fileFields.policy));
     for (const name of [
       'block',
+      'concurrency',
       'match',
       'headerAbsent',
       'ruleCommon',
@@ -60,7 +61,7 @@ describe('sluice.schema.json and the model', () => {
         else walk(value, `${at}/${key}`, false);
       }
     };
-    const composedDefs = new Set([...ruleEntries.map((e) => e.name), 'ruleCommon']);
+    const composedDefs = new Set([...ruleEntries.map((e) => e.name), 'concurrency', 'ruleCommon']);
     walk({ ...schema, $defs: {} }, '#', false);
     for (const [name, def] of Object.entries(defs)) walk(def, `#/$defs/${name}`, composedDefs.has(name));
     assert.deepEqual(open, []);
@@ -78,11 +79,12 @@ describe('sluice.schema.json and the model', () => {
       ),
       fileChoices.algorithm,
     );
+    // A rule of its own may also be a concurrency limit, which a limits list never holds.
     assert.deepEqual(
       defs.rule.else.oneOf.map(
         (b: { properties: { algorithm: { const: string } } }) => b.properties.algorithm.const,
       ),
-      fileChoices.algorithm,
+      fileChoices.ruleAlgorithm,
     );
     assert.deepEqual(defs.failure.enum, fileChoices.failure);
     assert.deepEqual(defs.mode.enum, fileChoices.mode);

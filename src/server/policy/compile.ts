@@ -7,9 +7,11 @@ import type { Rule } from '../../core/rules/rule.js';
 import { AddressList } from '../../http/address-list.js';
 import { createGuard, type Guard } from '../../http/guard.js';
 import { createCascade } from '../../limiter/cascade.js';
+import { concurrencyLimit, type ConcurrencyLimiter } from '../../limiter/concurrency.js';
 import type { Logger } from '../../limiter/failure.js';
 import type { DecisionEvents } from '../../limiter/events.js';
 import { createLimiter, type Limiter } from '../../limiter/limiter.js';
+import type { LeaseStore } from '../../stores/contract/lease-store.js';
 import type { Store } from '../../stores/contract/store.js';
 import { PolicyError, type PolicyIssue } from './errors.js';
 import { bucketKeys, compileKey, cookieOf, type BucketKeys } from './keys.js';
@@ -28,12 +30,21 @@ import {
 
 type Path = readonly (string | number)[];
 
+/** A limit a policy builds and closes: a rate limiter, or a concurrency rule's limit. */
+export type PolicyLimit = Limiter | ConcurrencyLimiter;
+
+/** What a rule's limits are built as: its rate limiters, and a concurrency rule's limit. */
+export interface RuleLimits {
+  /** In the file's order; several are charged all or nothing. None for a concurrency rule. */
+  readonly limiters: readonly Limiter[];
+  /** A concurrency rule's limit; undefined for a rule of rate limits. */
+  readonly concurrency: ConcurrencyLimiter | undefined;
+}
+
 /** A rule made of the library's parts: its limiters, and the guard that decides with them. */
-export interface CompiledRule {
+export interface CompiledRule extends RuleLimits {
   readonly name: string;
   readonly model: RuleModel;
-  /** In the file's order; several are charged all or nothing. */
-  readonly limiters: readonly Limiter[];
   /** Decides for a request: lists, key, limits, headers and problem responses, all the library's. */
   readonly guard: Guard<DecisionRequest>;
   matches(request: DecisionRequest): boolean;
@@ -65,10 +76,10 @@ export interface CompiledPolicy {
   keyed(key: string, cost?: number): DecisionRequest;
   readonly keys: BucketKeys;
   /**
-   * Closes every limiter (the store stays open: it is the caller's), but those in `kept`: the
-   * limiters a reloaded policy carried over.
+   * Closes every limit (the store stays open: it is the caller's), but those in `kept`: the
+   * limits a reloaded policy carried over.
    */
-  close(kept?: ReadonlySet<Limiter>): void;
+  close(kept?: ReadonlySet<PolicyLimit>): void;
 }
 
 /** Options of {@link compilePolicy}. */
@@ -90,7 +101,7 @@ export interface CompileOptions {
    * The limiters to use for a rule instead of building new ones: a reload passes those of an
    * unchanged rule of the previous policy, so that its buckets keep their state.
    */
-  reuse?: (rule: RuleModel) => readonly Limiter[] | undefined;
+  reuse?: (rule: RuleModel) => RuleLimits | undefined;
   /**
    * The secret keys are stored as HMACs under when the policy names none: a server on the memory
    * store draws one when it starts, so that its buckets never hold an address or a header value
@@ -109,9 +120,9 @@ export interface CompileOptions {
 export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): CompiledPolicy {
   const { policy } = loaded;
   const issues: PolicyIssue[] = [];
-  const built: Limiter[] = [];
+  const built: PolicyLimit[] = [];
   /** Of those, the ones built here (not reused): a policy that fails to build closes only these. */
-  const created: Limiter[] = [];
+  const created: PolicyLimit[] = [];
   /** Runs one library call; a refusal becomes an issue at `path`. */
   const attempt: Attempt = (path, make, refine) => {
     try {
@@ -154,15 +165,21 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
     ].every(Boolean);
     const events = options.events?.(rule.name);
     const reused = options.reuse?.(rule);
-    const limiters = reused === undefined ? limitersOf(rule, origin, options, events, attempt) : [...reused];
-    if (reused === undefined) created.push(...limiters);
-    built.push(...limiters);
+    const limiters =
+      reused === undefined ? limitersOf(rule, origin, options, events, attempt) : [...reused.limiters];
+    const concurrency =
+      reused === undefined ? concurrencyOf(rule, origin, options, attempt) : reused.concurrency;
+    const own = concurrency === undefined ? limiters : [...limiters, concurrency];
+    if (reused === undefined) created.push(...own);
+    built.push(...own);
     // A rule whose parts were refused above is not built: its lists would be refused again.
     if (limiters.length !== rule.limits.length || !listsRead) return;
+    if ((rule.concurrency === undefined) !== (concurrency === undefined)) return;
     const limits =
-      limiters.length === 1
+      concurrency ??
+      (limiters.length === 1
         ? limiters[0]!
-        : attempt(origin.rule, () => createCascade(limiters, { mode: 'all-or-nothing' }));
+        : attempt(origin.rule, () => createCascade(limiters, { mode: 'all-or-nothing' })));
     if (limits === undefined) return;
     const matches = attempt(['rules', i, 'match'], () => compileMatch(rule.match, `rules[${i}].match`));
     const keyText = ruleKey(loaded, i, claims, issues);
@@ -196,6 +213,7 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
       name: rule.name,
       model: rule,
       limiters,
+      concurrency,
       guard: withResponse(guard, rule.response),
       matches,
       keyText,
@@ -230,6 +248,30 @@ function delayOptions(rule: RuleModel): { mode: 'delay'; maxWait: Duration } | o
 
 /** Runs one library call at `path`; a refusal becomes an issue there and the answer undefined. */
 type Attempt = <T>(path: Path, make: () => T, refine?: (message: string) => Path) => T | undefined;
+
+/**
+ * A concurrency rule's limit, built by the library on the policy's store (every store sluice
+ * ships keeps leases; another is refused by the library); undefined for a rule of rates.
+ */
+function concurrencyOf(
+  rule: RuleModel,
+  origin: RuleOrigin,
+  options: CompileOptions,
+  attempt: Attempt,
+): ConcurrencyLimiter | undefined {
+  const model = rule.concurrency;
+  if (model === undefined) return undefined;
+  return attempt(origin.rule, () =>
+    concurrencyLimit({
+      name: model.name,
+      max: model.max,
+      leaseTtl: model.leaseTtl as Duration,
+      store: options.store as Store & LeaseStore,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    }),
+  );
+}
 
 /** A rule's limiters, built by the library; a limit it refuses is an issue and left out. */
 function limitersOf(

@@ -7,6 +7,9 @@
  */
 import { ruleEntries, ruleKinds, type RuleKind, type RuleOptionsOf } from '../../core/rules/index.js';
 import type { HeaderStyle } from '../../http/headers.js';
+import { CONCURRENCY, concurrencyFields, type ConcurrencyFile } from './concurrency.js';
+
+export type { ConcurrencyFile } from './concurrency.js';
 
 export type FailureName = 'closed' | 'open';
 /** `delay` enforces too, but a request over the limit waits for its slot (up to `maxWait`) instead of a 429. */
@@ -84,8 +87,8 @@ export interface ProblemFile {
   detail?: string;
 }
 
-/** A rule: its one limit written in it, or a `limits` list. */
-export type RuleFile = RuleCommonFile & (LimitOptionsFile | { limits: LimitFile[] });
+/** A rule: its one limit written in it, a `limits` list, or a concurrency limit (a rule of its own). */
+export type RuleFile = RuleCommonFile & (LimitOptionsFile | { limits: LimitFile[] } | ConcurrencyFile);
 
 export type StoreFile =
   | { type: 'memory' }
@@ -267,6 +270,7 @@ export const fileFields = {
   },
   envoyRateLimit: { unit: true, requests_per_unit: true, unlimited: true, name: true, replaces: true },
   block: { duration: true, factor: true, max: true, forgetAfter: true },
+  concurrency: concurrencyFields,
   match: { methods: true, paths: true, exceptPaths: true, host: true, headers: true, sourceCidrs: true },
   headerAbsent: { absent: true },
   ruleCommon: {
@@ -311,6 +315,7 @@ export const fileFields = {
   envoyDescriptor: Fields<EnvoyDescriptorFile>;
   envoyRateLimit: Fields<EnvoyRateLimitFile>;
   block: Fields<BlockFile>;
+  concurrency: Fields<ConcurrencyFile>;
   match: Fields<MatchFile>;
   headerAbsent: Fields<HeaderAbsentFile>;
   ruleCommon: Fields<RuleCommonFile>;
@@ -330,6 +335,8 @@ export const fileFields = {
 /** The values the file's enumerations accept, checked against the schema by a test. */
 export const fileChoices = {
   algorithm: ruleKinds,
+  /** A rule's own `algorithm`: a rate algorithm, or a concurrency limit (never in a `limits` list). */
+  ruleAlgorithm: [...ruleKinds, CONCURRENCY],
   failure: ['closed', 'open'],
   mode: ['enforce', 'shadow', 'delay'],
   scope: ['decide', 'admin'],
@@ -339,6 +346,7 @@ export const fileChoices = {
   jwtAlgorithm: ['HS256', 'RS256', 'ES256'],
 } as const satisfies {
   algorithm: readonly AlgorithmName[];
+  ruleAlgorithm: readonly (AlgorithmName | typeof CONCURRENCY)[];
   failure: readonly FailureName[];
   mode: readonly ModeName[];
   scope: readonly ScopeName[];

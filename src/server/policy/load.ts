@@ -4,6 +4,7 @@ import { LineCounter, parseDocument, type Document, type Scalar } from 'yaml';
 import { loadEnvoyDomains } from '../envoy/load.js';
 import type { EnvoyDomains } from '../envoy/config.js';
 import { PolicyError, pathText, type PolicyIssue } from './errors.js';
+import { concurrencyProblems } from './concurrency.js';
 import { expandEnvironment, expansionOf, shieldReferences, type Expansion } from './expand.js';
 import type { PolicyFile } from './file-types.js';
 import { locate } from './locate.js';
@@ -112,6 +113,8 @@ export function loadPolicyText(text: string, options: LoadOptions = {}): LoadedP
   if (storeUrl !== undefined) issues.push(issue(['store', 'url'], storeUrl));
   if (issues.length > 0) throw new PolicyError(file, issues);
   const policy = normalizePolicy(policyFile);
+  const concurrency = concurrencyProblems(policy, issue);
+  if (concurrency.length > 0) throw new PolicyError(file, concurrency);
   const envoy =
     policyFile.envoy === undefined && options.envoyConfig === undefined
       ? undefined

@@ -17,6 +17,7 @@ import type {
   JwtVerifyFile,
   ResponseFile,
 } from './file-types.js';
+import type { ConcurrencyModel } from './concurrency.js';
 
 export type { AlgorithmName, BlockFile, FailureName, ModeName, ScopeName, StoreFile };
 
@@ -38,8 +39,13 @@ export interface RuleModel {
   readonly response: ResponseFile;
   /** With `mode: delay`, the longest a request waits for its slot; undefined otherwise. */
   readonly maxWait: string | undefined;
-  /** One limit, or several charged all or nothing. */
+  /** One limit, or several charged all or nothing; none for a concurrency rule. */
   readonly limits: readonly LimitModel[];
+  /**
+   * A concurrency rule's limit (`algorithm: concurrency`): the most requests of a key in flight,
+   * each holding a slot until its response ends. Undefined for a rule of rate limits.
+   */
+  readonly concurrency?: ConcurrencyModel;
 }
 
 export interface ClientsModel {

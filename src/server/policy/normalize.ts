@@ -1,5 +1,6 @@
 import type { LimitFile, LimitOptionsFile, PolicyFile, RuleFile } from './file-types.js';
 import { ruleEntry } from '../../core/rules/index.js';
+import { concurrencyModel, isConcurrencyFile } from './concurrency.js';
 import { normalizeHost } from './host.js';
 import {
   DEFAULT_ADMIN_PORT,
@@ -91,7 +92,8 @@ export function normalizePolicy(file: PolicyFile): Policy {
 }
 
 function normalizeRule(rule: RuleFile, defaults: Policy['defaults']): RuleModel {
-  const listed: readonly LimitFile[] = 'limits' in rule ? rule.limits : [inlineLimit(rule)];
+  const concurrent = isConcurrencyFile(rule);
+  const listed: readonly LimitFile[] = 'limits' in rule ? rule.limits : concurrent ? [] : [inlineLimit(rule)];
   const mode = rule.mode ?? defaults.mode;
   return {
     name: rule.name,
@@ -107,6 +109,7 @@ function normalizeRule(rule: RuleFile, defaults: Policy['defaults']): RuleModel 
     response: { status: policyDefaults.status, ...rule.response },
     maxWait: rule.maxWait,
     limits: listed.map((limit, i) => normalizeLimit(limit, limitName(rule.name, limit.name, i))),
+    ...(concurrent ? { concurrency: concurrencyModel(rule.name, rule) } : {}),
   };
 }
 

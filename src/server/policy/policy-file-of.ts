@@ -1,5 +1,6 @@
 import type { PolicyFile, RuleFile } from './file-types.js';
-import type { Policy } from './model.js';
+import { CONCURRENCY } from './concurrency.js';
+import type { Policy, RuleModel } from './model.js';
 
 /**
  * A normalized policy written back as a policy file, every default spelt out: what `sluice check`
@@ -34,8 +35,17 @@ export function policyFileOf(policy: Policy): PolicyFile {
       admin: server.admin === 'main' ? server.admin : definedOnly({ ...server.admin }),
       tls: server.tls,
     }),
-    rules: rules.map((rule) => ({ ...rule, key: [...rule.key] }) as unknown as RuleFile),
+    rules: rules.map(ruleFileOf),
   } as PolicyFile;
+}
+
+/** A rule as written: a concurrency rule's limit in the rule itself (it is never in a list). */
+function ruleFileOf(rule: RuleModel): RuleFile {
+  const { concurrency, limits, ...common } = rule;
+  const written = { ...common, key: [...rule.key] };
+  if (concurrency === undefined) return { ...written, limits } as unknown as RuleFile;
+  const { name: _name, ...options } = concurrency;
+  return { ...written, algorithm: CONCURRENCY, ...options } as unknown as RuleFile;
 }
 
 function definedOnly<T extends object>(value: T): T {

@@ -47,6 +47,8 @@ function missingOf(error: ErrorObject): string {
 }
 
 const algorithms = quoted(fileChoices.algorithm);
+const ruleAlgorithms = quoted(fileChoices.ruleAlgorithm);
+const isRulePointer = (pointer: string) => /^\/rules\/\d+$/.test(pointer);
 
 function describe(
   error: ErrorObject,
@@ -83,8 +85,8 @@ function describe(
     }
     case 'required': {
       const key = missingOf(error);
-      if (key === 'algorithm' && /^\/rules\/\d+$/.test(error.instancePath))
-        return is(`needs an algorithm (${algorithms}) or a list of limits`);
+      if (key === 'algorithm' && isRulePointer(error.instancePath))
+        return is(`needs an algorithm (${ruleAlgorithms}) or a list of limits`);
       return is(`needs ${JSON.stringify(key)}`);
     }
     case 'discriminator': {
@@ -94,8 +96,19 @@ function describe(
         if (missing.has(`${error.instancePath}/${tag}`)) return undefined;
         return { path: [...path, tag], atKey: false, what: 'must be a string' };
       }
-      const choices = tag === 'type' ? quoted(fileChoices.storeType) : algorithms;
-      return { path: [...path, tag], atKey: false, what: `must be one of ${choices}` };
+      const at = [...path, tag];
+      if (tag === 'type')
+        return { path: at, atKey: false, what: `must be one of ${quoted(fileChoices.storeType)}` };
+      if (isRulePointer(error.instancePath))
+        return { path: at, atKey: false, what: `must be one of ${ruleAlgorithms}` };
+      // A concurrency limit holds a slot for the whole request: it is a rule of its own.
+      if (valueAt(data, at) === 'concurrency')
+        return {
+          path: at,
+          atKey: false,
+          what: 'cannot be concurrency in a limits list: write a concurrency limit as a rule of its own',
+        };
+      return { path: at, atKey: false, what: `must be one of ${algorithms}` };
     }
     case 'type':
       if (error.schemaPath === durationType) return is(durationHint(valueAt(data, path)));

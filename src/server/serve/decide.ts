@@ -50,7 +50,11 @@ export interface DecisionResult extends Verdict {
   body?: unknown;
 }
 
-/** The rules an item asks, with the request they see, in order. */
+/**
+ * The rules an item asks, with the request they see, in order. A concurrency rule is the
+ * gateway's alone: a caller of the API has no way to release the slot it would take, so a
+ * request item never matches one (and a keyed item naming one is refused before this).
+ */
 export function targetsOf(
   policy: CompiledPolicy,
   item: Item,
@@ -58,7 +62,7 @@ export function targetsOf(
   if ('rule' in item) return { rules: [policy.rule(item.rule)!], request: policy.keyed(item.key, item.cost) };
   const read = policy.read(item.request);
   const request = item.cost === undefined ? read : { ...read, cost: item.cost };
-  return { rules: policy.matching(request), request };
+  return { rules: policy.matching(request).filter((rule) => rule.concurrency === undefined), request };
 }
 
 /**

@@ -10,9 +10,10 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
+import { finishOnClose, type ClosingResponse } from '../../adapters/node/response.js';
 import { AddressList } from '../../http/address-list.js';
 import type { HeaderValues } from '../../http/headers.js';
-import { isPreflight } from '../../http/guard.js';
+import { isPreflight, needsFinishing } from '../../http/guard.js';
 import { EXPOSE_HEADER, mergeExposed } from '../../http/merge-exposed.js';
 import { normalizePath, pathOf } from '../../http/path.js';
 import type { HttpResponse } from '../../http/problem.js';
@@ -41,7 +42,11 @@ export function isForwarded(policy: CompiledPolicy, url: string | undefined): bo
 
 /** The gateway of a server: one proxy and one pool of upstream connections for its whole life. */
 export interface Gateway {
-  /** Decides and forwards (or refuses) a request that {@link isForwarded} says is the gateway's. */
+  /**
+   * Decides and forwards (or refuses) a request that {@link isForwarded} says is the gateway's.
+   * Resolves once the request no longer needs its policy: when it was sent on, or, when a rule
+   * holds a slot for it (a concurrency rule), once its response closed and the slot went back.
+   */
   web(policy: CompiledPolicy, req: IncomingMessage, res: ServerResponse): Promise<void>;
   /**
    * The same for a protocol upgrade (WebSocket): limited at upgrade time, then a tunnel. Of every
@@ -63,8 +68,12 @@ export interface Gateway {
   close(): void;
 }
 
-/** What the rules say of a request: the response that refuses it, or the headers that admit it. */
-type Admission = { response: HttpResponse } | { headers: HeaderValues };
+/**
+ * What the rules say of a request: the response that refuses it, or the headers that admit it;
+ * `held` when a rule that admitted it holds something until its response ends (a concurrency
+ * rule's slot).
+ */
+type Admission = ({ response: HttpResponse } | { headers: HeaderValues }) & { held?: boolean };
 
 /** Told of what the gateway did, by route name (for metrics: never a request value). */
 export interface GatewayObserver {
@@ -163,8 +172,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           ? { response: ambiguous('host') }
           : route === undefined
             ? { response: noRoute() }
-            : await admit(policy, req, request, delays(policy) ? closedSignal(res) : undefined);
-      if ('response' in admission) return send(res, admission.response);
+            : await admit(policy, req, request, res, delays(policy) ? closedSignal(res) : undefined);
+      if ('response' in admission) return refuse(admission, res, (response) => send(res, response));
       for (const [name, value] of Object.entries(admission.headers)) res.setHeader(name, value);
       forwardedHeaders(req, trustOf(policy));
       const { name, target } = route!;
@@ -175,6 +184,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         if (res.headersSent) res.destroy();
         else send(res, badGateway());
       });
+      return heldUntilClosed(admission, res);
     },
 
     async upgrade(policy, req, socket, head, everyPath = false) {
@@ -194,8 +204,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         observer.unrouted();
         return writeRaw(socket, noRoute());
       }
-      const admission = await admit(policy, req, request);
-      if ('response' in admission) return writeRaw(socket, admission.response);
+      const tunnel = socketClosing(socket);
+      const admission = await admit(policy, req, request, tunnel);
+      if ('response' in admission) return refuse(admission, tunnel, (response) => writeRaw(socket, response));
       forwardedHeaders(req, trustOf(policy));
       track(socket);
       observer.forwarded(route.name);
@@ -207,6 +218,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           writeRaw(socket, badGateway());
         else socket.destroy();
       });
+      return heldUntilClosed(admission, tunnel);
     },
 
     health(policy) {
@@ -242,12 +254,16 @@ function readRequest(policy: CompiledPolicy, req: IncomingMessage): DecisionRequ
 
 /**
  * The rules the request matches, in file order, each by its guard; the first that answers
- * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do.
+ * (429, 403, 503 …) stops. A CORS preflight is left alone, as the library's adapters do. What a
+ * rule that admitted holds (a concurrency rule's slot) is finished by that rule's guard once
+ * `closing` closes: when the response ended, the upstream failed or the client left, and also
+ * when a later rule refused the request.
  */
 async function admit(
   policy: CompiledPolicy,
   req: IncomingMessage,
   request: DecisionRequest,
+  closing: ClosingResponse,
   signal?: AbortSignal,
 ): Promise<Admission> {
   const facts = {
@@ -259,13 +275,53 @@ async function admit(
     ...(signal === undefined ? {} : { signal }),
   };
   let headers: HeaderValues | undefined;
+  let held = false;
   for (const rule of policy.matching(request)) {
     const outcome = await rule.guard.check(request, facts);
-    if (outcome.action === 'respond') return { response: outcome.response };
+    if (outcome.action === 'respond') return { response: outcome.response, held };
+    if (needsFinishing(outcome)) {
+      held = true;
+      finishOnClose(closing, outcome, rule.guard);
+    }
     // One rule's headers are sent as they are: most requests match one rule, and pay no copy.
     headers = headers === undefined ? outcome.headers : mergeHeaders(headers, outcome.headers);
   }
-  return { headers: headers ?? {} };
+  return { headers: headers ?? {}, held };
+}
+
+/** Writes a refusal; a slot an earlier rule took for the request is held until `closing` closed. */
+function refuse(
+  admission: Admission & { response: HttpResponse },
+  closing: ClosingResponse,
+  write: (response: HttpResponse) => void,
+): Promise<void> | undefined {
+  write(admission.response);
+  return heldUntilClosed(admission, closing);
+}
+
+/**
+ * Resolves once `closing` closed when the admission holds a slot, else at once: the request
+ * keeps its policy in use until then, so that a reload does not close the limit that gave the
+ * slot before the slot is released to it.
+ */
+function heldUntilClosed(admission: Admission, closing: ClosingResponse): Promise<void> | undefined {
+  if (admission.held !== true) return undefined;
+  return new Promise((resolve) => {
+    if (closing.destroyed) resolve();
+    else closing.once('close', () => resolve());
+  });
+}
+
+/** An upgrade's socket seen as a response that closes: a tunnel's slot is held while it is open. */
+function socketClosing(socket: Duplex): ClosingResponse {
+  return {
+    statusCode: 101,
+    writableEnded: false,
+    get destroyed() {
+      return socket.destroyed;
+    },
+    once: (_event, listener) => socket.once('close', listener),
+  };
 }
 
 const delaying = new WeakMap<CompiledPolicy, boolean>();

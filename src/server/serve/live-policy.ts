@@ -2,8 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, isAbsolute } from 'node:path';
 import type { Clock } from '../../core/clock.js';
-import type { Limiter } from '../../limiter/limiter.js';
-import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
+import { compilePolicy, type CompiledPolicy, type PolicyLimit } from '../policy/compile.js';
 import { PolicyError, type PolicyIssue } from '../policy/errors.js';
 import { loadPolicyText, readPolicyFile, type LoadedPolicy } from '../policy/load.js';
 import type { RuleModel } from '../policy/model.js';
@@ -36,8 +35,8 @@ interface Generation {
 
 interface Retired {
   readonly generation: Generation;
-  /** Its limiters that the next policy carried over: left open. */
-  readonly kept: ReadonlySet<Limiter>;
+  /** Its limits that the next policy carried over: left open. */
+  readonly kept: ReadonlySet<PolicyLimit>;
 }
 
 /**
@@ -48,7 +47,9 @@ interface Retired {
  * A rule whose limits, failure policy and mode did not change keeps its limiters, so its buckets
  * keep their state; the others are built anew on another object of the same store (in memory
  * their buckets start afresh; on a shared store a limit of the same name finds its buckets). A
- * replaced policy's own limiters are closed once the requests using it (and any older one) end.
+ * replaced policy's own limiters are closed once the requests using it (and any older one) end;
+ * a request through the gateway that holds a concurrency rule's slot uses its policy until its
+ * response closed, so the slot goes back to the limit that gave it before that limit is closed.
  */
 export class LivePolicy implements PolicyHolder {
   private generation: Generation;
@@ -230,9 +231,9 @@ export class LivePolicy implements PolicyHolder {
     loaded: LoadedPolicy,
     text: string,
     previous: Generation | undefined,
-  ): { generation: Generation; kept: Set<Limiter> } {
+  ): { generation: Generation; kept: Set<PolicyLimit> } {
     const { opened, log, metrics } = this.options;
-    const kept = new Set<Limiter>();
+    const kept = new Set<PolicyLimit>();
     const before = previous?.served.compiled;
     const compiled: CompiledPolicy = compilePolicy(loaded, {
       // The first policy binds the store opened; every later one binds its new limits beside.
@@ -246,11 +247,14 @@ export class LivePolicy implements PolicyHolder {
       events: (rule) => metrics.channel(rule),
       ...(this.options.clock === undefined ? {} : { clock: this.options.clock }),
       ...(this.fallbackSecret === undefined ? {} : { fallbackSecret: this.fallbackSecret }),
+      // A concurrency limit is kept as a rate limit is: the slots in flight stay counted (a
+      // limit built anew on a memory store would start with none held).
       reuse: (rule) => {
         const old = before?.rule(rule.name);
         if (old === undefined || limitsOf(old.model) !== limitsOf(rule)) return undefined;
         for (const limiter of old.limiters) kept.add(limiter);
-        return old.limiters;
+        if (old.concurrency !== undefined) kept.add(old.concurrency);
+        return old;
       },
     });
     const served: ServedPolicy = {
@@ -280,7 +284,7 @@ export class LivePolicy implements PolicyHolder {
       );
   }
 
-  private retire(generation: Generation, kept: ReadonlySet<Limiter>): void {
+  private retire(generation: Generation, kept: ReadonlySet<PolicyLimit>): void {
     this.retired.push({ generation, kept });
     this.closeDrained();
   }
@@ -322,7 +326,12 @@ export interface LivePolicyOptions {
 
 /** What a rule's limiters are made of: equal, they can be kept as they are. */
 function limitsOf(rule: RuleModel): string {
-  return JSON.stringify({ limits: rule.limits, failure: rule.failure, mode: rule.mode });
+  return JSON.stringify({
+    limits: rule.limits,
+    concurrency: rule.concurrency,
+    failure: rule.failure,
+    mode: rule.mode,
+  });
 }
 
 /** A short hash of a policy file's text, to know it again. */

@@ -254,12 +254,21 @@ function invalid(errors: { path: string; message: string }[]): HttpResponse {
   });
 }
 
-/** Rule names the policy does not hold, by their place (never their text: it is request input). */
+/**
+ * Rule names the policy does not hold, and concurrency rules (the gateway's alone: the API has
+ * no way to release a slot yet), by their place (never their text: it is request input).
+ */
 function unknownRules(policy: CompiledPolicy, body: ForgetBatch): { path: string; message: string }[] {
   const found: { path: string; message: string }[] = [];
   body.items.forEach((item, i) => {
-    if ('rule' in item && policy.rule(item.rule) === undefined)
+    const named = 'rule' in item ? policy.rule(item.rule) : undefined;
+    if ('rule' in item && named === undefined)
       found.push({ path: `/items/${i}/rule`, message: 'names no rule of the policy' });
+    if (named?.concurrency !== undefined)
+      found.push({
+        path: `/items/${i}/rule`,
+        message: 'names a concurrency rule, which only the gateway decides for now',
+      });
     if ('rules' in item)
       item.rules?.forEach((name, j) => {
         if (policy.rule(name) === undefined)

@@ -349,13 +349,15 @@ function startupText(url: string, adminUrl: string, config: string, policy: Poli
 
 /**
  * A request the policy's first rule with a plain path decides (its first method and path, the
- * headers its match and key read), so that the start-up's curl line shows a rule at work.
+ * headers its match and key read), so that the start-up's curl line shows a rule at work. A
+ * concurrency rule is the gateway's alone: the decision API does not decide it.
  */
 function exampleRequest(policy: Policy): Record<string, unknown> {
   const plain = (path: string) => !/[*{]/.test(path);
+  const decided = policy.rules.filter((r) => r.concurrency === undefined);
   const rule =
-    policy.rules.find((r) => r.match.paths?.some(plain) === true) ??
-    policy.rules.find((r) => r.match.paths === undefined);
+    decided.find((r) => r.match.paths?.some(plain) === true) ??
+    decided.find((r) => r.match.paths === undefined);
   const match = rule?.match ?? {};
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(match.headers ?? {})) {
