@@ -5,7 +5,7 @@ import { compilePolicy, type CompiledRule } from './policy/compile.js';
 import type { MatchFile } from './policy/file-types.js';
 import { loadPolicyFile, type LoadOptions } from './policy/load.js';
 import { compileMatch } from './policy/match.js';
-import { withLoopback, type RequestInput } from './policy/request.js';
+import type { RequestInput } from './policy/request.js';
 
 /** What one rule does with the request explained. */
 export interface RuleExplanation {
@@ -67,7 +67,7 @@ export async function explainRequest(
   try {
     const request = compiled.read(input);
     const { source } = createClientAddress({
-      trustedProxies: withLoopback(policy.clients.trustedProxies),
+      trustedProxies: [...policy.clients.trustedProxies],
       header: policy.clients.proxyHeader,
     })({ peer: input.address, headers: request.headers });
     const keys = policy.clients.secrets.length > 0 ? 'hmac' : 'plain';

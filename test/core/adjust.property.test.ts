@@ -132,28 +132,16 @@ for (const [title, make] of rules) {
             if (!decision.allowed) return;
             const at = now + later;
             // Only histories where the later take is admitted in both worlds compare.
-            if (
-              !rule.decide(state, {
+            const admitsLater = (world: typeof state) =>
+              rule.decide(world, {
                 now: at,
                 epoch: START,
                 name: 'r',
                 cost: next,
                 limit: undefined,
                 commit: true,
-              }).allowed
-            )
-              return;
-            if (
-              !rule.decide(without, {
-                now: at,
-                epoch: START,
-                name: 'r',
-                cost: next,
-                limit: undefined,
-                commit: true,
-              }).allowed
-            )
-              return;
+              }).allowed;
+            if (!admitsLater(state) || !admitsLater(without)) return;
             refund(rule, state, at, now, decision);
             const [, refunded] = peek(rule, state, at);
             const [, alone] = peek(rule, without, at);

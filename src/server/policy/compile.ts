@@ -20,13 +20,7 @@ import { responseProblem, withResponse } from './response.js';
 import type { LoadedPolicy } from './load.js';
 import { compileMatch } from './match.js';
 import type { LimitModel, Policy, RuleModel, RuleOrigin } from './model.js';
-import {
-  keyedRequest,
-  requestReader,
-  withLoopback,
-  type DecisionRequest,
-  type RequestInput,
-} from './request.js';
+import { keyedRequest, requestReader, type DecisionRequest, type RequestInput } from './request.js';
 
 type Path = readonly (string | number)[];
 
@@ -202,8 +196,8 @@ export function compilePolicy(loaded: LoadedPolicy, options: CompileOptions): Co
         ...(rule.response.problem === undefined ? {} : { problem: rule.response.problem }),
         ...delayOptions(rule),
         address: (request) => request.address,
-        ...(allow.length > 0 ? { allow: withLoopback(allow) } : {}),
-        ...(deny.length > 0 ? { deny: withLoopback(deny) } : {}),
+        ...(allow.length > 0 ? { allow: [...allow] } : {}),
+        ...(deny.length > 0 ? { deny: [...deny] } : {}),
         ...(options.onError === undefined ? {} : { onError: options.onError }),
         ...(events === undefined ? {} : { events }),
       }),
@@ -372,8 +366,8 @@ const bearerScheme = /^bearer /i;
  * included, deny first).
  */
 function listsOf(allowed: readonly string[], denied: readonly string[]): CompiledRule['listed'] {
-  const deny = denied.length > 0 ? new AddressList(withLoopback(denied), 'deny') : undefined;
-  const allow = allowed.length > 0 ? new AddressList(withLoopback(allowed), 'allow') : undefined;
+  const deny = denied.length > 0 ? new AddressList([...denied], 'deny') : undefined;
+  const allow = allowed.length > 0 ? new AddressList([...allowed], 'allow') : undefined;
   return (address) => {
     if (deny?.has(address) === true) return 'denied';
     if (allow?.has(address) === true) return 'allowed';

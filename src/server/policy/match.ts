@@ -3,7 +3,7 @@ import { AddressList } from '../../http/address-list.js';
 import type { MatchFile } from './file-types.js';
 import { normalizeHost } from './host.js';
 import { pathPattern } from './path-pattern.js';
-import { withLoopback, type DecisionRequest } from './request.js';
+import type { DecisionRequest } from './request.js';
 
 /**
  * A rule's `match` compiled once: every condition given must hold. Methods as the guard reads
@@ -31,7 +31,7 @@ export function compileMatch(match: MatchFile, option: string): (request: Decisi
   const sources =
     match.sourceCidrs === undefined
       ? undefined
-      : new AddressList(withLoopback(match.sourceCidrs), `${option}.sourceCidrs`);
+      : new AddressList([...match.sourceCidrs], `${option}.sourceCidrs`);
   return (request) => {
     if (methods !== undefined && !methods.has(request.method)) return false;
     if (paths !== undefined && !paths.some((p) => p.test(request.path))) return false;

@@ -1,5 +1,4 @@
 import { createClientAddress } from '../../keys/client-address.js';
-import { LOOPBACK } from '../../keys/cidr-set.js';
 import { normalizePath, pathOf } from '../../http/path.js';
 import { normalizeHost } from './host.js';
 import type { ClientsModel } from './model.js';
@@ -34,15 +33,10 @@ export interface DecisionRequest {
   readonly cost?: number;
 }
 
-/** `loopback` stands for the loopback ranges in any address list of the file. */
-export function withLoopback(entries: readonly string[]): string[] {
-  return entries.flatMap((entry) => (entry === 'loopback' ? [...LOOPBACK] : [entry]));
-}
-
 /** Reads requests the way the policy's `clients` section says. */
 export function requestReader(clients: ClientsModel): (input: RequestInput) => DecisionRequest {
   const addressOf = createClientAddress({
-    trustedProxies: withLoopback(clients.trustedProxies),
+    trustedProxies: [...clients.trustedProxies],
     header: clients.proxyHeader,
   });
   return (input) => {

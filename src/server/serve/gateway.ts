@@ -19,7 +19,7 @@ import { normalizePath, pathOf } from '../../http/path.js';
 import type { HttpResponse } from '../../http/problem.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { isOwnPath } from '../policy/reserved-paths.js';
-import { withLoopback, type DecisionRequest } from '../policy/request.js';
+import type { DecisionRequest } from '../policy/request.js';
 import { forwardedTarget } from './forwarded-target.js';
 import { mergeHeaders } from './decide.js';
 import { problem, send } from './http-io.js';
@@ -141,11 +141,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     if (list === undefined) {
       // Exact, as the client-address step reads trusted proxies: a translated address is not
       // the proxy it embeds.
-      list = new AddressList(
-        withLoopback(policy.policy.clients.trustedProxies),
-        'clients trustedProxies',
-        'exact',
-      );
+      list = new AddressList([...policy.policy.clients.trustedProxies], 'clients trustedProxies', 'exact');
       trust.set(policy, list);
     }
     return list;
